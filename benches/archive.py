@@ -1,0 +1,88 @@
+"""Generate a realistic Claude Code transcript archive for benchmarks (deterministic, no data files).
+
+Each session is a chain of user prompts, assistant replies with tool calls (Bash, Read, Edit),
+tool results and file paths, written as Claude Code session JSONL (one assistant content block
+per line sharing `message.id`, as the real CLI does).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+WORDS = (
+    "deploy build cache index query latency memory vector token parser chunk session commit branch "
+    "merge review test failure timeout retry backoff database postgres mysql redis kafka queue worker "
+    "billing invoice customer schema migration rollback release canary metric alert pager incident "
+    "config yaml docker kubernetes pod container node cluster region bucket policy secret rotate "
+    "function module class method trait struct enum error panic stack trace log warning debug fix "
+    "refactor rename extract inline benchmark profile flamegraph allocation thread lock mutex async"
+).split()
+FILES = [f"src/{a}/{b}.{ext}" for a in ("api", "core", "db", "ui", "jobs") for b in ("main", "handlers", "models", "utils", "config") for ext in ("py", "rs", "ts")]
+ERRORS = ["ERR_CONN_RESET", "ECONNREFUSED", "exit code 137", "OOMKilled", "SIGSEGV", "E0502", "HTTP 503", "deadlock detected"]
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    words = [rng.choice(WORDS) for _ in range(n)]
+    if rng.random() < 0.3:
+        words.insert(rng.randrange(len(words)), rng.choice(ERRORS))
+    if rng.random() < 0.4:
+        words.insert(rng.randrange(len(words)), rng.choice(FILES))
+    return " ".join(words).capitalize() + "."
+
+
+def _paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(_sentence(rng, rng.randint(8, 20)) for _ in range(sentences))
+
+
+def session_lines(rng: random.Random, session_id: str, pairs: int, start: datetime) -> list[str]:
+    """JSONL lines of one session with `pairs` user/assistant exchanges."""
+    lines: list[str] = []
+    parent = None
+    t = start
+    n = 0
+
+    def emit(record: dict) -> None:
+        nonlocal parent, n, t
+        n += 1
+        t += timedelta(seconds=rng.randint(2, 40))
+        uid = f"{session_id}-{n}"
+        record.update(uuid=uid, parentUuid=parent, sessionId=session_id, timestamp=t.isoformat().replace("+00:00", "Z"),
+                      cwd="/home/dev/project", version="2.1.0", userType="external", isSidechain=False)
+        parent = uid
+        lines.append(json.dumps(record))
+
+    for p in range(pairs):
+        emit({"type": "user", "message": {"role": "user", "content": _paragraph(rng, rng.randint(1, 3))}})
+        msg_id = f"msg_{session_id}_{p}"
+        emit({"type": "assistant", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet",
+              "content": [{"type": "text", "text": _paragraph(rng, rng.randint(2, 6))}]}})
+        if rng.random() < 0.6:
+            tool = rng.choice(["Bash", "Read", "Edit"])
+            path = rng.choice(FILES)
+            tool_input = {"command": f"pytest {path} -x"} if tool == "Bash" else {"file_path": f"/home/dev/project/{path}"}
+            emit({"type": "assistant", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet",
+                  "content": [{"type": "tool_use", "id": f"toolu_{p}", "name": tool, "input": tool_input}]}})
+            output = "\n".join(_sentence(rng, 12) for _ in range(rng.randint(3, 30)))
+            emit({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{p}", "content": output}]},
+                  "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False}})
+            emit({"type": "assistant", "message": {"id": msg_id + "b", "type": "message", "role": "assistant", "model": "claude-sonnet",
+                  "content": [{"type": "text", "text": _paragraph(rng, rng.randint(1, 3))}]}})
+    return lines
+
+
+def generate(root: Path, files: int, pairs_per_file: int, seed: int = 7) -> int:
+    """Write `files` sessions under `root/<project>/<uuid>.jsonl`; returns total bytes."""
+    rng = random.Random(seed)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    total = 0
+    for i in range(files):
+        project = root / f"-home-dev-project{i % 12}"
+        project.mkdir(parents=True, exist_ok=True)
+        sid = f"{i:08x}-0000-4000-8000-{i:012x}"
+        text = "\n".join(session_lines(rng, sid, pairs_per_file, start + timedelta(hours=i))) + "\n"
+        (project / f"{sid}.jsonl").write_text(text)
+        total += len(text)
+    return total

@@ -1,0 +1,182 @@
+"""The ``memlane`` command line: a thin shell over :class:`memlane.Memory`.
+
+Every command takes ``--home DIR`` and ``--json`` (one JSON document on stdout). User errors
+print one line on stderr and exit with status 2; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from memlane._paths import agent_transcript_dirs, default_home
+
+_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo"]
+
+
+class _Bar:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started: dict[str, float] = {}
+        self.last = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        now = time.monotonic()
+        start = self.started.setdefault(stage, now)
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        frac = min(done / total, 1.0)
+        filled = int(frac * 30)
+        if stage == "parse":
+            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+        else:
+            amount = f"{done}/{total} chunks"
+        eta = ""
+        if 0 < frac < 1 and now > start:
+            eta = f" ETA {(now - start) * (1 - frac) / frac:.0f}s"
+        sys.stderr.write(f"\r{stage:<5} [{'#' * filled}{'.' * (30 - filled)}] {frac:4.0%} {amount}{eta}\x1b[K")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if args.json:
+        json.dump(payload, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(text)
+
+
+def _open(args: argparse.Namespace, embedder: str) -> Any:
+    import memlane
+
+    return memlane.open(args.home, embedder=embedder)
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    paths = args.paths or [str(p) for p in agent_transcript_dirs()]
+    if not paths:
+        raise ValueError("no transcript folders found (~/.claude/projects, ~/.codex/sessions, …): name the paths to index")
+    mem = _open(args, args.embed)
+    bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
+    report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
+    d = report.to_dict()
+    skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
+    text = (
+        f"indexed {report.files_indexed} of {report.files_seen} files ({report.bytes_parsed / 1e6:.1f} MB) "
+        f"in {report.seconds:.2f}s: +{report.chunks_added} chunks, -{report.chunks_removed}, "
+        f"{report.chunks_embedded} embedded ({report.embed_cache_hits} from cache); skipped records: {skipped}"
+    )
+    _emit(args, d, text)
+    return 0
+
+
+def _format_hit(i: int, hit: Any) -> str:
+    when = hit.timestamp[:16].replace("T", " ") if hit.timestamp else "undated"
+    where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
+    scores = " ".join(f"{k}={v:.2f}" for k, v in hit.scores.items() if v is not None)
+    snippet = " ".join(hit.text.split())
+    if len(snippet) > 300:
+        snippet = snippet[:297] + "..."
+    return f"{i}. [{hit.score:.3f} {scores}] {where}\n   {hit.path}\n   {snippet}"
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    if args.k < 1:
+        raise ValueError("-k must be at least 1")
+    mem = _open(args, args.embed)
+    hits = mem.search(
+        args.query,
+        k=args.k,
+        sources=args.source or None,
+        session_id=args.session,
+        since=args.since,
+        until=args.until,
+        fusion=args.fusion,
+        threshold=args.threshold,
+    )
+    text = "\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)) or "no match above the threshold"
+    _emit(args, [h.to_dict() for h in hits], text)
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    mem = _open(args, "none")
+    status = mem.status()
+    cache = status["embedding_cache"]
+    text = (
+        f"home        {status['home']}\n"
+        f"files       {status['files']}  sessions {status['sessions']}\n"
+        f"chunks      {status['chunks']}  with vectors {status['chunks_with_vectors']} "
+        f"({status['vectors']} window vectors)\n"
+        f"embedder    {status['embedder_id'] or '-'}\n"
+        f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
+        f"emb. cache  {cache.get('entries', 0)} entries, {cache.get('bytes', 0) / 1e6:.1f} MB at {cache['path']}"
+    )
+    _emit(args, status, text)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    def common(defaults: bool) -> argparse.ArgumentParser:
+        # Subcommands repeat the global options with SUPPRESS defaults, so `memlane --json
+        # status` and `memlane status --json` both work without one resetting the other.
+        p = argparse.ArgumentParser(add_help=False)
+        home = str(default_home()) if defaults else argparse.SUPPRESS
+        p.add_argument("--home", default=home, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
+        p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
+        return p
+
+    parser = argparse.ArgumentParser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common(False)], help="index transcript files or folders (incremental)")
+    p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine)")
+    p.add_argument("--embed", default="local", help="embedder: local (default), local:int8, none")
+    p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
+    p.set_defaults(func=_cmd_index)
+
+    p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
+    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "brain"], help="keep only this source (repeatable)")
+    p.add_argument("--session", help="keep only this session id")
+    p.add_argument("--since", help="keep chunks from this time on (ISO-8601)")
+    p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
+    p.add_argument("--fusion", choices=["weighted", "rrf"], default="weighted")
+    p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
+    p.add_argument("--embed", default="local", help="embedder for the query (must match the index): local, local:int8, none")
+    p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
+    p.set_defaults(func=_cmd_status)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memlane`` console script."""
+    args = _parser().parse_args(argv)
+    from memlane.errors import MemlaneError
+
+    try:
+        return int(args.func(args))
+    except (MemlaneError, FileNotFoundError, ValueError, PermissionError) as exc:
+        sys.stderr.write(f"memlane {args.command}: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\nmemlane {args.command}: interrupted; committed work is kept, run it again to resume\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

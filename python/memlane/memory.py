@@ -1,0 +1,395 @@
+"""The :class:`Memory` façade: index sources, embed what is new, search hybrid.
+
+Example:
+    >>> import memlane, tempfile
+    >>> mem = memlane.open(tempfile.mkdtemp(), embedder="none")
+    >>> mem.search("anything")
+    []
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlane import _core
+from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
+from memlane.embed import Embedder, make_embedder
+from memlane.embed.cache import EmbeddingCache
+
+# Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
+# smooth progress bar and prompt Ctrl-C.
+_FILES_PER_BATCH = 64
+_BYTES_PER_BATCH = 64 << 20
+# Chunks embedded between two vector commits: an interruption loses at most this much work,
+# and even that is in the embedding cache.
+_CHUNKS_PER_EMBED_BATCH = 256
+_EMBED_BATCHES_PER_COMMIT = 16
+
+Progress = Callable[[str, int, int], None]
+"""Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result with its provenance.
+
+    Attributes:
+        id: Chunk id (hex of the content key).
+        source: ``transcript`` | ``knowledge`` | ``brain``.
+        text: The chunk text.
+        score: Fused score used for ranking.
+        scores: Breakdown: ``bm25`` (normalised to the query's best) and ``vector`` (cosine).
+        path: Source file.
+        session_id: Session the turns belong to.
+        turn_start: First turn index in the session.
+        turn_end: Last turn index (inclusive).
+        timestamp: ISO-8601 UTC time of the first turn, if known.
+        heading: Heading (knowledge chunks), else empty.
+    """
+
+    id: str
+    source: str
+    text: str
+    score: float
+    scores: dict[str, float | None]
+    path: str
+    session_id: str
+    turn_start: int
+    turn_end: int
+    timestamp: str | None
+    heading: str
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _from_core(cls, d: dict[str, Any]) -> Hit:
+        return cls(
+            id=d["id"],
+            source=d["source"],
+            text=d["text"],
+            score=round(float(d["score"]), 6),
+            scores={"bm25": d["bm25"], "vector": d["vector"]},
+            path=d["path"],
+            session_id=d["session_id"],
+            turn_start=d["turn_start"],
+            turn_end=d["turn_end"],
+            timestamp=_iso(d["timestamp"]),
+            heading=d["heading"],
+            meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
+                  "timestamp_end": _iso(d["timestamp_end"])},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the CLI's ``--json`` shape)."""
+        return asdict(self)
+
+
+@dataclass
+class IndexReport:
+    """What :meth:`Memory.index` did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    embed_cache_hits: int = 0
+    records_skipped: dict[str, int] = field(default_factory=dict)
+    bytes_parsed: int = 0
+    seconds: float = 0.0
+    keyword_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def _parse_time(value: str | int | float | datetime | None) -> int | None:
+    """Milliseconds since the epoch from an ISO date/time, a datetime or epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, (int, float)):
+        return int(value * 1000)
+    else:
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"cannot read time {value!r}: use ISO-8601 like 2026-03-01 or 2026-03-01T12:00Z") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+class Memory:
+    """A memlane home: index transcripts, then search them.
+
+    Args:
+        home: Directory of the indexes (created if missing).
+        embedder: ``"local"`` (default, offline MiniLM), ``"local:int8"``, ``"none"`` for
+            keyword-only, or any object implementing :class:`memlane.embed.Embedder`.
+        quantization: Vector storage for a new home: ``f16`` (default), ``i8`` or ``f32``.
+        cache_dir: Shared embedding cache (default ``$MEMLANE_CACHE_DIR`` or ``~/.cache/memlane``).
+
+    Example:
+        >>> import memlane, tempfile
+        >>> mem = memlane.Memory(tempfile.mkdtemp(), embedder="none")
+        >>> mem.status()["chunks"]
+        0
+    """
+
+    def __init__(
+        self,
+        home: str | PathLike[str],
+        embedder: str | Embedder | None = "local",
+        *,
+        quantization: str = "f16",
+        cache_dir: str | PathLike[str] | None = None,
+    ) -> None:
+        self.home = Path(home).expanduser()
+        self._store = _core.Store(str(self.home), quantization)
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, (str, type(None))) else None
+        self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        self._cache: EmbeddingCache | None = None
+
+    # -- embedding -------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder, loaded on first use (``None`` in keyword-only mode)."""
+        if self._embedder is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
+            self._embedder = make_embedder(self._embedder_spec)
+        return self._embedder
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The shared embedding cache."""
+        if self._cache is None:
+            self._cache = EmbeddingCache(self._cache_dir / "embeddings.sqlite")
+        return self._cache
+
+    def _embed_chunks(self, rows: Sequence[tuple[int, str, str]], embedder: Embedder) -> tuple[list[int], list[np.ndarray], int]:
+        """Vectors for (key, hash, text) rows: from the cache, else from the embedder."""
+        cached = self.cache.get_many(embedder.id, (h for _, h, _ in rows))
+        missing = [(h, text) for _, h, text in rows if h not in cached]
+        missing = list(dict(missing).items())
+        if missing:
+            fresh = embedder.embed_documents([text for _, text in missing])
+            new = {h: v for (h, _), v in zip(missing, fresh)}
+            self.cache.put_many(embedder.id, new)
+            cached.update(new)
+        keys = [k for k, _, _ in rows]
+        return keys, [cached[h] for _, h, _ in rows], len(rows) - len(missing)
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def index(
+        self,
+        paths: Iterable[str | PathLike[str]] | None = None,
+        *,
+        embed: bool = True,
+        format: str | None = None,
+        progress: Progress | None = None,
+    ) -> IndexReport:
+        """Index transcript files and folders incrementally.
+
+        New and changed files are parsed and chunked; unchanged ones cost a stat; files gone
+        from a folder lose their chunks. Keyword search sees the new chunks as soon as parsing
+        ends; then chunks without vectors are embedded (cache first) unless ``embed`` is false.
+
+        Args:
+            paths: Files or folders; default: the agent transcript folders on this machine.
+            embed: Embed new chunks after the keyword index is committed.
+            format: Force a format (``claude-code``, ``codex``, ``openclaw``, ``gemini``,
+                ``generic``, ``longmemeval``, ``locomo``) instead of auto-detection.
+            progress: Optional callback ``(stage, done, total)``.
+
+        Returns:
+            What was done.
+
+        Raises:
+            IndexLockedError: Another process is writing to this home.
+            FileNotFoundError: A path does not exist.
+        """
+        started = time.perf_counter()
+        roots = [str(Path(p).expanduser()) for p in paths] if paths is not None else [str(p) for p in agent_transcript_dirs()]
+        report = IndexReport()
+        with self._store.writer(format) as writer:
+            plan = writer.scan(roots)
+            writer.remove_files(plan["deleted"])
+            todo: list[str] = plan["to_index"]
+            total_bytes, done_bytes = plan["bytes_to_index"], 0
+            batch: list[str] = []
+            batch_bytes = 0
+            for i, path in enumerate(todo):
+                size = Path(path).stat().st_size if Path(path).exists() else 0
+                batch.append(path)
+                batch_bytes += size
+                if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
+                    writer.index_files(batch)
+                    done_bytes += batch_bytes
+                    if progress:
+                        progress("parse", done_bytes, total_bytes)
+                    batch, batch_bytes = [], 0
+            core_report = writer.commit()
+            report.keyword_seconds = time.perf_counter() - started
+            if embed and self.embedder is not None:
+                report.chunks_embedded, report.embed_cache_hits = self._backfill(writer, self.embedder, progress)
+                core_report = writer.commit()
+        for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed"):
+            setattr(report, name, core_report[name])
+        report.records_skipped = dict(core_report["records_skipped"])
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def embed_pending(self, progress: Progress | None = None) -> int:
+        """Embed every chunk that has no vector yet (resumes an interrupted backfill).
+
+        Returns:
+            Chunks embedded (including cache hits).
+        """
+        if self.embedder is None:
+            return 0
+        with self._store.writer() as writer:
+            done, _ = self._backfill(writer, self.embedder, progress)
+            writer.commit()
+        return done
+
+    def _backfill(self, writer: Any, embedder: Embedder, progress: Progress | None) -> tuple[int, int]:
+        pending = writer.pending_vectors()
+        total, done, hits = len(pending), 0, 0
+        for n, start in enumerate(range(0, total, _CHUNKS_PER_EMBED_BATCH), start=1):
+            batch = [int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]]
+            rows = writer.chunk_texts(batch)
+            keys, vectors, batch_hits = self._embed_chunks(rows, embedder)
+            hits += batch_hits
+            if keys:
+                counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
+                flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
+                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
+            done += len(batch)
+            if n % _EMBED_BATCHES_PER_COMMIT == 0:
+                writer.commit()
+            if progress:
+                progress("embed", done, total)
+        return done, hits
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        sources: Sequence[str] | None = None,
+        session_id: str | None = None,
+        since: str | int | float | datetime | None = None,
+        until: str | int | float | datetime | None = None,
+        fusion: str = "weighted",
+        vector_weight: float = 0.6,
+        threshold: float = 0.2,
+    ) -> list[Hit]:
+        """Hybrid search: BM25 and vector candidates fused, best first.
+
+        If every fused score is under ``threshold`` the result is empty. Vectors are used when
+        the home has them and an embedder is configured; otherwise BM25 answers alone.
+
+        Args:
+            query: Free text; code identifiers, paths and error codes match exactly.
+            k: Hits wanted.
+            sources: Keep only these sources (``transcript``, ``knowledge``, ``brain``).
+            session_id: Keep only this session.
+            since: Keep chunks from this time on (ISO-8601, datetime or epoch seconds).
+            until: Keep chunks before this time.
+            fusion: ``weighted`` (default) or ``rrf``.
+            vector_weight: Weight of the vector score in weighted fusion (BM25 gets the rest).
+            threshold: Empty-result threshold on the fused score.
+
+        Returns:
+            Hits with provenance and score breakdown.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").search("exit code 137", k=5)
+            []
+        """
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        vector = None
+        embedder_id = None
+        meta = self._store.meta()
+        if meta.get("embedder_id") and self._embedder_spec != "none":
+            embedder = self.embedder
+            if embedder is not None:
+                vector = np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32)
+                embedder_id = embedder.id
+        raw = self._store.search(
+            query,
+            k=k,
+            vector=vector,
+            embedder_id=embedder_id,
+            sources=list(sources) if sources else None,
+            session_id=session_id,
+            since=_parse_time(since),
+            until=_parse_time(until),
+            fusion=fusion,
+            vector_weight=vector_weight,
+            threshold=threshold,
+            candidates=max(50, 5 * k),
+        )
+        return [Hit._from_core(d) for d in raw]
+
+    def status(self) -> dict[str, Any]:
+        """Counts, sizes and the embedder of this home, plus the embedding cache."""
+        status = dict(self._store.status())
+        cache = self._cache_dir / "embeddings.sqlite"
+        status["embedding_cache"] = self.cache.summary() if cache.exists() else {"path": str(cache), "entries": 0}
+        return status
+
+    def close(self) -> None:
+        """Release the embedding cache (indexes hold no open writer between calls)."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(  # noqa: A001 - the public name DESIGN.md §4 promises
+    home: str | PathLike[str] | None = None,
+    embedder: str | Embedder | None = "local",
+    **kwargs: Any,
+) -> Memory:
+    """Open (or create) a memlane home.
+
+    Args:
+        home: Directory; default ``$MEMLANE_HOME`` or ``~/.local/share/memlane``.
+        embedder: See :class:`Memory`.
+        **kwargs: Passed to :class:`Memory`.
+
+    Example:
+        >>> import memlane, tempfile
+        >>> memlane.open(tempfile.mkdtemp(), embedder="none").status()["files"]
+        0
+    """
+    return Memory(home if home is not None else default_home(), embedder, **kwargs)

@@ -1,0 +1,415 @@
+//! The tantivy side: schema, analyzer, writes and BM25 search over chunks.
+
+use crate::chunk::Chunk;
+use crate::error::Result;
+use crate::tokenize::CodeTokenizer;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::path::Path;
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST,
+    INDEXED, STORED, STRING,
+};
+use tantivy::tokenizer::{Language, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+/// Name the analyzer is registered under.
+const ANALYZER: &str = "memlane";
+/// Writer memory budget: large enough to batch well, small enough for a laptop.
+const WRITER_MEMORY: usize = 256 * 1024 * 1024;
+
+/// Stored form of a chunk as search results need it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoredChunk {
+    /// Chunk key.
+    pub key: u64,
+    /// `transcript` | `knowledge` | `brain`.
+    pub source: String,
+    /// The indexed text.
+    pub text: String,
+    /// Source file.
+    pub path: String,
+    /// Session id.
+    pub session_id: String,
+    /// First turn (inclusive).
+    pub turn_start: u64,
+    /// Last turn (inclusive).
+    pub turn_end: u64,
+    /// First timestamp, ms since epoch.
+    pub timestamp: Option<i64>,
+    /// Last timestamp.
+    pub timestamp_end: Option<i64>,
+    /// Heading (knowledge chunks) or empty.
+    pub heading: String,
+    /// Roles present.
+    pub role: String,
+    /// Source format.
+    pub format: String,
+    /// Content hash (embedding-cache key).
+    pub content_hash: String,
+    /// Extra metadata: tools, files, turn ids, parent session, part.
+    pub meta: serde_json::Value,
+}
+
+/// Filters applied before ranking.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    /// Keep only these sources.
+    pub sources: Vec<String>,
+    /// Keep only this session.
+    pub session_id: Option<String>,
+    /// Keep chunks whose first timestamp is ≥ this (ms).
+    pub since: Option<i64>,
+    /// Keep chunks whose first timestamp is < this (ms).
+    pub until: Option<i64>,
+}
+
+impl Filters {
+    /// True when no filter is set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+            && self.session_id.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    key: Field,
+    source: Field,
+    text: Field,
+    path: Field,
+    session_id: Field,
+    turn_start: Field,
+    turn_end: Field,
+    ts: Field,
+    ts_end: Field,
+    heading: Field,
+    role: Field,
+    format: Field,
+    hash: Field,
+    meta: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text_options = TextOptions::default()
+        .set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(ANALYZER)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        )
+        .set_stored();
+    let fields = Fields {
+        key: b.add_u64_field("key", INDEXED | STORED | FAST),
+        source: b.add_text_field("source", STRING | STORED),
+        text: b.add_text_field("text", text_options),
+        path: b.add_text_field("path", STRING | STORED),
+        session_id: b.add_text_field("session_id", STRING | STORED),
+        turn_start: b.add_u64_field("turn_start", STORED),
+        turn_end: b.add_u64_field("turn_end", STORED),
+        ts: b.add_i64_field("ts", INDEXED | STORED | FAST),
+        ts_end: b.add_i64_field("ts_end", STORED),
+        heading: b.add_text_field("heading", STORED),
+        role: b.add_text_field("role", STORED),
+        format: b.add_text_field("format", STORED),
+        hash: b.add_text_field("hash", STRING | STORED),
+        meta: b.add_text_field("meta", STORED),
+    };
+    (b.build(), fields)
+}
+
+fn analyzer() -> TextAnalyzer {
+    let stop = StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
+    TextAnalyzer::builder(CodeTokenizer::default())
+        .filter(stop)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The BM25 index of one memlane home.
+pub struct Lexical {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl Lexical {
+    /// Open the index in `dir`, creating it when absent.
+    ///
+    /// # Errors
+    /// I/O or tantivy errors; a schema mismatch surfaces as a tantivy error.
+    pub fn open(dir: &Path) -> Result<Lexical> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let index = if dir.join("meta.json").exists() {
+            Index::open_in_dir(dir)?
+        } else {
+            Index::create_in_dir(dir, schema)?
+        };
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Lexical {
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// A writer; tantivy's own lock makes a second writer fail fast.
+    ///
+    /// # Errors
+    /// `LockBusy` (as a tantivy error) when another writer is open.
+    pub fn writer(&self) -> Result<IndexWriter> {
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Ok(self
+            .index
+            .writer_with_num_threads(threads.clamp(1, 4), WRITER_MEMORY)?)
+    }
+
+    /// Make the latest commit visible to searches.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn reload(&self) -> Result<()> {
+        Ok(self.reader.reload()?)
+    }
+
+    /// The current searcher.
+    #[must_use]
+    pub fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    /// Build the document for a chunk.
+    #[must_use]
+    pub fn document(&self, chunk: &Chunk, source: &str, heading: &str) -> TantivyDocument {
+        let f = self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.key, chunk.key);
+        doc.add_text(f.source, source);
+        doc.add_text(f.text, &chunk.text);
+        doc.add_text(f.path, &chunk.path);
+        doc.add_text(f.session_id, &chunk.session_id);
+        doc.add_u64(f.turn_start, u64::from(chunk.turn_start));
+        doc.add_u64(f.turn_end, u64::from(chunk.turn_end));
+        if let Some(ts) = chunk.ts_start {
+            doc.add_i64(f.ts, ts);
+        }
+        if let Some(ts) = chunk.ts_end {
+            doc.add_i64(f.ts_end, ts);
+        }
+        doc.add_text(f.heading, heading);
+        doc.add_text(f.role, &chunk.role);
+        doc.add_text(f.format, &chunk.format);
+        doc.add_text(f.hash, &chunk.content_hash);
+        let meta = serde_json::json!({
+            "tools": chunk.tools,
+            "files": chunk.files,
+            "turn_ids": chunk.turn_ids,
+            "parent_session_id": chunk.parent_session_id,
+            "part": chunk.part,
+        });
+        doc.add_text(f.meta, meta.to_string());
+        doc
+    }
+
+    /// The term that identifies a chunk (for deletes).
+    #[must_use]
+    pub fn key_term(&self, key: u64) -> Term {
+        Term::from_field_u64(self.fields.key, key)
+    }
+
+    /// Every live chunk key in the committed index.
+    ///
+    /// # Errors
+    /// tantivy errors reading fast fields.
+    pub fn all_keys(&self) -> Result<HashSet<u64>> {
+        let searcher = self.searcher();
+        let mut keys = HashSet::with_capacity(usize::try_from(searcher.num_docs()).unwrap_or(0));
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64("key")?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(k) = column.first(doc) {
+                    keys.insert(k);
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Number of live chunks.
+    #[must_use]
+    pub fn num_docs(&self) -> u64 {
+        self.searcher().num_docs()
+    }
+
+    /// Analyze a query into its distinct index terms.
+    #[must_use]
+    pub fn query_terms(&self, query: &str) -> Vec<Term> {
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(query);
+        let mut seen = HashSet::new();
+        let mut terms = Vec::new();
+        while stream.advance() {
+            let text = &stream.token().text;
+            if seen.insert(text.clone()) {
+                terms.push(Term::from_field_text(self.fields.text, text));
+            }
+        }
+        terms
+    }
+
+    fn filter_clauses(&self, filters: &Filters) -> Vec<(Occur, Box<dyn Query>)> {
+        let f = self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if !filters.sources.is_empty() {
+            let any: Vec<(Occur, Box<dyn Query>)> = filters
+                .sources
+                .iter()
+                .map(|s| {
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(
+                        Term::from_field_text(f.source, s),
+                        IndexRecordOption::Basic,
+                    ));
+                    (Occur::Should, q)
+                })
+                .collect();
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        }
+        if let Some(session) = &filters.session_id {
+            clauses.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.session_id, session),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if filters.since.is_some() || filters.until.is_some() {
+            let lower = filters
+                .since
+                .map_or(Bound::Unbounded, |t| Bound::Included(Term::from_field_i64(f.ts, t)));
+            let upper = filters
+                .until
+                .map_or(Bound::Unbounded, |t| Bound::Excluded(Term::from_field_i64(f.ts, t)));
+            clauses.push((Occur::Must, Box::new(RangeQuery::new(lower, upper))));
+        }
+        clauses
+    }
+
+    /// BM25 top `limit` (key, score) for `query`, restricted by `filters`.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn search(&self, query: &str, filters: &Filters, limit: usize) -> Result<Vec<(u64, f32)>> {
+        let terms = self.query_terms(query);
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let should: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs));
+                (Occur::Should, q)
+            })
+            .collect();
+        let mut clauses = self.filter_clauses(filters);
+        let query: Box<dyn Query> = if clauses.is_empty() {
+            Box::new(BooleanQuery::new(should))
+        } else {
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
+            Box::new(BooleanQuery::new(clauses))
+        };
+        let searcher = self.searcher();
+        let top = searcher.search(&*query, &TopDocs::with_limit(limit))?;
+        top.into_iter()
+            .map(|(score, addr)| Ok((self.key_at(&searcher, addr)?, score)))
+            .collect()
+    }
+
+    /// Keys of every chunk that passes `filters` (used to restrict the vector search).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn filtered_keys(&self, filters: &Filters) -> Result<HashSet<u64>> {
+        let searcher = self.searcher();
+        let query = BooleanQuery::new(self.filter_clauses(filters));
+        let docs = searcher.search(&query, &DocSetCollector)?;
+        docs.into_iter().map(|addr| self.key_at(&searcher, addr)).collect()
+    }
+
+    fn key_at(&self, searcher: &Searcher, addr: DocAddress) -> Result<u64> {
+        let column = searcher
+            .segment_reader(addr.segment_ord)
+            .fast_fields()
+            .u64("key")?;
+        Ok(column.first(addr.doc_id).unwrap_or_default())
+    }
+
+    /// Load stored chunks by key (missing keys are skipped).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn get(&self, keys: &[u64]) -> Result<Vec<StoredChunk>> {
+        let searcher = self.searcher();
+        let mut out = Vec::with_capacity(keys.len());
+        for &key in keys {
+            let query = TermQuery::new(self.key_term(key), IndexRecordOption::Basic);
+            let top = searcher.search(&query, &TopDocs::with_limit(1))?;
+            if let Some((_, addr)) = top.first() {
+                let doc: TantivyDocument = searcher.doc(*addr)?;
+                out.push(self.stored(&doc));
+            }
+        }
+        Ok(out)
+    }
+
+    fn stored(&self, doc: &TantivyDocument) -> StoredChunk {
+        let f = self.fields;
+        let text = |field: Field| -> String {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let u = |field: Field| doc.get_first(field).and_then(|v| v.as_u64());
+        let i = |field: Field| doc.get_first(field).and_then(|v| v.as_i64());
+        StoredChunk {
+            key: u(f.key).unwrap_or_default(),
+            source: text(f.source),
+            text: text(f.text),
+            path: text(f.path),
+            session_id: text(f.session_id),
+            turn_start: u(f.turn_start).unwrap_or_default(),
+            turn_end: u(f.turn_end).unwrap_or_default(),
+            timestamp: i(f.ts),
+            timestamp_end: i(f.ts_end),
+            heading: text(f.heading),
+            role: text(f.role),
+            format: text(f.format),
+            content_hash: text(f.hash),
+            meta: serde_json::from_str(&text(f.meta)).unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// Texts and hashes for the given keys, in order (for embedding backfill).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn texts(&self, keys: &[u64]) -> Result<Vec<(u64, String, String)>> {
+        Ok(self
+            .get(keys)?
+            .into_iter()
+            .map(|c| (c.key, c.content_hash, c.text))
+            .collect())
+    }
+}

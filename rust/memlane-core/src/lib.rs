@@ -1,0 +1,18 @@
+//! memlane-core: the engine behind memlane.
+//!
+//! Parses agent transcripts into [`model::Session`]s, chunks them into turn pairs
+//! ([`chunk`]), and keeps a tantivy BM25 index ([`lexical`]) and a usearch HNSW index
+//! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
+#![warn(missing_docs)]
+
+pub mod chunk;
+pub mod error;
+pub mod hybrid;
+pub mod lexical;
+pub mod model;
+pub mod parse;
+pub mod store;
+pub mod tokenize;
+pub mod vector;
+
+pub use error::{Error, Result};

@@ -1,0 +1,141 @@
+//! The normalised conversation model every parser produces and the chunker consumes.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Who speaks in a [`Turn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A human prompt (scaffolding stripped).
+    #[default]
+    User,
+    /// The agent's reply, with tool calls and capped tool results rendered inline.
+    Assistant,
+    /// A compaction / continuation summary: kept, but never treated as a human turn.
+    Summary,
+}
+
+impl Role {
+    /// Lower-case name, as stored in the index.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Summary => "summary",
+        }
+    }
+}
+
+/// Transcript formats the parser recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Claude Code session JSONL (`~/.claude/projects/<slug>/<uuid>.jsonl`, subagent files).
+    ClaudeCode,
+    /// Codex rollout JSONL, envelope or pre-envelope layout, plain or `.jsonl.zst`.
+    Codex,
+    /// OpenClaw / pi session JSONL (v1–v3).
+    Openclaw,
+    /// Gemini CLI: JSONL upsert log or legacy single JSON.
+    Gemini,
+    /// Generic `{"id","role","content","timestamp"}` lines.
+    Generic,
+    /// LongMemEval benchmark file (array of instances with `haystack_sessions`).
+    Longmemeval,
+    /// LoCoMo benchmark file (array of samples with `conversation`).
+    Locomo,
+}
+
+impl Format {
+    /// Every format, in detection order.
+    pub const ALL: [Format; 7] = [
+        Format::Codex,
+        Format::Openclaw,
+        Format::Gemini,
+        Format::ClaudeCode,
+        Format::Longmemeval,
+        Format::Locomo,
+        Format::Generic,
+    ];
+
+    /// The name used on the command line (`--format`) and in the index.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::Openclaw => "openclaw",
+            Format::Gemini => "gemini",
+            Format::Generic => "generic",
+            Format::Longmemeval => "longmemeval",
+            Format::Locomo => "locomo",
+        }
+    }
+
+    /// Inverse of [`Format::as_str`].
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+}
+
+/// One utterance after normalisation.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Turn {
+    /// Speaker role.
+    pub role: Role,
+    /// Clean text: scaffolding stripped, images replaced by `[image]`, tool calls rendered
+    /// as short lines and tool results capped.
+    pub text: String,
+    /// Milliseconds since the Unix epoch (UTC), when the source has a time.
+    pub timestamp: Option<i64>,
+    /// Tool names used in this turn.
+    pub tools: Vec<String>,
+    /// File paths mentioned by tool inputs or results.
+    pub files: Vec<String>,
+    /// Speaker name when the source names people (LoCoMo), else `None`.
+    pub speaker: Option<String>,
+    /// Source record ids this turn came from (LoCoMo `dia_id`, message ids, …), for provenance
+    /// and benchmark scoring.
+    pub ids: Vec<String>,
+}
+
+/// One conversation thread.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Session {
+    /// Stable id: the tool's own session id (see FORMATS.md §7.10).
+    pub id: String,
+    /// For subagent/sidechain sessions, the parent session id.
+    pub parent_id: Option<String>,
+    /// Format the session was parsed from.
+    pub format: Option<Format>,
+    /// Working directory when known.
+    pub cwd: Option<String>,
+    /// Title when the source has one.
+    pub title: Option<String>,
+    /// Turns in conversation order (active branch only for tree formats).
+    pub turns: Vec<Turn>,
+}
+
+/// What parsing one file produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParsedFile {
+    /// Sessions found in the file (most files hold one).
+    pub sessions: Vec<Session>,
+    /// Records skipped, by reason (`invalid_json`, `oversize_line`, …).
+    pub skipped: BTreeMap<String, u64>,
+    /// Byte offset just after the last complete line; a trailing partial line is left for
+    /// the next run.
+    pub complete_bytes: u64,
+    /// Format the file was parsed as (`None` when nothing was recognised).
+    pub format: Option<Format>,
+}
+
+impl ParsedFile {
+    /// Count one skipped record under `reason`.
+    pub fn skip(&mut self, reason: &str) {
+        *self.skipped.entry(reason.to_owned()).or_insert(0) += 1;
+    }
+}

@@ -1,0 +1,302 @@
+//! Codex rollouts (FORMATS.md §2): the `{timestamp,type,payload}` envelope layout and the
+//! older pre-envelope layout (bare header line, bare response items, no per-line time).
+//!
+//! A rollout holds two logs of the same conversation: `event_msg` (what the TUI showed) and
+//! `response_item` (what the model saw). User prompts come from `event_msg/user_message` when
+//! the file has any (they are free of injected scaffolding), else from filtered
+//! `response_item` user messages; assistant prose from `response_item` messages when the file
+//! has any, else from `event_msg/agent_message`. Never both, so no text is indexed twice.
+//! Tools come only from `response_item` (the `*_end` events duplicate them).
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::{Format, ParsedFile, Role, Session};
+
+use super::clean;
+use super::lenient::{Content, LStr, LTs, Obj};
+use super::lines::{self, LineSink};
+use super::turns::TurnBuilder;
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Item<'a> {
+    timestamp: LTs,
+    #[serde(rename = "type", borrow)]
+    kind: LStr<'a>,
+    #[serde(borrow)]
+    payload: Obj<Box<Item<'a>>>,
+    #[serde(borrow)]
+    record_type: LStr<'a>,
+    #[serde(borrow)]
+    id: LStr<'a>,
+    #[serde(borrow)]
+    role: LStr<'a>,
+    #[serde(borrow)]
+    content: Content<'a>,
+    #[serde(borrow)]
+    name: LStr<'a>,
+    arguments: Value,
+    input: Value,
+    #[serde(borrow)]
+    output: Content<'a>,
+    action: Value,
+    #[serde(borrow)]
+    message: LStr<'a>,
+    #[serde(borrow)]
+    cwd: LStr<'a>,
+    #[serde(borrow)]
+    parent_thread_id: LStr<'a>,
+    source: Value,
+    #[serde(borrow)]
+    thread_name: LStr<'a>,
+}
+
+enum Ev {
+    User { text: String, ts: Option<i64>, event: bool },
+    Assistant { text: String, ts: Option<i64>, event: bool },
+    Call { name: String, summary: String, files: Vec<String>, ts: Option<i64> },
+    Result { text: String, ts: Option<i64> },
+    Summary { text: String, ts: Option<i64> },
+}
+
+struct Meta {
+    id: String,
+    cwd: Option<String>,
+    parent: Option<String>,
+}
+
+#[derive(Default)]
+struct Sink {
+    events: Vec<Ev>,
+    metas: Vec<Meta>,
+    header_id: Option<String>,
+    header_ts: Option<i64>,
+    context_cwd: Option<String>,
+    title: Option<String>,
+}
+
+/// Injected context Codex writes as "user" messages.
+const SCAFFOLDING: [&str; 10] = [
+    "# AGENTS.md instructions for",
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<INSTRUCTIONS>",
+    "<skills_instructions>",
+    "<user_shell_command>",
+    "<collaboration_mode>",
+    "<developer_instructions>",
+];
+
+fn is_scaffolding(text: &str) -> bool {
+    let t = text.trim_start();
+    SCAFFOLDING.iter().any(|s| t.starts_with(s))
+}
+
+fn content_text(c: &Content<'_>) -> String {
+    match c {
+        Content::None => String::new(),
+        Content::Text(t) => t.to_string(),
+        Content::Blocks(blocks) => {
+            let mut parts: Vec<String> = Vec::new();
+            for b in blocks {
+                let kind = b.kind.get().unwrap_or("");
+                if clean::is_image_kind(kind) {
+                    parts.push(clean::IMAGE.to_owned());
+                } else if let Some(t) = b.text.get() {
+                    parts.push(t.to_owned());
+                } else {
+                    let inner = b.content.render();
+                    if !inner.is_empty() {
+                        parts.push(inner);
+                    }
+                }
+            }
+            parts.join("\n")
+        }
+    }
+}
+
+/// Find `parent_thread_id` anywhere in the first levels of `session_meta.source`.
+fn find_parent(v: &Value, depth: u8) -> Option<String> {
+    match v {
+        Value::Object(o) if depth < 4 => {
+            if let Some(Value::String(s)) = o.get("parent_thread_id") {
+                return Some(s.clone());
+            }
+            o.values().find_map(|x| find_parent(x, depth + 1))
+        }
+        _ => None,
+    }
+}
+
+impl Sink {
+    fn item(&mut self, p: &Item<'_>, ts: Option<i64>) {
+        match p.kind.get().unwrap_or("") {
+            "message" => {
+                let text = content_text(&p.content);
+                match p.role.get() {
+                    Some("user") => self.events.push(Ev::User { text, ts, event: false }),
+                    Some("assistant") => self.events.push(Ev::Assistant { text, ts, event: false }),
+                    _ => {}
+                }
+            }
+            kind @ ("function_call" | "custom_tool_call" | "tool_search_call") => {
+                let name = p.name.get().unwrap_or(if kind == "tool_search_call" { "tool_search" } else { "unknown" });
+                let args = if p.arguments.is_null() { clean::decode_arguments(&p.input) } else { clean::decode_arguments(&p.arguments) };
+                self.call(name, &args, ts);
+            }
+            "local_shell_call" => {
+                let cmd = p.action.get("command").cloned().unwrap_or(Value::Null);
+                let args = serde_json::json!({ "command": cmd });
+                self.call("shell", &args, ts);
+            }
+            "web_search_call" => {
+                let q = p.action.get("query").cloned().unwrap_or(Value::Null);
+                self.call("web_search", &serde_json::json!({ "query": q }), ts);
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" | "tool_search_output" => {
+                let text = content_text(&p.output);
+                if !text.trim().is_empty() {
+                    self.events.push(Ev::Result { text: clean::render_result(&text), ts });
+                }
+            }
+            // reasoning (summaries restate the answer; the rest is encrypted), ghost_snapshot,
+            // image_generation_call, compaction, inter-agent messages: not conversation.
+            _ => {}
+        }
+    }
+
+    fn call(&mut self, name: &str, args: &Value, ts: Option<i64>) {
+        let summary = clean::tool_summary(name, args);
+        let mut files = Vec::new();
+        clean::tool_files(name, args, &mut files);
+        self.events.push(Ev::Call { name: name.to_owned(), summary, files, ts });
+    }
+
+    fn take(&mut self, l: &Item<'_>) {
+        if let Some(p) = &l.payload.0 {
+            let ts = l.timestamp.0;
+            match l.kind.get().unwrap_or("") {
+                "session_meta" => {
+                    if let Some(id) = p.id.owned() {
+                        let parent = p.parent_thread_id.owned().or_else(|| find_parent(&p.source, 0));
+                        self.metas.push(Meta { id, cwd: p.cwd.owned(), parent });
+                    }
+                }
+                "response_item" => self.item(p, ts),
+                "event_msg" => match p.kind.get().unwrap_or("") {
+                    "user_message" => {
+                        let text = p.message.get().unwrap_or("").to_owned();
+                        self.events.push(Ev::User { text, ts, event: true });
+                    }
+                    "agent_message" => {
+                        let text = p.message.get().unwrap_or("").to_owned();
+                        self.events.push(Ev::Assistant { text, ts, event: true });
+                    }
+                    "thread_name_updated" => {
+                        if let Some(t) = p.thread_name.owned() {
+                            self.title = Some(t);
+                        }
+                    }
+                    _ => {}
+                },
+                "compacted" => {
+                    // replacement_history re-contains old turns: only the summary is new.
+                    if let Some(m) = p.message.get() {
+                        self.events.push(Ev::Summary { text: m.to_owned(), ts });
+                    }
+                }
+                "turn_context" => {
+                    if self.context_cwd.is_none() {
+                        self.context_cwd = p.cwd.owned();
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        // Pre-envelope layout.
+        if l.record_type.get().is_some() {
+            return;
+        }
+        match l.kind.get() {
+            None => {
+                if self.header_id.is_none() {
+                    self.header_id = l.id.owned();
+                    self.header_ts = l.timestamp.0;
+                    if let Some(c) = l.cwd.owned() {
+                        self.context_cwd.get_or_insert(c);
+                    }
+                }
+            }
+            Some(_) => {
+                let ts = l.timestamp.0.or(self.header_ts);
+                self.item(l, ts);
+            }
+        }
+    }
+}
+
+impl LineSink for Sink {
+    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
+        let l: Item<'_> = serde_json::from_slice(line)?;
+        self.take(&l);
+        Ok(())
+    }
+}
+
+/// The uuid at the end of a rollout file stem (`rollout-2025-…-<uuid>`).
+fn stem_uuid(stem: &str) -> Option<&str> {
+    let start = stem.len().checked_sub(36)?;
+    let tail = stem.get(start..)?;
+    let ok = tail.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
+    ok.then_some(tail)
+}
+
+/// Parse a Codex rollout.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+    let mut sink = Sink::default();
+    lines::drive(bytes, out, &mut sink);
+    let stem = super::claude::stem(path);
+
+    let meta = stem_uuid(&stem)
+        .and_then(|u| sink.metas.iter().find(|m| m.id.eq_ignore_ascii_case(u)))
+        .or_else(|| sink.metas.first());
+    let id = meta
+        .map(|m| m.id.clone())
+        .or_else(|| sink.header_id.clone())
+        .unwrap_or_else(|| stem.clone());
+    let cwd = meta.and_then(|m| m.cwd.clone()).or_else(|| sink.context_cwd.clone());
+    let parent_id = meta.and_then(|m| m.parent.clone()).filter(|p| *p != id);
+
+    let event_users = sink.events.iter().any(|e| matches!(e, Ev::User { event: true, .. }));
+    let item_assistant = sink.events.iter().any(|e| matches!(e, Ev::Assistant { event: false, .. }));
+
+    let mut b = TurnBuilder::default();
+    for e in &sink.events {
+        match e {
+            Ev::User { text, ts, event } => {
+                if *event == event_users && !is_scaffolding(text) {
+                    b.push(Role::User, clean::clean_text(text), *ts, None);
+                }
+            }
+            Ev::Assistant { text, ts, event } => {
+                if *event != item_assistant {
+                    b.text(text, *ts, None);
+                }
+            }
+            Ev::Call { name, summary, files, ts } => b.tool_call(name, summary, files, *ts, None),
+            Ev::Result { text, ts } => b.tool_result(text, false, *ts),
+            Ev::Summary { text, ts } => b.push(Role::Summary, text.clone(), *ts, None),
+        }
+    }
+    let turns = b.finish();
+    if !turns.is_empty() {
+        out.sessions.push(Session { id, parent_id, format: Some(Format::Codex), cwd, title: sink.title, turns });
+    }
+}

@@ -1,0 +1,162 @@
+//! Generic flat lines (FORMATS.md §5): `{"id","role","content","timestamp"}` with roles
+//! user / assistant / tool_call / tool_result and the close variants seen in the wild
+//! (`ts`, `created_at`, `tool`, `tool_use`, `tool_response`, OpenAI `tool_calls`,
+//! `session_id` / `conversation_id`). Tool records attach to the assistant turn; `system`
+//! and other roles are skipped.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::model::{Format, ParsedFile, Role, Session};
+
+use super::clean;
+use super::lines::{self, LineSink};
+use super::turns::TurnBuilder;
+
+/// Roles the generic importer understands (also used by detection).
+pub(crate) const ROLES: [&str; 15] = [
+    "user",
+    "human",
+    "assistant",
+    "ai",
+    "model",
+    "system",
+    "developer",
+    "tool",
+    "tool_call",
+    "tool_use",
+    "tool_result",
+    "tool_response",
+    "function",
+    "function_call",
+    "scratchpad",
+];
+
+fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    o.get(key).and_then(Value::as_str).filter(|x| !x.is_empty())
+}
+
+fn first_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|k| s(o, k))
+}
+
+#[derive(Default)]
+struct Sink {
+    order: Vec<String>,
+    sessions: HashMap<String, TurnBuilder>,
+    default_id: String,
+}
+
+impl Sink {
+    fn builder(&mut self, id: Option<&str>) -> &mut TurnBuilder {
+        let id = id.unwrap_or(&self.default_id).to_owned();
+        if !self.sessions.contains_key(&id) {
+            self.order.push(id.clone());
+        }
+        self.sessions.entry(id).or_default()
+    }
+
+    fn take(&mut self, v: &Value) {
+        let Some(o) = v.as_object() else { return };
+        let Some(role) = s(o, "role") else { return };
+        let ts = ["timestamp", "ts", "created_at", "time"].iter().find_map(|k| o.get(*k).and_then(clean::value_ts));
+        let rid = o.get("id").and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        let sid = first_str(o, &["session_id", "conversation_id", "sessionId"]).map(str::to_owned);
+        let b = self.builder(sid.as_deref());
+        let content = o.get("content").unwrap_or(&Value::Null);
+        let meta = o.get("metadata").and_then(Value::as_object);
+        match role {
+            "user" | "human" => {
+                b.push(Role::User, clean::clean_text(&clean::value_text(content)), ts, rid);
+            }
+            "assistant" | "ai" | "model" => {
+                b.text(&clean::value_text(content), ts, None);
+                // OpenAI chat shape: tool_calls[].function.{name, arguments}
+                if let Some(Value::Array(calls)) = o.get("tool_calls") {
+                    for c in calls {
+                        let f = c.get("function").unwrap_or(c);
+                        let name = f.get("name").and_then(Value::as_str).unwrap_or("unknown");
+                        let args = clean::decode_arguments(f.get("arguments").unwrap_or(&Value::Null));
+                        call(b, name, &args, ts);
+                    }
+                }
+                b.assistant_id(rid, ts);
+            }
+            "tool_call" | "tool_use" | "function_call" => {
+                let tc = o.get("tool_call").and_then(Value::as_object);
+                let name = first_str(o, &["tool_name", "name"])
+                    .or_else(|| meta.and_then(|m| s(m, "tool_name")))
+                    .or_else(|| tc.and_then(|t| first_str(t, &["tool_name", "name"])))
+                    .unwrap_or("unknown");
+                let args = ["parameters", "arguments", "input", "args"]
+                    .iter()
+                    .find_map(|k| o.get(*k).or_else(|| tc.and_then(|t| t.get(*k))))
+                    .unwrap_or(content);
+                let args = clean::decode_arguments(args);
+                call(b, name, &args, ts);
+                b.assistant_id(rid, ts);
+            }
+            "tool_result" | "tool" | "tool_response" | "function" => {
+                let tr = o.get("tool_result").and_then(Value::as_object);
+                let mut text = clean::value_text(content);
+                if text.trim().is_empty() {
+                    let alt = ["result", "output"].iter().find_map(|k| o.get(*k).or_else(|| tr.and_then(|t| t.get(*k))));
+                    text = match alt {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(v) => {
+                            let t = clean::value_text(v);
+                            if t.is_empty() && !v.is_null() {
+                                v.to_string()
+                            } else {
+                                t
+                            }
+                        }
+                        None => String::new(),
+                    };
+                }
+                let failed = |m: &Map<String, Value>| m.get("success").and_then(Value::as_bool) == Some(false);
+                let is_error = o.get("is_error").and_then(Value::as_bool).unwrap_or(false)
+                    || meta.is_some_and(failed)
+                    || tr.is_some_and(failed);
+                b.tool_result(&clean::render_result(&text), is_error, ts);
+                b.assistant_id(rid, ts);
+            }
+            // system / developer / scratchpad / unknown roles: not conversation.
+            _ => {}
+        }
+    }
+}
+
+fn call(b: &mut TurnBuilder, name: &str, args: &Value, ts: Option<i64>) {
+    let summary = clean::tool_summary(name, args);
+    let mut files = Vec::new();
+    clean::tool_files(name, args, &mut files);
+    b.tool_call(name, &summary, &files, ts, None);
+}
+
+impl LineSink for Sink {
+    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
+        let v: Value = serde_json::from_slice(line)?;
+        self.take(&v);
+        Ok(())
+    }
+}
+
+/// Parse a generic role/content JSONL file.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+    let mut sink = Sink { default_id: super::claude::stem(path), ..Sink::default() };
+    lines::drive(bytes, out, &mut sink);
+    for id in std::mem::take(&mut sink.order) {
+        let Some(b) = sink.sessions.remove(&id) else { continue };
+        let turns = b.finish();
+        if !turns.is_empty() {
+            out.sessions.push(Session { id, parent_id: None, format: Some(Format::Generic), cwd: None, title: None, turns });
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! OpenClaw / pi session JSONL (FORMATS.md §3.4): a `type:"session"` header, then entries
+//! forming a tree through `id`/`parentId`; the active path from the newest entry is indexed.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::model::{Format, ParsedFile, Role, Session, Turn};
+
+use super::clean;
+use super::lines::{self, LineSink};
+use super::tree::{self, Link};
+use super::turns::TurnBuilder;
+
+enum Piece {
+    Text(String),
+    Call { name: String, summary: String, files: Vec<String> },
+    Result { text: String, is_error: bool },
+}
+
+struct Entry {
+    id: Option<String>,
+    link: Link,
+    ts: Option<i64>,
+    /// Conversation content (message or summary): may be the leaf of the active path.
+    is_content: bool,
+    human: Option<String>,
+    summary: Option<(String, Vec<String>)>,
+    pieces: Vec<Piece>,
+}
+
+#[derive(Default)]
+struct Sink {
+    header: Option<(Option<String>, Option<String>)>,
+    entries: Vec<Entry>,
+}
+
+fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    o.get(key).and_then(Value::as_str).filter(|x| !x.is_empty())
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+impl Sink {
+    fn take(&mut self, v: &Value) {
+        let Some(o) = v.as_object() else { return };
+        let kind = s(o, "type").unwrap_or("");
+        if kind == "session" && self.header.is_none() && self.entries.is_empty() {
+            self.header = Some((s(o, "id").map(str::to_owned), s(o, "cwd").map(str::to_owned)));
+            return;
+        }
+        let link = match o.get("parentId") {
+            Some(Value::String(p)) => Link::To(p.clone()),
+            _ => Link::Root,
+        };
+        let mut e = Entry {
+            id: s(o, "id").map(str::to_owned),
+            link,
+            ts: o.get("timestamp").and_then(clean::value_ts),
+            is_content: false,
+            human: None,
+            summary: None,
+            pieces: Vec::new(),
+        };
+        match kind {
+            "message" => {
+                if let Some(m) = o.get("message").and_then(Value::as_object) {
+                    if e.ts.is_none() {
+                        e.ts = m.get("timestamp").and_then(clean::value_ts);
+                    }
+                    message(&mut e, m);
+                }
+            }
+            "compaction" | "branch_summary" => {
+                if let Some(text) = s(o, "summary") {
+                    let mut files = Vec::new();
+                    if let Some(d) = o.get("details").and_then(Value::as_object) {
+                        files = string_list(d.get("readFiles"));
+                        for f in string_list(d.get("modifiedFiles")) {
+                            clean::push_unique(&mut files, &f);
+                        }
+                    }
+                    e.summary = Some((text.to_owned(), files));
+                    e.is_content = true;
+                }
+            }
+            _ => {}
+        }
+        self.entries.push(e);
+    }
+}
+
+fn message(e: &mut Entry, m: &Map<String, Value>) {
+    let content = m.get("content").unwrap_or(&Value::Null);
+    match s(m, "role").unwrap_or("") {
+        "user" => {
+            let text = clean::clean_text(&clean::value_text(content));
+            e.is_content = true;
+            if !text.is_empty() {
+                e.human = Some(text);
+            }
+        }
+        "assistant" => {
+            e.is_content = true;
+            match content {
+                Value::String(t) => e.pieces.push(Piece::Text(t.clone())),
+                Value::Array(blocks) => {
+                    for b in blocks.iter().filter_map(Value::as_object) {
+                        match s(b, "type").unwrap_or("") {
+                            "text" => {
+                                if let Some(t) = s(b, "text") {
+                                    e.pieces.push(Piece::Text(t.to_owned()));
+                                }
+                            }
+                            "toolCall" | "tool_use" => {
+                                let name = s(b, "name").unwrap_or("unknown").to_owned();
+                                let args = clean::decode_arguments(b.get("arguments").or_else(|| b.get("input")).unwrap_or(&Value::Null));
+                                let summary = clean::tool_summary(&name, &args);
+                                let mut files = Vec::new();
+                                clean::tool_files(&name, &args, &mut files);
+                                e.pieces.push(Piece::Call { name, summary, files });
+                            }
+                            k if clean::is_image_kind(k) => e.pieces.push(Piece::Text(clean::IMAGE.to_owned())),
+                            // thinking: dropped, as for Claude Code.
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        "toolResult" => {
+            e.is_content = true;
+            let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
+            e.pieces.push(Piece::Result { text: clean::render_result(&clean::value_text(content)), is_error });
+        }
+        "bashExecution" => {
+            e.is_content = true;
+            let cmd = s(m, "command").unwrap_or("");
+            e.pieces.push(Piece::Call { name: "bash".into(), summary: clean::one_line(cmd, clean::CALL_CAP), files: Vec::new() });
+            if let Some(out) = s(m, "output") {
+                e.pieces.push(Piece::Result { text: clean::render_result(out), is_error: false });
+            }
+        }
+        "branchSummary" | "compactionSummary" => {
+            let text = s(m, "summary").map(str::to_owned).unwrap_or_else(|| clean::value_text(content));
+            if !text.trim().is_empty() {
+                e.summary = Some((text, Vec::new()));
+                e.is_content = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+impl LineSink for Sink {
+    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
+        let v: Value = serde_json::from_slice(line)?;
+        self.take(&v);
+        Ok(())
+    }
+}
+
+/// Parse an OpenClaw / pi session file.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+    let mut sink = Sink::default();
+    lines::drive(bytes, out, &mut sink);
+    let (hid, cwd) = sink.header.clone().unwrap_or((None, None));
+    let id = hid.unwrap_or_else(|| super::claude::stem(path));
+
+    let entries = &sink.entries;
+    let Some(leaf) = entries.iter().rposition(|e| e.is_content) else { return };
+    let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
+    let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
+    let path_idx = tree::active_path(&ids, &links, Some(leaf));
+
+    let mut b = TurnBuilder::default();
+    for i in path_idx {
+        let e = &entries[i];
+        if let Some((text, files)) = &e.summary {
+            // Compaction details name the files the summarised span read or modified.
+            b.push_full(Turn {
+                role: Role::Summary,
+                text: text.clone(),
+                timestamp: e.ts,
+                files: files.clone(),
+                ids: e.id.clone().into_iter().collect(),
+                ..Turn::default()
+            });
+        }
+        for p in &e.pieces {
+            match p {
+                Piece::Text(t) => b.text(t, e.ts, None),
+                Piece::Call { name, summary, files } => b.tool_call(name, summary, files, e.ts, None),
+                Piece::Result { text, is_error } => b.tool_result(text, *is_error, e.ts),
+            }
+        }
+        if !e.pieces.is_empty() {
+            b.assistant_id(e.id.clone(), e.ts);
+        }
+        if let Some(h) = &e.human {
+            b.push(Role::User, h.clone(), e.ts, e.id.clone());
+        }
+    }
+    let turns = b.finish();
+    if !turns.is_empty() {
+        out.sessions.push(Session { id, parent_id: None, format: Some(Format::Openclaw), cwd, title: None, turns });
+    }
+}

@@ -1,0 +1,91 @@
+//! Active-branch selection for tree-shaped logs (Claude Code `uuid`/`parentUuid`, pi/OpenClaw
+//! `id`/`parentId`).
+//!
+//! Rewinds, edits and retries leave abandoned sibling branches in the file. We index only the
+//! branch the user ended up on: the path from the newest leaf back to the root. Links that
+//! point nowhere (records the writer never flushed, a toolResult whose parent is a tool-call
+//! id, a compaction boundary without `logicalParentUuid`) fall back to the previous record in
+//! file order instead of cutting the conversation short.
+
+use std::collections::HashMap;
+
+/// How a record points at its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// A root: no parent.
+    Root,
+    /// Parent id.
+    To(String),
+    /// A parent is implied but unknown: continue with the previous record in file order.
+    Previous,
+}
+
+/// Indices (into `ids`/`links`, which are parallel and in file order) of the active path,
+/// root first.
+///
+/// * `ids[i]` — record id (records without one can still start a walk, never be a parent);
+/// * `leaf` — where to start: an explicit leaf, else the caller's newest candidate;
+/// * when no record links anywhere the log is linear and every record is kept.
+pub(crate) fn active_path(ids: &[Option<&str>], links: &[Link], leaf: Option<usize>) -> Vec<usize> {
+    let n = ids.len().min(links.len());
+    if links[..n].iter().all(|l| *l == Link::Root) {
+        return (0..n).collect();
+    }
+    let Some(start) = leaf.filter(|&l| l < n) else {
+        return Vec::new();
+    };
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (i, id) in ids[..n].iter().enumerate() {
+        if let Some(id) = id {
+            by_id.entry(id).or_insert(i);
+        }
+    }
+    let mut visited = vec![false; n];
+    let mut path = Vec::new();
+    let mut cur = start;
+    loop {
+        if visited[cur] {
+            break;
+        }
+        visited[cur] = true;
+        path.push(cur);
+        let next = match &links[cur] {
+            Link::Root => None,
+            Link::To(p) => match by_id.get(p.as_str()) {
+                Some(&i) => Some(i),
+                None => cur.checked_sub(1),
+            },
+            Link::Previous => cur.checked_sub(1),
+        };
+        match next {
+            Some(i) => cur = i,
+            None => break,
+        }
+    }
+    path.reverse();
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_newest_branch() {
+        // a <- b1, a <- b2 <- c2
+        let ids = [Some("a"), Some("b1"), Some("b2"), Some("c2")];
+        let links = [Link::Root, Link::To("a".into()), Link::To("a".into()), Link::To("b2".into())];
+        assert_eq!(active_path(&ids, &links, Some(3)), vec![0, 2, 3]);
+        assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
+    }
+
+    #[test]
+    fn linear_and_dangling_and_cycles() {
+        let ids = [Some("a"), Some("b")];
+        assert_eq!(active_path(&ids, &[Link::Root, Link::Root], Some(1)), vec![0, 1]);
+        let links = [Link::Root, Link::To("missing".into())];
+        assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
+        let links = [Link::To("b".into()), Link::To("a".into())];
+        assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
+    }
+}

@@ -1,0 +1,163 @@
+//! Assembles normalised [`Turn`]s: every parser feeds utterances, tool calls and tool results
+//! in conversation order; everything between two human turns becomes one assistant turn.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+use crate::model::{Role, Turn};
+
+use super::clean;
+
+/// Turn accumulator for one session.
+#[derive(Default)]
+pub(crate) struct TurnBuilder {
+    turns: Vec<Turn>,
+    /// Hashes of (message id, rendered piece) already in the open assistant turn: Claude Code
+    /// can write the same content block twice for one API message (streaming snapshots).
+    seen: HashSet<u64>,
+}
+
+fn piece_hash(msg_id: &str, piece: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    msg_id.hash(&mut h);
+    piece.hash(&mut h);
+    h.finish()
+}
+
+fn append(text: &mut String, piece: &str) {
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(piece);
+}
+
+impl TurnBuilder {
+    /// A human (or summary) turn; empty text is dropped.
+    pub fn push(&mut self, role: Role, text: String, ts: Option<i64>, id: Option<String>) {
+        if text.trim().is_empty() {
+            return;
+        }
+        self.seen.clear();
+        self.turns.push(Turn {
+            role,
+            text,
+            timestamp: ts,
+            ids: id.into_iter().collect(),
+            ..Turn::default()
+        });
+    }
+
+    /// A human turn with a speaker name (benchmarks).
+    pub fn push_full(&mut self, turn: Turn) {
+        if turn.text.trim().is_empty() {
+            return;
+        }
+        self.seen.clear();
+        self.turns.push(turn);
+    }
+
+    /// The open assistant turn, opened if the last turn is not one.
+    fn assistant(&mut self, ts: Option<i64>) -> &mut Turn {
+        let open = matches!(self.turns.last(), Some(t) if t.role == Role::Assistant);
+        if !open {
+            self.seen.clear();
+            self.turns.push(Turn { role: Role::Assistant, timestamp: ts, ..Turn::default() });
+        }
+        let last = self.turns.len() - 1;
+        let t = &mut self.turns[last];
+        if t.timestamp.is_none() {
+            t.timestamp = ts;
+        }
+        t
+    }
+
+    /// Record a source id on the open assistant turn.
+    pub fn assistant_id(&mut self, id: Option<String>, ts: Option<i64>) {
+        if let Some(id) = id {
+            let t = self.assistant(ts);
+            if !t.ids.contains(&id) {
+                t.ids.push(id);
+            }
+        }
+    }
+
+    /// Whether `piece` of message `msg_id` was already added to the open assistant turn.
+    fn duplicate(&mut self, msg_id: Option<&str>, piece: &str) -> bool {
+        match msg_id {
+            Some(m) => !self.seen.insert(piece_hash(m, piece)),
+            None => false,
+        }
+    }
+
+    /// Assistant prose.
+    pub fn text(&mut self, text: &str, ts: Option<i64>, msg_id: Option<&str>) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let open = matches!(self.turns.last(), Some(t) if t.role == Role::Assistant);
+        if open && self.duplicate(msg_id, text) {
+            return;
+        }
+        let t = self.assistant(ts);
+        append(&mut t.text, text);
+        if !open {
+            if let Some(m) = msg_id {
+                self.seen.insert(piece_hash(m, text));
+            }
+        }
+    }
+
+    /// A tool call, rendered as `[tool Name] summary`.
+    pub fn tool_call(&mut self, name: &str, summary: &str, files: &[String], ts: Option<i64>, msg_id: Option<&str>) {
+        let name = if name.trim().is_empty() { "unknown" } else { name.trim() };
+        let line = clean::tool_line(name, summary);
+        let open = matches!(self.turns.last(), Some(t) if t.role == Role::Assistant);
+        if open && self.duplicate(msg_id, &line) {
+            return;
+        }
+        let t = self.assistant(ts);
+        append(&mut t.text, &line);
+        clean::push_unique(&mut t.tools, name);
+        for f in files {
+            clean::push_unique(&mut t.files, f);
+        }
+        if !open {
+            if let Some(m) = msg_id {
+                self.seen.insert(piece_hash(m, &line));
+            }
+        }
+    }
+
+    /// A tool result (already capped), attached to the open assistant turn.
+    pub fn tool_result(&mut self, text: &str, is_error: bool, ts: Option<i64>) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let t = self.assistant(ts);
+        let tag = if is_error { "[error] " } else { "[result] " };
+        if !t.text.is_empty() {
+            t.text.push('\n');
+        }
+        t.text.push_str(tag);
+        t.text.push_str(text);
+    }
+
+    /// File paths mentioned by a tool result, attached to the open assistant turn.
+    pub fn files(&mut self, files: &[String], ts: Option<i64>) {
+        if files.is_empty() {
+            return;
+        }
+        let t = self.assistant(ts);
+        for f in files {
+            clean::push_unique(&mut t.files, f);
+        }
+    }
+
+    /// The turns, minus assistant turns that ended up with no text at all.
+    pub fn finish(mut self) -> Vec<Turn> {
+        self.turns.retain(|t| !t.text.trim().is_empty());
+        self.turns
+    }
+}

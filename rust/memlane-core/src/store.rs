@@ -1,0 +1,753 @@
+//! A memlane home on disk: the manifest of source files, the BM25 index and the vector index,
+//! with one writer at a time and readers that never see a torn state.
+//!
+//! Layout of a home:
+//! ```text
+//! memlane.json     which embedder built the vectors (id, dimension, quantization)
+//! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys
+//! lexical/         tantivy index (atomic commits)
+//! vectors.usearch  HNSW index (saved to a temp file, then renamed)
+//! write.lock       held by the one writer
+//! ```
+//! Write order on commit is tantivy → vectors → manifest, each atomic. A crash between them
+//! leaves chunks the manifest does not reference; the next commit collects them.
+
+use crate::chunk::{chunk_session, Chunk, DEFAULT_BUDGET_TOKENS};
+use crate::error::{Error, Result};
+use crate::hybrid::{fuse, Fusion};
+use crate::lexical::{Filters, Lexical, StoredChunk};
+use crate::model::{Format, ParsedFile};
+use crate::parse;
+use crate::vector::{Quantization, VectorIndex};
+use fs4::fs_std::FileExt;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tantivy::IndexWriter;
+
+const META_FILE: &str = "memlane.json";
+const MANIFEST_FILE: &str = "manifest.json";
+const LEXICAL_DIR: &str = "lexical";
+const VECTORS_FILE: &str = "vectors.usearch";
+const LOCK_FILE: &str = "write.lock";
+const FORMAT_VERSION: u32 = 1;
+
+/// What built the vectors of a home.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HomeMeta {
+    /// On-disk layout version.
+    pub version: u32,
+    /// Embedder id (model, mode, dimension), once vectors exist.
+    pub embedder_id: Option<String>,
+    /// Vector dimension, once vectors exist.
+    pub dim: Option<usize>,
+    /// `f16` | `i8` | `f32`.
+    pub quantization: String,
+}
+
+/// Per source file state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Size in bytes at the last index.
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: u64,
+    /// blake3 of the complete lines (hex).
+    pub hash: String,
+    /// Offset after the last complete line.
+    pub complete_bytes: u64,
+    /// Detected format, if any.
+    pub format: Option<String>,
+    /// Sessions found.
+    pub sessions: usize,
+    /// Chunk keys this file contributes.
+    pub keys: Vec<u64>,
+}
+
+/// Per source file state of a whole home.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Keyed by absolute path.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// What an index run did (the CLI's `--json` shape).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexReport {
+    /// Candidate files seen under the roots.
+    pub files_seen: u64,
+    /// Files (re)parsed because they were new or changed.
+    pub files_indexed: u64,
+    /// Files gone since the last run, whose chunks were dropped.
+    pub files_removed: u64,
+    /// Chunks newly added to the index.
+    pub chunks_added: u64,
+    /// Chunks removed from the index.
+    pub chunks_removed: u64,
+    /// Skipped records by reason.
+    pub records_skipped: BTreeMap<String, u64>,
+    /// Bytes parsed.
+    pub bytes_parsed: u64,
+}
+
+impl IndexReport {
+    fn merge(&mut self, other: &IndexReport) {
+        self.files_seen += other.files_seen;
+        self.files_indexed += other.files_indexed;
+        self.files_removed += other.files_removed;
+        self.chunks_added += other.chunks_added;
+        self.chunks_removed += other.chunks_removed;
+        self.bytes_parsed += other.bytes_parsed;
+        for (k, v) in &other.records_skipped {
+            *self.records_skipped.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+}
+
+/// The files an index run has to look at.
+#[derive(Debug, Clone, Default)]
+pub struct ScanPlan {
+    /// New or changed files.
+    pub to_index: Vec<PathBuf>,
+    /// Their total size.
+    pub bytes_to_index: u64,
+    /// Files whose size and mtime are unchanged.
+    pub unchanged: u64,
+    /// Manifest entries under the roots whose file is gone.
+    pub deleted: Vec<String>,
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// Query text (for BM25).
+    pub query: String,
+    /// Normalised query embedding, if the caller has one.
+    pub vector: Option<Vec<f32>>,
+    /// Embedder that produced `vector`.
+    pub embedder_id: Option<String>,
+    /// Hits wanted.
+    pub k: usize,
+    /// Filters.
+    pub filters: Filters,
+    /// Fusion method.
+    pub fusion: Fusion,
+    /// Empty-result threshold.
+    pub threshold: f32,
+    /// Candidates taken from each list before fusion.
+    pub candidates: usize,
+}
+
+/// A ranked hit with its provenance and score breakdown.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The stored chunk.
+    pub chunk: StoredChunk,
+    /// Final score.
+    pub score: f32,
+    /// Normalised BM25, if a keyword match.
+    pub bm25: Option<f32>,
+    /// Cosine similarity, if the chunk has vectors.
+    pub vector: Option<f32>,
+}
+
+/// Summary of a home.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// Home directory.
+    pub home: String,
+    /// Source files tracked.
+    pub files: u64,
+    /// Chunks in the BM25 index.
+    pub chunks: u64,
+    /// Chunks that have vectors.
+    pub chunks_with_vectors: u64,
+    /// Window vectors stored.
+    pub vectors: u64,
+    /// Embedder id of the vectors.
+    pub embedder_id: Option<String>,
+    /// Vector dimension.
+    pub dim: Option<usize>,
+    /// Bytes on disk.
+    pub disk_bytes: u64,
+    /// Sessions tracked.
+    pub sessions: u64,
+}
+
+fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Write JSON atomically (temp file + rename).
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(value)?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn dir_size(path: &Path) -> u64 {
+    walkdir::WalkDir::new(path)
+        .into_iter()
+        .filter_map(std::result::Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Vectors as seen by readers, refreshed when the file on disk changes.
+struct VectorView {
+    stamp: Option<SystemTime>,
+    index: Option<Arc<VectorIndex>>,
+}
+
+/// An open memlane home.
+pub struct Store {
+    home: PathBuf,
+    lexical: Lexical,
+    quantization: Quantization,
+    view: Mutex<VectorView>,
+    meta: RwLock<HomeMeta>,
+}
+
+impl Store {
+    /// Open (creating if needed) the home at `home`.
+    ///
+    /// # Errors
+    /// I/O errors, or `Corrupt` when the metadata cannot be read.
+    pub fn open(home: &Path, quantization: Quantization) -> Result<Arc<Store>> {
+        std::fs::create_dir_all(home)?;
+        let mut meta: HomeMeta = read_json(&home.join(META_FILE))?;
+        if meta.version == 0 {
+            meta.version = FORMAT_VERSION;
+            meta.quantization = match quantization {
+                Quantization::F16 => "f16",
+                Quantization::I8 => "i8",
+                Quantization::F32 => "f32",
+            }
+            .into();
+        }
+        let quantization = Quantization::parse(&meta.quantization)?;
+        let lexical = Lexical::open(&home.join(LEXICAL_DIR))?;
+        Ok(Arc::new(Store {
+            home: home.to_owned(),
+            lexical,
+            quantization,
+            view: Mutex::new(VectorView { stamp: None, index: None }),
+            meta: RwLock::new(meta),
+        }))
+    }
+
+    /// The home directory.
+    #[must_use]
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// What built the vectors.
+    #[must_use]
+    pub fn meta(&self) -> HomeMeta {
+        self.meta.read().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    fn check_embedder(&self, embedder_id: &str, dim: usize) -> Result<()> {
+        let meta = self.meta();
+        match (&meta.embedder_id, meta.dim) {
+            (Some(id), Some(d)) if id != embedder_id || d != dim => Err(Error::EmbedderMismatch {
+                expected: format!("{id} ({d} dims)"),
+                got: format!("{embedder_id} ({dim} dims)"),
+                expected_hint: id.split('/').next().unwrap_or(id).to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The current vector index for reading (memory-mapped), reloaded if the file changed.
+    fn vectors(&self) -> Result<Option<Arc<VectorIndex>>> {
+        let path = self.home.join(VECTORS_FILE);
+        let stamp = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let mut view = self.view.lock().map_err(|_| Error::Vector("poisoned lock".into()))?;
+        if view.stamp != stamp || (stamp.is_some() && view.index.is_none()) {
+            // memlane.json may have been written by another process since we opened.
+            let meta: HomeMeta = read_json(&self.home.join(META_FILE))?;
+            view.index = match (stamp, meta.dim) {
+                (Some(_), Some(dim)) => Some(Arc::new(VectorIndex::load(&path, dim, self.quantization, true)?)),
+                _ => None,
+            };
+            view.stamp = stamp;
+            if let Ok(mut m) = self.meta.write() {
+                *m = meta;
+            }
+        }
+        Ok(view.index.clone())
+    }
+
+    /// Hybrid search.
+    ///
+    /// # Errors
+    /// `EmbedderMismatch` when the query vector comes from another embedder than the
+    /// index's vectors; index errors.
+    pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
+        self.lexical.reload()?;
+        let candidates = req.candidates.max(req.k);
+        let bm25 = self.lexical.search(&req.query, &req.filters, candidates)?;
+        let vectors = self.vectors()?;
+        let mut ann = Vec::new();
+        let mut extra = HashMap::new();
+        let mut have_vectors = false;
+        if let (Some(qv), Some(index)) = (&req.vector, &vectors) {
+            if let Some(id) = &req.embedder_id {
+                self.check_embedder(id, qv.len())?;
+            }
+            if !index.is_empty() {
+                have_vectors = true;
+                let allowed = if req.filters.is_empty() {
+                    None
+                } else {
+                    Some(self.lexical.filtered_keys(&req.filters)?)
+                };
+                ann = index.search(qv, candidates, allowed.as_ref())?;
+                let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
+                for (key, _) in &bm25 {
+                    if !in_ann.contains(key) {
+                        if let Some(sim) = index.similarity(*key, qv) {
+                            extra.insert(*key, sim);
+                        }
+                    }
+                }
+            }
+        }
+        let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
+        fused.truncate(req.k);
+        let keys: Vec<u64> = fused.iter().map(|f| f.key).collect();
+        let chunks: HashMap<u64, StoredChunk> = self
+            .lexical
+            .get(&keys)?
+            .into_iter()
+            .map(|c| (c.key, c))
+            .collect();
+        Ok(fused
+            .into_iter()
+            .filter_map(|f| {
+                chunks.get(&f.key).map(|c| Hit {
+                    chunk: c.clone(),
+                    score: f.score,
+                    bm25: f.bm25,
+                    vector: f.vector,
+                })
+            })
+            .collect())
+    }
+
+    /// Load chunks by key.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn get(&self, keys: &[u64]) -> Result<Vec<StoredChunk>> {
+        self.lexical.reload()?;
+        self.lexical.get(keys)
+    }
+
+    /// Counts and sizes.
+    ///
+    /// # Errors
+    /// Index or I/O errors.
+    pub fn status(&self) -> Result<Status> {
+        self.lexical.reload()?;
+        let manifest: Manifest = read_json(&self.home.join(MANIFEST_FILE))?;
+        let vectors = self.vectors()?;
+        let keys = self.lexical.all_keys()?;
+        let with_vectors = vectors
+            .as_ref()
+            .map_or(0, |v| keys.iter().filter(|k| v.contains(**k)).count());
+        let meta = self.meta();
+        Ok(Status {
+            home: self.home.to_string_lossy().into_owned(),
+            files: manifest.files.len() as u64,
+            chunks: keys.len() as u64,
+            chunks_with_vectors: with_vectors as u64,
+            vectors: vectors.as_ref().map_or(0, |v| v.len() as u64),
+            embedder_id: meta.embedder_id,
+            dim: meta.dim,
+            disk_bytes: dir_size(&self.home),
+            sessions: manifest.files.values().map(|f| f.sessions as u64).sum(),
+        })
+    }
+}
+
+/// The one writer of a home: holds `write.lock` until dropped.
+pub struct Writer {
+    store: Arc<Store>,
+    _lock: File,
+    tantivy: IndexWriter,
+    manifest: Manifest,
+    /// Keys live in tantivy (committed or added in this run).
+    present: HashSet<u64>,
+    /// How many manifest files reference each key.
+    refs: HashMap<u64, u32>,
+    vectors: Option<VectorIndex>,
+    removed_keys: Vec<u64>,
+    manifest_dirty: bool,
+    lexical_dirty: bool,
+    vectors_dirty: bool,
+    format: Option<Format>,
+    budget: usize,
+    /// What this writer has done so far.
+    pub report: IndexReport,
+}
+
+impl Writer {
+    /// Take the write lock of `store`'s home.
+    ///
+    /// # Errors
+    /// `Locked` when another writer holds it.
+    pub fn new(store: Arc<Store>, format: Option<Format>) -> Result<Writer> {
+        let lock_path = store.home.join(LOCK_FILE);
+        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+        if !lock.try_lock_exclusive().unwrap_or(false) {
+            return Err(Error::Locked(store.home.clone()));
+        }
+        let tantivy = store.lexical.writer().map_err(|e| match e {
+            Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => Error::Locked(store.home.clone()),
+            other => other,
+        })?;
+        store.lexical.reload()?;
+        let manifest: Manifest = read_json(&store.home.join(MANIFEST_FILE))?;
+        let mut refs: HashMap<u64, u32> = HashMap::new();
+        for entry in manifest.files.values() {
+            for key in &entry.keys {
+                *refs.entry(*key).or_insert(0) += 1;
+            }
+        }
+        let present = store.lexical.all_keys()?;
+        let meta = store.meta();
+        let vectors_path = store.home.join(VECTORS_FILE);
+        let vectors = match meta.dim {
+            Some(dim) if vectors_path.exists() => Some(VectorIndex::load(&vectors_path, dim, store.quantization, false)?),
+            _ => None,
+        };
+        Ok(Writer {
+            store,
+            _lock: lock,
+            tantivy,
+            manifest,
+            present,
+            refs,
+            vectors,
+            removed_keys: Vec::new(),
+            manifest_dirty: false,
+            lexical_dirty: false,
+            vectors_dirty: false,
+            format,
+            budget: DEFAULT_BUDGET_TOKENS,
+            report: IndexReport::default(),
+        })
+    }
+
+    /// Walk `roots` and compare with the manifest: what is new, changed, unchanged or gone.
+    ///
+    /// # Errors
+    /// `NotFound` for a root that does not exist.
+    pub fn scan(&mut self, roots: &[PathBuf]) -> Result<ScanPlan> {
+        let mut plan = ScanPlan::default();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut root_prefixes = Vec::new();
+        for root in roots {
+            let root = std::fs::canonicalize(root).map_err(|_| Error::NotFound(root.clone()))?;
+            let files: Vec<PathBuf> = if root.is_file() {
+                root_prefixes.push(root.to_string_lossy().into_owned());
+                vec![root.clone()]
+            } else {
+                let mut prefix = root.to_string_lossy().into_owned();
+                if !prefix.ends_with('/') {
+                    prefix.push('/');
+                }
+                root_prefixes.push(prefix);
+                walkdir::WalkDir::new(&root)
+                    .follow_links(false)
+                    .into_iter()
+                    .filter_map(std::result::Result::ok)
+                    .filter(|e| e.file_type().is_file() && parse::is_transcript_candidate(e.path()))
+                    .map(walkdir::DirEntry::into_path)
+                    .collect()
+            };
+            for path in files {
+                let key = path.to_string_lossy().into_owned();
+                if !seen.insert(key.clone()) {
+                    continue;
+                }
+                let Ok(meta) = std::fs::metadata(&path) else { continue };
+                let unchanged = self
+                    .manifest
+                    .files
+                    .get(&key)
+                    .is_some_and(|e| e.size == meta.len() && e.mtime_ns == mtime_ns(&meta));
+                if unchanged {
+                    plan.unchanged += 1;
+                } else {
+                    plan.bytes_to_index += meta.len();
+                    plan.to_index.push(path);
+                }
+            }
+        }
+        plan.deleted = self
+            .manifest
+            .files
+            .keys()
+            .filter(|p| !seen.contains(*p) && root_prefixes.iter().any(|r| p.starts_with(r.as_str())))
+            .cloned()
+            .collect();
+        self.report.files_seen += seen.len() as u64;
+        Ok(plan)
+    }
+
+    fn release(&mut self, key: u64) {
+        let gone = match self.refs.get_mut(&key) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        };
+        if gone {
+            self.refs.remove(&key);
+            if self.present.remove(&key) {
+                self.tantivy.delete_term(self.store.lexical.key_term(key));
+                self.removed_keys.push(key);
+                self.report.chunks_removed += 1;
+                self.lexical_dirty = true;
+            }
+        }
+    }
+
+    /// Forget files that no longer exist.
+    pub fn remove_files(&mut self, paths: &[String]) {
+        for path in paths {
+            if let Some(entry) = self.manifest.files.remove(path) {
+                for key in entry.keys {
+                    self.release(key);
+                }
+                self.report.files_removed += 1;
+                self.manifest_dirty = true;
+            }
+        }
+    }
+
+    /// Parse, chunk and add `paths` (in parallel over files). Nothing is visible to readers
+    /// before [`Writer::commit`].
+    ///
+    /// # Errors
+    /// Index errors; unreadable files are counted as skipped, not raised.
+    pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
+        let format = self.format;
+        let budget = self.budget;
+        let parsed: Vec<(PathBuf, Option<(std::fs::Metadata, ParsedFile, String, Vec<Chunk>)>)> = paths
+            .par_iter()
+            .map(|path| {
+                let result = (|| {
+                    let meta = std::fs::metadata(path).ok()?;
+                    let parsed = parse::parse_file(path, format).ok()?;
+                    let hash = file_hash(path, parsed.complete_bytes);
+                    let path_str = path.to_string_lossy();
+                    let chunks = parsed
+                        .sessions
+                        .iter()
+                        .flat_map(|s| chunk_session(s, &path_str, budget))
+                        .collect();
+                    Some((meta, parsed, hash, chunks))
+                })();
+                (path.clone(), result)
+            })
+            .collect();
+        let mut batch = IndexReport::default();
+        for (path, result) in parsed {
+            let key = path.to_string_lossy().into_owned();
+            let Some((meta, parsed, hash, chunks)) = result else {
+                *batch.records_skipped.entry("unreadable_file".into()).or_insert(0) += 1;
+                continue;
+            };
+            batch.files_indexed += 1;
+            batch.bytes_parsed += parsed.complete_bytes;
+            for (reason, n) in &parsed.skipped {
+                *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
+            }
+            let mut new_keys: Vec<u64> = Vec::with_capacity(chunks.len());
+            let mut seen_here = HashSet::with_capacity(chunks.len());
+            for chunk in &chunks {
+                if !seen_here.insert(chunk.key) {
+                    continue;
+                }
+                new_keys.push(chunk.key);
+                *self.refs.entry(chunk.key).or_insert(0) += 1;
+                if self.present.insert(chunk.key) {
+                    let doc = self.store.lexical.document(chunk, "transcript", "");
+                    self.tantivy.add_document(doc)?;
+                    self.report.chunks_added += 1;
+                    self.lexical_dirty = true;
+                }
+            }
+            let old = self.manifest.files.remove(&key);
+            if let Some(old) = old {
+                // Release the previous version's references after taking the new ones, so
+                // chunks that survive the change are never deleted and re-added.
+                for k in old.keys {
+                    self.release(k);
+                }
+            }
+            self.manifest.files.insert(
+                key,
+                FileEntry {
+                    size: meta.len(),
+                    mtime_ns: mtime_ns(&meta),
+                    hash,
+                    complete_bytes: parsed.complete_bytes,
+                    format: parsed.format.map(|f| f.as_str().to_owned()),
+                    sessions: parsed.sessions.len(),
+                    keys: new_keys,
+                },
+            );
+            self.manifest_dirty = true;
+        }
+        self.report.merge(&IndexReport {
+            files_seen: 0,
+            ..batch.clone()
+        });
+        Ok(batch)
+    }
+
+    /// Keys of chunks that have no vectors yet (all of them before the first embedding).
+    #[must_use]
+    pub fn pending_vectors(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self
+            .present
+            .iter()
+            .filter(|k| self.vectors.as_ref().is_none_or(|v| !v.contains(**k)))
+            .copied()
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// (key, content hash, text) of chunks, for embedding. Reads the committed index.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn chunk_texts(&self, keys: &[u64]) -> Result<Vec<(u64, String, String)>> {
+        self.store.lexical.texts(keys)
+    }
+
+    /// Store embeddings: chunk `keys[i]` gets `counts[i]` consecutive windows of `flat`.
+    ///
+    /// # Errors
+    /// `EmbedderMismatch` if the home's vectors come from another embedder; shape errors.
+    pub fn add_vectors(&mut self, embedder_id: &str, dim: usize, keys: &[u64], counts: &[usize], flat: &[f32]) -> Result<()> {
+        if keys.len() != counts.len() || counts.iter().sum::<usize>() * dim != flat.len() {
+            return Err(Error::InvalidArgument(format!(
+                "add_vectors: {} keys, {} window counts and {} floats do not match dimension {dim}",
+                keys.len(),
+                counts.len(),
+                flat.len()
+            )));
+        }
+        self.store.check_embedder(embedder_id, dim)?;
+        if self.vectors.is_none() {
+            self.vectors = Some(VectorIndex::new(dim, self.store.quantization)?);
+            if let Ok(mut meta) = self.store.meta.write() {
+                meta.embedder_id = Some(embedder_id.to_owned());
+                meta.dim = Some(dim);
+            }
+            write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+        }
+        let Some(vectors) = self.vectors.as_ref() else { unreachable!() };
+        let mut offset = 0;
+        for (key, count) in keys.iter().zip(counts) {
+            let end = offset + count * dim;
+            if self.present.contains(key) {
+                vectors.add(*key, &flat[offset..end])?;
+                self.vectors_dirty = true;
+            }
+            offset = end;
+        }
+        Ok(())
+    }
+
+    /// Make everything written so far durable and visible: tantivy, then vectors, then the
+    /// manifest. Collects chunks that no manifest entry references (left by a crash).
+    ///
+    /// # Errors
+    /// Index or I/O errors; the previous committed state stays readable.
+    pub fn commit(&mut self) -> Result<IndexReport> {
+        if self.manifest_dirty {
+            let orphans: Vec<u64> = self.present.iter().filter(|k| !self.refs.contains_key(k)).copied().collect();
+            for key in orphans {
+                self.present.remove(&key);
+                self.tantivy.delete_term(self.store.lexical.key_term(key));
+                self.removed_keys.push(key);
+                self.lexical_dirty = true;
+            }
+        }
+        if self.lexical_dirty {
+            self.tantivy.commit()?;
+            self.store.lexical.reload()?;
+            self.lexical_dirty = false;
+        }
+        if let Some(vectors) = &self.vectors {
+            for key in self.removed_keys.drain(..) {
+                if vectors.contains(key) {
+                    vectors.remove(key)?;
+                    self.vectors_dirty = true;
+                }
+            }
+            if self.vectors_dirty {
+                vectors.save(&self.store.home.join(VECTORS_FILE))?;
+                self.vectors_dirty = false;
+            }
+        }
+        self.removed_keys.clear();
+        if self.manifest_dirty {
+            write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
+            if !self.store.home.join(META_FILE).exists() {
+                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+            }
+            self.manifest_dirty = false;
+        }
+        Ok(self.report.clone())
+    }
+}
+
+/// blake3 of the first `len` bytes of a file (hex), or empty when unreadable.
+fn file_hash(path: &Path, len: u64) -> String {
+    use std::io::Read;
+    let Ok(file) = File::open(path) else { return String::new() };
+    let mut hasher = blake3::Hasher::new();
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file).take(len);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+            }
+        }
+    }
+    hasher.finalize().to_hex()[..32].to_owned()
+}

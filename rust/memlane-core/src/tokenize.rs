@@ -1,0 +1,187 @@
+//! A tokenizer that keeps code identifiers, paths, error codes and key-like strings whole
+//! while also indexing their parts as ordinary words.
+//!
+//! `src/app/main.py` yields `src/app/main.py`, `src`, `app`, `main`, `py`;
+//! `ERR_CONN_RESET` yields `err_conn_reset`, `err`, `conn`, `reset`; `getUserName` yields
+//! `getusername`, `get`, `user`, `name`. Lower-casing, stop words and stemming are applied
+//! afterwards by the analyzer in [`crate::lexical`].
+
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+/// Longest token kept; longer runs are base64 or minified noise.
+const MAX_TOKEN_BYTES: usize = 80;
+
+/// See the module docs.
+#[derive(Clone, Default)]
+pub struct CodeTokenizer {
+    tokens: Vec<Token>,
+}
+
+/// Stream over the tokens produced for one text.
+pub struct CodeTokenStream<'a> {
+    tokens: &'a mut [Token],
+    index: Option<usize>,
+}
+
+impl TokenStream for CodeTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        let next = self.index.map_or(0, |i| i + 1);
+        self.index = Some(next);
+        next < self.tokens.len()
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.index.unwrap_or(0)]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.index.unwrap_or(0)]
+    }
+}
+
+/// Characters that end a word outright (never part of an identifier or path).
+fn is_word_break(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '='
+                | '|' | '!' | '?' | '*' | '&' | '^' | '~' | '+'
+        )
+}
+
+/// Characters that may join parts inside one compound word.
+fn is_joiner(c: char) -> bool {
+    matches!(c, '_' | '-' | '.' | '/' | '\\' | ':' | '@' | '#' | '$' | '%')
+}
+
+impl CodeTokenizer {
+    fn push(&mut self, text: &str, from: usize, to: usize, position: usize) {
+        if text.is_empty() || text.len() > MAX_TOKEN_BYTES {
+            return;
+        }
+        self.tokens.push(Token {
+            offset_from: from,
+            offset_to: to,
+            position,
+            text: text.to_lowercase(),
+            position_length: 1,
+        });
+    }
+
+    fn tokenize(&mut self, text: &str) {
+        self.tokens.clear();
+        let mut position = 0;
+        for (word_start, word) in words(text) {
+            // Trim joiners at the ends: "end." or "--flag" keep their core.
+            let trimmed = word.trim_matches(is_joiner);
+            if trimmed.is_empty() {
+                continue;
+            }
+            let start = word_start + (word.len() - word.trim_start_matches(is_joiner).len());
+            let parts = parts(trimmed);
+            if parts.len() > 1 {
+                self.push(trimmed, start, start + trimmed.len(), position);
+            }
+            for (offset, part) in parts {
+                self.push(part, start + offset, start + offset + part.len(), position);
+                position += 1;
+            }
+        }
+    }
+}
+
+/// Words: maximal runs without a hard break, with their byte offsets (from the pointers,
+/// so multi-byte break characters cannot shift them).
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split(is_word_break)
+        .filter(|w| !w.is_empty())
+        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+}
+
+/// Alphanumeric parts of a word, split on joiners and lower→upper camel-case boundaries.
+fn parts(word: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut prev: Option<char> = None;
+    for (i, c) in word.char_indices() {
+        if c.is_alphanumeric() {
+            let camel = prev.is_some_and(|p| p.is_lowercase() && c.is_uppercase());
+            match start {
+                Some(s) if camel => {
+                    out.push((s, &word[s..i]));
+                    start = Some(i);
+                }
+                Some(_) => {}
+                None => start = Some(i),
+            }
+        } else if let Some(s) = start.take() {
+            out.push((s, &word[s..i]));
+        }
+        prev = Some(c);
+    }
+    if let Some(s) = start {
+        out.push((s, &word[s..]));
+    }
+    out
+}
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = CodeTokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
+        self.tokenize(text);
+        CodeTokenStream {
+            tokens: &mut self.tokens,
+            index: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(input: &str) -> Vec<String> {
+        let mut t = CodeTokenizer::default();
+        let mut stream = t.token_stream(input);
+        let mut out = Vec::new();
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn paths_identifiers_and_codes_stay_whole() {
+        assert_eq!(texts("src/app/main.py"), ["src/app/main.py", "src", "app", "main", "py"]);
+        assert_eq!(texts("ERR_CONN_RESET"), ["err_conn_reset", "err", "conn", "reset"]);
+        assert_eq!(texts("getUserName()"), ["getusername", "get", "user", "name"]);
+        assert_eq!(texts("AKIAIOSFODNN7EXAMPLE"), ["akiaiosfodnn7example"]);
+        assert_eq!(texts("snake_case_name"), ["snake_case_name", "snake", "case", "name"]);
+    }
+
+    #[test]
+    fn ordinary_words_and_punctuation() {
+        assert_eq!(texts("Why did the deploy fail? (exit code 137)."), [
+            "why", "did", "the", "deploy", "fail", "exit", "code", "137"
+        ]);
+        assert_eq!(texts("--release"), ["release"]);
+    }
+
+    #[test]
+    fn offsets_point_into_the_text() {
+        let input = "see\u{3000}src/a.rs and `x_y`";
+        let mut t = CodeTokenizer::default();
+        let mut stream = t.token_stream(input);
+        while stream.advance() {
+            let tok = stream.token();
+            assert_eq!(input[tok.offset_from..tok.offset_to].to_lowercase(), tok.text);
+        }
+    }
+
+    #[test]
+    fn overlong_runs_are_dropped() {
+        let blob = "A".repeat(200);
+        assert!(texts(&blob).is_empty());
+    }
+}

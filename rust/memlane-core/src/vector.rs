@@ -1,0 +1,301 @@
+//! The usearch side: an HNSW cosine index over embedding windows.
+//!
+//! A chunk may be embedded as several windows (long text, small model context). Window `w`
+//! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
+
+use crate::error::{Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+/// Most windows one chunk may have (the low byte of a window key).
+pub const MAX_WINDOWS: usize = 256;
+
+fn verr(e: impl std::fmt::Display) -> Error {
+    Error::Vector(e.to_string())
+}
+
+/// How vectors are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantization {
+    /// Half precision: near-lossless, 2 bytes per dimension.
+    F16,
+    /// 8-bit: 1 byte per dimension, small recall cost.
+    I8,
+    /// Full precision.
+    F32,
+}
+
+impl Quantization {
+    /// Parse `f16` | `i8` | `f32`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for any other name.
+    pub fn parse(name: &str) -> Result<Quantization> {
+        match name {
+            "f16" => Ok(Quantization::F16),
+            "i8" => Ok(Quantization::I8),
+            "f32" => Ok(Quantization::F32),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown vector quantization {other:?}: use f16, i8 or f32"
+            ))),
+        }
+    }
+
+    fn scalar(self) -> ScalarKind {
+        match self {
+            Quantization::F16 => ScalarKind::F16,
+            Quantization::I8 => ScalarKind::I8,
+            Quantization::F32 => ScalarKind::F32,
+        }
+    }
+}
+
+/// HNSW index of window vectors.
+pub struct VectorIndex {
+    index: Index,
+    dim: usize,
+}
+
+impl VectorIndex {
+    fn options(dim: usize, quantization: Quantization) -> IndexOptions {
+        IndexOptions {
+            dimensions: dim,
+            metric: MetricKind::Cos,
+            quantization: quantization.scalar(),
+            connectivity: 16,
+            expansion_add: 128,
+            expansion_search: 64,
+            multi: false,
+        }
+    }
+
+    /// An empty index.
+    ///
+    /// # Errors
+    /// usearch errors.
+    pub fn new(dim: usize, quantization: Quantization) -> Result<VectorIndex> {
+        let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
+        Ok(VectorIndex { index, dim })
+    }
+
+    /// Load an index file; `view` memory-maps it read-only (fast open for readers).
+    ///
+    /// # Errors
+    /// `Corrupt` when the file cannot be read back or its dimension differs.
+    pub fn load(path: &Path, dim: usize, quantization: Quantization, view: bool) -> Result<VectorIndex> {
+        let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
+        let p = path.to_string_lossy();
+        let loaded = if view { index.view(&p) } else { index.load(&p) };
+        loaded.map_err(|e| Error::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if index.dimensions() != dim {
+            return Err(Error::Corrupt {
+                path: path.to_owned(),
+                reason: format!("vectors have {} dimensions, expected {dim}", index.dimensions()),
+            });
+        }
+        Ok(VectorIndex { index, dim })
+    }
+
+    /// Dimension of the vectors.
+    #[must_use]
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of window vectors.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    /// True when no vector is stored.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes used in memory by graph and vectors.
+    #[must_use]
+    pub fn memory_usage(&self) -> usize {
+        self.index.memory_usage()
+    }
+
+    /// Whether chunk `key` has vectors.
+    #[must_use]
+    pub fn contains(&self, key: u64) -> bool {
+        self.index.contains(key << 8)
+    }
+
+    /// Add the windows of one chunk (`windows.len()` must be a multiple of the dimension);
+    /// any previous windows of the chunk are replaced.
+    ///
+    /// # Errors
+    /// `InvalidArgument` on a shape error; usearch errors.
+    pub fn add(&self, key: u64, windows: &[f32]) -> Result<()> {
+        let n = windows.len() / self.dim.max(1);
+        if n == 0 || n * self.dim != windows.len() || n > MAX_WINDOWS {
+            return Err(Error::InvalidArgument(format!(
+                "chunk {key}: {} floats is not 1..={MAX_WINDOWS} windows of {} dimensions",
+                windows.len(),
+                self.dim
+            )));
+        }
+        self.remove(key)?;
+        let needed = self.index.size() + n;
+        if needed > self.index.capacity() {
+            self.index
+                .reserve(needed.max(self.index.capacity() * 2).max(1024))
+                .map_err(verr)?;
+        }
+        for (w, vector) in windows.chunks_exact(self.dim).enumerate() {
+            self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
+        }
+        Ok(())
+    }
+
+    /// Remove every window of chunk `key`.
+    ///
+    /// # Errors
+    /// usearch errors.
+    pub fn remove(&self, key: u64) -> Result<()> {
+        for w in 0..MAX_WINDOWS as u64 {
+            let window_key = key << 8 | w;
+            if !self.index.contains(window_key) {
+                break;
+            }
+            self.index.remove(window_key).map_err(verr)?;
+        }
+        Ok(())
+    }
+
+    /// Nearest chunks to `query` as (chunk key, cosine similarity), best window per chunk,
+    /// best first; `allowed` restricts the candidates.
+    ///
+    /// # Errors
+    /// usearch errors; `InvalidArgument` for a wrong query dimension.
+    pub fn search(&self, query: &[f32], limit: usize, allowed: Option<&HashSet<u64>>) -> Result<Vec<(u64, f32)>> {
+        if query.len() != self.dim {
+            return Err(Error::InvalidArgument(format!(
+                "query vector has {} dimensions, the index has {}",
+                query.len(),
+                self.dim
+            )));
+        }
+        if self.index.size() == 0 || limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Over-fetch: several windows of one chunk may crowd the top.
+        let want = (limit * 3).min(self.index.size());
+        let matches = match allowed {
+            Some(set) => self
+                .index
+                .filtered_search(query, want, |k: u64| set.contains(&(k >> 8)))
+                .map_err(verr)?,
+            None => self.index.search(query, want).map_err(verr)?,
+        };
+        let mut best: HashMap<u64, f32> = HashMap::new();
+        let mut order = Vec::new();
+        for (k, d) in matches.keys.iter().zip(&matches.distances) {
+            let chunk = k >> 8;
+            let sim = 1.0 - d;
+            match best.get_mut(&chunk) {
+                Some(s) if *s >= sim => {}
+                Some(s) => *s = sim,
+                None => {
+                    best.insert(chunk, sim);
+                    order.push(chunk);
+                }
+            }
+        }
+        let mut out: Vec<(u64, f32)> = order.into_iter().map(|c| (c, best[&c])).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// Exact best-window cosine similarity of chunk `key` to a normalised `query`.
+    #[must_use]
+    pub fn similarity(&self, key: u64, query: &[f32]) -> Option<f32> {
+        let mut buffer = vec![0f32; self.dim];
+        let mut best: Option<f32> = None;
+        for w in 0..MAX_WINDOWS as u64 {
+            let window_key = key << 8 | w;
+            if !self.index.contains(window_key) {
+                break;
+            }
+            if self.index.get(window_key, &mut buffer).ok()? == 0 {
+                break;
+            }
+            let norm = buffer.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+            let dot: f32 = buffer.iter().zip(query).map(|(a, b)| a * b).sum();
+            let sim = dot / norm;
+            best = Some(best.map_or(sim, |b| b.max(sim)));
+        }
+        best
+    }
+
+    /// Save atomically: write a sibling temp file, then rename over `path`, so a reader never
+    /// sees a half-written index and a crash leaves the previous file intact.
+    ///
+    /// # Errors
+    /// I/O or usearch errors.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("usearch.tmp");
+        self.index.save(&tmp.to_string_lossy()).map_err(verr)?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn best_window_wins_and_remove_drops_all_windows() {
+        let idx = VectorIndex::new(3, Quantization::F32).unwrap();
+        let mut two = unit(&[1.0, 0.0, 0.0]);
+        two.extend(unit(&[0.0, 1.0, 0.0]));
+        idx.add(7, &two).unwrap();
+        idx.add(9, &unit(&[0.0, 0.0, 1.0])).unwrap();
+        let hits = idx.search(&unit(&[0.0, 1.0, 0.1]), 2, None).unwrap();
+        assert_eq!(hits[0].0, 7);
+        assert!(hits[0].1 > 0.99);
+        assert!((idx.similarity(7, &unit(&[0.0, 1.0, 0.0])).unwrap() - 1.0).abs() < 1e-5);
+        idx.remove(7).unwrap();
+        assert!(!idx.contains(7));
+        assert_eq!(idx.search(&unit(&[0.0, 1.0, 0.0]), 5, None).unwrap().iter().map(|h| h.0).collect::<Vec<_>>(), vec![9]);
+    }
+
+    #[test]
+    fn filtered_search_respects_allowed_set() {
+        let idx = VectorIndex::new(2, Quantization::F16).unwrap();
+        idx.add(1, &unit(&[1.0, 0.0])).unwrap();
+        idx.add(2, &unit(&[0.9, 0.1])).unwrap();
+        let allowed: HashSet<u64> = [2].into_iter().collect();
+        let hits = idx.search(&unit(&[1.0, 0.0]), 5, Some(&allowed)).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn save_load_round_trip_and_dimension_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let idx = VectorIndex::new(4, Quantization::F16).unwrap();
+        idx.add(5, &unit(&[1.0, 2.0, 3.0, 4.0])).unwrap();
+        idx.save(&path).unwrap();
+        let back = VectorIndex::load(&path, 4, Quantization::F16, true).unwrap();
+        assert!(back.contains(5));
+        assert!(VectorIndex::load(&path, 8, Quantization::F16, false).is_err());
+        assert!(idx.add(6, &[1.0, 2.0, 3.0]).is_err());
+    }
+}

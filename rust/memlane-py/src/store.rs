@@ -1,0 +1,281 @@
+//! `Store` (readers) and `Writer` (the one writer) for Python.
+
+use crate::errors::to_py;
+use memlane_core::chunk::{chunk_session, DEFAULT_BUDGET_TOKENS};
+use memlane_core::hybrid::Fusion;
+use memlane_core::lexical::{Filters, StoredChunk};
+use memlane_core::model::Format;
+use memlane_core::store::{Hit, SearchRequest, Store, Writer};
+use memlane_core::vector::Quantization;
+use memlane_core::{parse, Error};
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Run `f` with the GIL released and map its error.
+fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> memlane_core::Result<T> + Send) -> PyResult<T> {
+    py.detach(f).map_err(to_py)
+}
+
+fn json_to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| to_py(Error::Json(e)))?;
+    let json = py.import("json")?;
+    Ok(json.call_method1("loads", (text,))?.unbind())
+}
+
+fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
+    format
+        .map(|name| {
+            Format::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+                PyValueError::new_err(format!("unknown format {name:?}: use one of {}", names.join(", ")))
+            })
+        })
+        .transpose()
+}
+
+fn chunk_dict<'py>(py: Python<'py>, c: &StoredChunk) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", format!("{:014x}", c.key))?;
+    d.set_item("key", c.key)?;
+    d.set_item("source", &c.source)?;
+    d.set_item("text", &c.text)?;
+    d.set_item("path", &c.path)?;
+    d.set_item("session_id", &c.session_id)?;
+    d.set_item("turn_start", c.turn_start)?;
+    d.set_item("turn_end", c.turn_end)?;
+    d.set_item("timestamp", c.timestamp)?;
+    d.set_item("timestamp_end", c.timestamp_end)?;
+    d.set_item("heading", &c.heading)?;
+    d.set_item("role", &c.role)?;
+    d.set_item("format", &c.format)?;
+    d.set_item("content_hash", &c.content_hash)?;
+    d.set_item("meta", json_to_py(py, &c.meta)?)?;
+    Ok(d)
+}
+
+fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
+    let d = chunk_dict(py, &h.chunk)?;
+    d.set_item("score", h.score)?;
+    d.set_item("bm25", h.bm25)?;
+    d.set_item("vector", h.vector)?;
+    Ok(d)
+}
+
+/// Read side of a memlane home.
+#[pyclass(name = "Store", module = "memlane._core", frozen)]
+pub struct PyStore {
+    inner: Arc<Store>,
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (home, quantization = "f16"))]
+    fn new(py: Python<'_>, home: PathBuf, quantization: &str) -> PyResult<Self> {
+        let q = Quantization::parse(quantization).map_err(to_py)?;
+        let inner = detached(py, || Store::open(&home, q))?;
+        Ok(PyStore { inner })
+    }
+
+    #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
+                        since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = 0.2,
+                        candidates = 50))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+        vector: Option<PyReadonlyArray1<'py, f32>>,
+        embedder_id: Option<String>,
+        sources: Option<Vec<String>>,
+        session_id: Option<String>,
+        since: Option<i64>,
+        until: Option<i64>,
+        fusion: &str,
+        vector_weight: f32,
+        threshold: f32,
+        candidates: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let vector = match vector {
+            Some(v) => Some(
+                v.as_slice()
+                    .map_err(|_| PyTypeError::new_err("query vector must be C-contiguous float32: use np.ascontiguousarray"))?
+                    .to_vec(),
+            ),
+            None => None,
+        };
+        let fusion = match fusion {
+            "weighted" => {
+                if !(0.0..=1.0).contains(&vector_weight) {
+                    return Err(PyValueError::new_err("vector_weight must be between 0 and 1"));
+                }
+                Fusion::Weighted { vector: vector_weight, bm25: 1.0 - vector_weight }
+            }
+            "rrf" => Fusion::Rrf { k: 60.0 },
+            other => return Err(PyValueError::new_err(format!("unknown fusion {other:?}: use weighted or rrf"))),
+        };
+        let req = SearchRequest {
+            query,
+            vector,
+            embedder_id,
+            k,
+            filters: Filters { sources: sources.unwrap_or_default(), session_id, since, until },
+            fusion,
+            threshold,
+            candidates,
+        };
+        let inner = &self.inner;
+        let hits = detached(py, || inner.search(&req))?;
+        let list = PyList::empty(py);
+        for h in &hits {
+            list.append(hit_dict(py, h)?)?;
+        }
+        Ok(list)
+    }
+
+    fn get<'py>(&self, py: Python<'py>, keys: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let inner = &self.inner;
+        let chunks = detached(py, || inner.get(&keys))?;
+        let list = PyList::empty(py);
+        for c in &chunks {
+            list.append(chunk_dict(py, c)?)?;
+        }
+        Ok(list)
+    }
+
+    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let inner = &self.inner;
+        let status = detached(py, || inner.status())?;
+        json_to_py(py, &status)
+    }
+
+    fn meta(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        json_to_py(py, &self.inner.meta())
+    }
+
+    #[pyo3(signature = (format = None))]
+    fn writer(&self, py: Python<'_>, format: Option<&str>) -> PyResult<PyWriter> {
+        let format = parse_format(format)?;
+        let store = self.inner.clone();
+        let writer = detached(py, || Writer::new(store, format))?;
+        Ok(PyWriter { inner: Mutex::new(Some(writer)) })
+    }
+}
+
+/// The one writer of a home; holds the write lock until `close()`.
+#[pyclass(name = "Writer", module = "memlane._core", frozen)]
+pub struct PyWriter {
+    inner: Mutex<Option<Writer>>,
+}
+
+impl PyWriter {
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Writer) -> memlane_core::Result<T> + Send) -> PyResult<T> {
+        let mut guard = self.inner.lock().map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+        let writer = guard.as_mut().ok_or_else(|| PyRuntimeError::new_err("writer is closed"))?;
+        py.detach(|| f(writer)).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyWriter {
+    fn scan(&self, py: Python<'_>, roots: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
+        let plan = self.with(py, |w| w.scan(&roots))?;
+        let d = PyDict::new(py);
+        let to_index: Vec<String> = plan.to_index.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        d.set_item("to_index", to_index)?;
+        d.set_item("bytes_to_index", plan.bytes_to_index)?;
+        d.set_item("unchanged", plan.unchanged)?;
+        d.set_item("deleted", plan.deleted)?;
+        Ok(d.into_any().unbind())
+    }
+
+    fn remove_files(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<()> {
+        self.with(py, |w| {
+            w.remove_files(&paths);
+            Ok(())
+        })
+    }
+
+    fn index_files(&self, py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
+        let report = self.with(py, |w| w.index_files(&paths))?;
+        json_to_py(py, &report)
+    }
+
+    fn pending_vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let keys = self.with(py, |w| Ok(w.pending_vectors()))?;
+        Ok(PyArray1::from_vec(py, keys))
+    }
+
+    fn chunk_texts(&self, py: Python<'_>, keys: Vec<u64>) -> PyResult<Vec<(u64, String, String)>> {
+        self.with(py, |w| w.chunk_texts(&keys))
+    }
+
+    fn add_vectors<'py>(
+        &self,
+        py: Python<'py>,
+        embedder_id: String,
+        keys: PyReadonlyArray1<'py, u64>,
+        counts: PyReadonlyArray1<'py, u64>,
+        vectors: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<()> {
+        let dim = vectors.shape()[1];
+        let contiguous = "must be C-contiguous: use np.ascontiguousarray";
+        let keys = keys.as_slice().map_err(|_| PyTypeError::new_err(format!("keys {contiguous}")))?;
+        let counts: Vec<usize> = counts
+            .as_slice()
+            .map_err(|_| PyTypeError::new_err(format!("counts {contiguous}")))?
+            .iter()
+            .map(|&c| usize::try_from(c).unwrap_or(usize::MAX))
+            .collect();
+        let flat = vectors.as_slice().map_err(|_| PyTypeError::new_err(format!("vectors {contiguous}")))?;
+        self.with(py, |w| w.add_vectors(&embedder_id, dim, keys, &counts, flat))
+    }
+
+    fn commit(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let report = self.with(py, Writer::commit)?;
+        json_to_py(py, &report)
+    }
+
+    /// Release the write lock (uncommitted work is discarded).
+    fn close(&self) -> PyResult<()> {
+        let mut guard = self.inner.lock().map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+        guard.take();
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&self, _a: Py<PyAny>, _b: Py<PyAny>, _c: Py<PyAny>) -> PyResult<bool> {
+        self.close()?;
+        Ok(false)
+    }
+}
+
+/// Parse one file into sessions (dicts), for inspection and tests.
+#[pyfunction]
+#[pyo3(signature = (path, format = None))]
+pub fn parse_file(py: Python<'_>, path: PathBuf, format: Option<&str>) -> PyResult<Py<PyAny>> {
+    let format = parse_format(format)?;
+    let parsed = detached(py, || parse::parse_file(&path, format))?;
+    json_to_py(py, &parsed)
+}
+
+/// Parse and chunk one file, for inspection and tests.
+#[pyfunction]
+#[pyo3(signature = (path, format = None, budget = DEFAULT_BUDGET_TOKENS))]
+pub fn chunk_file(py: Python<'_>, path: PathBuf, format: Option<&str>, budget: usize) -> PyResult<Py<PyAny>> {
+    let format = parse_format(format)?;
+    let chunks = detached(py, || {
+        let parsed = parse::parse_file(&path, format)?;
+        let p = path.to_string_lossy();
+        Ok(parsed.sessions.iter().flat_map(|s| chunk_session(s, &p, budget)).collect::<Vec<_>>())
+    })?;
+    json_to_py(py, &chunks)
+}

@@ -1,0 +1,93 @@
+"""Shared pytest configuration."""
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests that load real model weights are slower; deselect them with -m "not model".
+    config.addinivalue_line("markers", "model: loads real embedding model weights (seconds, not milliseconds)")
+
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words hashing embedder: fast, and texts sharing words are close."""
+
+    dim = 64
+    max_window_tokens = 64
+    id = "fake/hash-bow/64"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts_embedded = 0
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+            v[h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+        n = np.linalg.norm(v)
+        return v / n if n else np.eye(1, self.dim, dtype=np.float32)[0]
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        out = []
+        for t in texts:
+            words = t.split()
+            windows = [" ".join(words[i : i + self.max_window_tokens]) for i in range(0, max(len(words), 1), self.max_window_tokens)]
+            out.append(np.ascontiguousarray(np.stack([self._vector(w) for w in windows])))
+        return out
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never touch the user's shared embedding cache or home from tests.
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("MEMLANE_HOME", str(tmp_path_factory.mktemp("home")))
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"evaluation data not found at {SHARED_DATA} (it lives in ../shared/data beside the repo)")
+    return SHARED_DATA
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = "2026-03-01T10:00:00Z") -> list[dict]:
+    from datetime import datetime, timedelta
+
+    t0 = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    out = []
+    for i, (q, a) in enumerate(pairs):
+        ts = (t0 + timedelta(minutes=2 * i)).isoformat().replace("+00:00", "Z")
+        out.append({"id": f"{session_id}-u{i}", "role": "user", "content": q, "timestamp": ts, "session_id": session_id})
+        out.append({"id": f"{session_id}-a{i}", "role": "assistant", "content": a, "timestamp": ts, "session_id": session_id})
+    return out
+
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")

