@@ -37,10 +37,16 @@ def _paragraph(rng: random.Random, sentences: int) -> str:
     return " ".join(_sentence(rng, rng.randint(8, 20)) for _ in range(sentences))
 
 
-def session_lines(rng: random.Random, session_id: str, pairs: int, start: datetime) -> list[str]:
-    """JSONL lines of one session with `pairs` user/assistant exchanges."""
+def session_lines(
+    rng: random.Random, session_id: str, pairs: int, start: datetime, parent: str | None = None, uuid_prefix: str | None = None
+) -> list[str]:
+    """JSONL lines of one session with `pairs` user/assistant exchanges.
+
+    `parent` continues an existing uuid chain (an append to a live transcript); `uuid_prefix`
+    keeps appended uuids unique.
+    """
     lines: list[str] = []
-    parent = None
+    prefix = uuid_prefix or session_id
     t = start
     n = 0
 
@@ -48,7 +54,7 @@ def session_lines(rng: random.Random, session_id: str, pairs: int, start: dateti
         nonlocal parent, n, t
         n += 1
         t += timedelta(seconds=rng.randint(2, 40))
-        uid = f"{session_id}-{n}"
+        uid = f"{prefix}-{n}"
         record.update(uuid=uid, parentUuid=parent, sessionId=session_id, timestamp=t.isoformat().replace("+00:00", "Z"),
                       cwd="/home/dev/project", version="2.1.0", userType="external", isSidechain=False)
         parent = uid

@@ -196,10 +196,14 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
         return np.asarray(tensors[name], dtype=np.float32)
 
     def linear(x: str, prefix: str, out: str) -> str:
-        # Stored pre-transposed so the graph is a plain MatMul, which onnxruntime fuses with the bias Add.
+        # Stored pre-transposed (torch keeps [out, in]) so no Transpose runs per call.
         w = g.const(f"{prefix}.weight_t", weight(f"{prefix}.weight").T)
         b = g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))
         return g.op("Add", [g.op("MatMul", [x, w], f"{out}/matmul"), b], out)
+
+    def to_heads(x: str, prefix: str, out: str, perm: list[int]) -> str:
+        split = g.op("Reshape", [linear(x, prefix, out), split_heads], f"{out}/split")
+        return g.op("Transpose", [split], f"{out}/heads", perm=perm)
 
     def layer_norm(x: str, prefix: str, out: str) -> str:
         scale = g.const(f"{prefix}.weight", weight(f"{prefix}.weight"))
@@ -218,11 +222,14 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
     mask_axes = g.const("const/mask_axes", np.array([1, 2], np.int64))
 
     # Embeddings: word + position + token type, then LayerNorm.
-    words = g.op("Gather", [g.const("embeddings.word_embeddings.weight", weight("embeddings.word_embeddings.weight")), "input_ids"], "emb/words")
+    word_table, pos_table, type_table = (
+        g.const(f"embeddings.{kind}_embeddings.weight", weight(f"embeddings.{kind}_embeddings.weight"))
+        for kind in ("word", "position", "token_type")
+    )
+    words = g.op("Gather", [word_table, "input_ids"], "emb/words")
     seq_len = g.op("Shape", ["input_ids"], "emb/seq_len", start=1, end=2)
-    pos_table = g.const("embeddings.position_embeddings.weight", weight("embeddings.position_embeddings.weight"))
     positions = g.op("Slice", [pos_table, zero_1d, seq_len, zero_1d], "emb/positions")
-    types = g.op("Gather", [g.const("embeddings.token_type_embeddings.weight", weight("embeddings.token_type_embeddings.weight")), "token_type_ids"], "emb/types")
+    types = g.op("Gather", [type_table, "token_type_ids"], "emb/types")
     summed = g.op("Add", [g.op("Add", [words, positions], "emb/words_pos"), types], "emb/sum")
     x = layer_norm(summed, "embeddings.LayerNorm", "emb/out")
 
@@ -236,15 +243,9 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
         n = f"layer{i}"
 
         # [batch, seq, hidden] -> [batch, heads, seq, head_dim]; keys go straight to [.., head_dim, seq].
-        q, k_t, v = (
-            g.op(
-                "Transpose",
-                [g.op("Reshape", [linear(x, f"{p}.attention.self.{proj}", f"{n}/{proj}"), split_heads], f"{n}/{proj}/split")],
-                f"{n}/{proj}/heads",
-                perm=perm,
-            )
-            for proj, perm in (("query", [0, 2, 1, 3]), ("key", [0, 2, 3, 1]), ("value", [0, 2, 1, 3]))
-        )
+        q = to_heads(x, f"{p}.attention.self.query", f"{n}/query", [0, 2, 1, 3])
+        k_t = to_heads(x, f"{p}.attention.self.key", f"{n}/key", [0, 2, 3, 1])
+        v = to_heads(x, f"{p}.attention.self.value", f"{n}/value", [0, 2, 1, 3])
         scores = g.op("MatMul", [q, k_t], f"{n}/scores")
         scores = g.op("Mul", [scores, attn_scale], f"{n}/scores_scaled")
         scores = g.op("Add", [scores, mask_bias], f"{n}/scores_masked")
@@ -253,10 +254,11 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
         context = g.op("Transpose", [context], f"{n}/context_t", perm=[0, 2, 1, 3])
         context = g.op("Reshape", [context, merge_heads], f"{n}/context_merged")
         attn_out = linear(context, f"{p}.attention.output.dense", f"{n}/attn_out")
-        x = layer_norm(g.op("Add", [attn_out, x], f"{n}/attn_residual"), f"{p}.attention.output.LayerNorm", f"{n}/attn_norm")
+        attn_residual = g.op("Add", [attn_out, x], f"{n}/attn_residual")
+        x = layer_norm(attn_residual, f"{p}.attention.output.LayerNorm", f"{n}/attn_norm")
 
         inter = linear(x, f"{p}.intermediate.dense", f"{n}/inter")
-        # Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))), the pattern onnxruntime fuses into one Gelu kernel.
+        # Exact GELU 0.5 * x * (1 + erf(x / sqrt(2))), spelled the way onnxruntime fuses into one BiasGelu.
         erf = g.op("Erf", [g.op("Div", [inter, sqrt2], f"{n}/gelu_div")], f"{n}/gelu_erf")
         gelu = g.op("Mul", [inter, g.op("Add", [erf, one], f"{n}/gelu_add")], f"{n}/gelu_mul")
         gelu = g.op("Mul", [gelu, half], f"{n}/gelu")

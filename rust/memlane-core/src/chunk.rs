@@ -172,21 +172,20 @@ pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk>
             .map(|t| format!("{}: {}", speaker_label(t), t.text.trim()))
             .collect();
         let total: usize = rendered.iter().map(|r| estimate_tokens(r)).sum();
-        let texts: Vec<(String, usize, usize)> = if total <= budget
-            || rendered.iter().all(|r| estimate_tokens(r) <= budget)
-        {
-            // The pair fits, or each turn fits: the pair stays whole.
+        let simple_pair_fits = rendered.len() <= 2 && rendered.iter().all(|r| estimate_tokens(r) <= budget);
+        let texts: Vec<(String, usize, usize)> = if total <= budget || simple_pair_fits {
+            // A prompt and its reply stay together unless one of them alone is too long.
             vec![(rendered.join("\n\n"), start, end)]
         } else {
-            // At least one turn is over budget: each turn is split on its own, and the pieces
-            // of consecutive short turns stay together.
+            // Too long: pack turns greedily, splitting only turns that exceed the budget, so
+            // a tool-heavy reply of many turns does not become one giant chunk.
             let mut out: Vec<(String, usize, usize)> = Vec::new();
             for (offset, text) in rendered.iter().enumerate() {
                 let idx = start + offset;
                 for piece in split_text(text, budget) {
                     match out.last_mut() {
                         Some((prev, _, prev_end))
-                            if estimate_tokens(prev) + estimate_tokens(&piece) <= budget =>
+                            if estimate_tokens(prev) + estimate_tokens(&piece) + 1 <= budget =>
                         {
                             prev.push_str("\n\n");
                             prev.push_str(&piece);

@@ -19,18 +19,6 @@ pub(crate) fn is_image_kind(kind: &str) -> bool {
     matches!(kind, "image" | "input_image" | "image_url" | "inlineData" | "image_asset_pointer")
 }
 
-/// Byte index of the char boundary at or before `i` (never panics).
-pub(crate) fn floor_boundary(s: &str, i: usize) -> usize {
-    if i >= s.len() {
-        return s.len();
-    }
-    let mut i = i;
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 /// `s` cut to `max` characters, with a marker saying how much was dropped.
 pub(crate) fn cap_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
@@ -447,7 +435,6 @@ mod tests {
         assert!(c.starts_with(&"é".repeat(RESULT_CAP)));
         assert!(c.ends_with("… [500 chars cut]"));
         assert_eq!(cap_chars("short", 10), "short");
-        assert_eq!(floor_boundary("aé", 2), 1);
     }
 
     #[test]

@@ -1,1 +1,200 @@
-//! parsers
+//! Transcript parsers: agent session logs and benchmark files → [`ParsedFile`]s of normalised
+//! [`Session`](crate::model::Session)s.
+//!
+//! Supported: Claude Code, Codex (envelope and pre-envelope, plain or `.jsonl.zst`),
+//! OpenClaw/pi, Gemini CLI (JSONL upsert log and legacy JSON), generic role/content lines,
+//! LongMemEval and LoCoMo. See `shared/FORMATS.md` for the formats themselves.
+//!
+//! Robustness contract: [`parse_bytes`] never panics and never fails. Bad lines are counted
+//! in [`ParsedFile::skipped`] (`invalid_json`, `invalid_record`, `oversize_line`, …) and
+//! skipped; unknown record types are ignored silently; a partial last line (no trailing
+//! newline, not valid JSON) is left out of [`ParsedFile::complete_bytes`] so the next run
+//! re-reads it. Files are parsed single-threaded: callers parallelise over files.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::{Format, ParsedFile};
+
+mod bench;
+mod claude;
+mod clean;
+mod codex;
+mod detect;
+mod gemini;
+mod generic;
+mod lenient;
+mod lines;
+mod openclaw;
+mod tree;
+mod turns;
+
+/// zstd frame magic number.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// Largest decompressed `.zst` transcript we accept (a guard against decompression bombs).
+const MAX_DECOMPRESSED: u64 = 1 << 30;
+/// Largest `agent-*.meta.json` sidecar we read for a subagent title.
+const MAX_META: u64 = 1 << 20;
+
+/// JSON files that sit next to transcripts but are indexes, settings or exports metadata.
+const NOT_TRANSCRIPTS: [&str; 22] = [
+    "sessions-index.json",
+    "sessions.json",
+    "channels.json",
+    "users.json",
+    "groups.json",
+    "dms.json",
+    "mpims.json",
+    "integration_logs.json",
+    "projects.json",
+    "settings.json",
+    "settings.local.json",
+    "package.json",
+    "package-lock.json",
+    "tsconfig.json",
+    "logs.json",
+    "taskHistory.json",
+    "task_metadata.json",
+    "ui_messages.json",
+    "export_manifest.json",
+    "user.json",
+    "user_settings.json",
+    "message_feedback.json",
+];
+
+/// JSONL files that are prompt histories or lifecycle journals, not conversations.
+const NOT_TRANSCRIPT_LINES: [&str; 3] = ["history.jsonl", "session_index.jsonl", "journal.jsonl"];
+
+/// Whether a directory walk should open `path` at all: `.jsonl`, `.jsonl.zst` and `.json`
+/// files, minus well-known sidecars (`*.meta.json`, `sessions-index.json`, `sessions.json`,
+/// Slack `channels.json`, …) and prompt histories (`history.jsonl`).
+///
+/// A candidate that turns out to be in no supported format parses to an empty
+/// [`ParsedFile`] with `format: None`; this is only a cheap pre-filter.
+#[must_use]
+pub fn is_transcript_candidate(path: &Path) -> bool {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else { return false };
+    if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") {
+        return !NOT_TRANSCRIPT_LINES.contains(&name.as_ref());
+    }
+    if name.ends_with(".json") {
+        return !(name.ends_with(".meta.json")
+            || name.starts_with("checkpoint-")
+            || NOT_TRANSCRIPTS.contains(&name.as_ref()));
+    }
+    false
+}
+
+/// Recognise the transcript format of `bytes` (the content of `path`; the path is only a
+/// tie-breaker, e.g. `rollout-*.jsonl`). `None` when it is no supported format.
+#[must_use]
+pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
+    if bytes.starts_with(&ZSTD_MAGIC) {
+        return decompress(bytes).ok().and_then(|d| detect::detect(&d, path));
+    }
+    detect::detect(bytes, path)
+}
+
+fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    zstd::stream::read::Decoder::new(bytes)?.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_DECOMPRESSED {
+        return Err(std::io::Error::other("decompressed transcript exceeds 1 GiB"));
+    }
+    Ok(out)
+}
+
+/// Parse the content of one transcript file.
+///
+/// The format is `forced`, else detected from the content (see [`detect`]). zstd-compressed
+/// content is decompressed first (then `complete_bytes` is the compressed length, or 0 when
+/// the stream is corrupt or truncated). Never panics and never fails: unsupported content
+/// yields `format: None` and no sessions; bad records are counted in `skipped`.
+#[must_use]
+pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
+    if bytes.starts_with(&ZSTD_MAGIC) {
+        return match decompress(bytes) {
+            Ok(data) => {
+                let mut parsed = parse_plain(&data, path, forced);
+                parsed.complete_bytes = bytes.len() as u64;
+                parsed
+            }
+            Err(_) => {
+                let mut parsed = ParsedFile { format: forced, ..ParsedFile::default() };
+                parsed.skip("invalid_zstd");
+                parsed
+            }
+        };
+    }
+    parse_plain(bytes, path, forced)
+}
+
+fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
+    let Some(format) = forced.or_else(|| detect::detect(bytes, path)) else {
+        return ParsedFile { complete_bytes: bytes.len() as u64, ..ParsedFile::default() };
+    };
+    let mut out = ParsedFile { format: Some(format), ..ParsedFile::default() };
+    match format {
+        Format::ClaudeCode => claude::parse(bytes, path, &mut out),
+        Format::Codex => codex::parse(bytes, path, &mut out),
+        Format::Openclaw => openclaw::parse(bytes, path, &mut out),
+        Format::Gemini => gemini::parse(bytes, path, &mut out),
+        Format::Generic => generic::parse(bytes, path, &mut out),
+        Format::Longmemeval => bench::parse_longmemeval(bytes, &mut out),
+        Format::Locomo => bench::parse_locomo(bytes, &mut out),
+    }
+    out
+}
+
+/// Read and parse one transcript file (`.jsonl`, `.json`, or zstd-compressed `.jsonl.zst`).
+///
+/// Subagent transcripts (`…/subagents/agent-<id>.jsonl`) take their title from the sibling
+/// `agent-<id>.meta.json` when present.
+///
+/// # Errors
+/// [`Error::NotFound`] when `path` does not exist, [`Error::Io`] when it cannot be read,
+/// [`Error::Parse`] when a `.zst` file is not valid zstd. Malformed content never errors.
+pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(path.to_path_buf())),
+        Err(e) => return Err(e.into()),
+    };
+    let named_zst = path.extension().is_some_and(|e| e == "zst");
+    if named_zst && !bytes.is_empty() && !bytes.starts_with(&ZSTD_MAGIC) {
+        return Err(Error::Parse { path: path.to_path_buf(), reason: "not a zstd stream".into() });
+    }
+    let mut parsed = parse_bytes(&bytes, path, forced);
+    if parsed.skipped.contains_key("invalid_zstd") {
+        return Err(Error::Parse { path: path.to_path_buf(), reason: "corrupt or truncated zstd stream".into() });
+    }
+    subagent_title(path, &mut parsed);
+    Ok(parsed)
+}
+
+/// Title a subagent session from its `agent-<id>.meta.json` sidecar (`description`).
+fn subagent_title(path: &Path, parsed: &mut ParsedFile) {
+    if parsed.format != Some(Format::ClaudeCode) {
+        return;
+    }
+    let stem = claude::stem(path);
+    if !stem.starts_with("agent-") {
+        return;
+    }
+    let meta = path.with_file_name(format!("{stem}.meta.json"));
+    let Ok(f) = std::fs::File::open(&meta) else { return };
+    let mut buf = Vec::new();
+    if f.take(MAX_META).read_to_end(&mut buf).is_err() {
+        return;
+    }
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf) else { return };
+    let Some(desc) = v.get("description").and_then(|d| d.as_str()).filter(|d| !d.trim().is_empty()) else {
+        return;
+    };
+    for s in &mut parsed.sessions {
+        if s.parent_id.is_some() && s.title.is_none() {
+            s.title = Some(desc.trim().to_owned());
+        }
+    }
+}

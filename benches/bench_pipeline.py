@@ -1,0 +1,151 @@
+"""Speed of the product pipeline on a generated archive, against the targets of DESIGN.md §5.
+
+Measures, through memlane's own API (index → search), with embedding off or excluded:
+  * parse + chunk + BM25 throughput (MB/s of JSONL)
+  * re-index with nothing changed
+  * append one exchange to one transcript, re-index (p50 / p90)
+  * hybrid query latency excluding query embedding (p50 / p99), vectors of 384 dims
+  * open a home and answer the first query
+  * vector index bytes per chunk
+
+Run: `make bench` (release build), or `python benches/bench_pipeline.py --files 1500 --pairs 70`.
+Results print as a markdown table and are saved to bench-results/pipeline.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from archive import WORDS, generate, session_lines  # noqa: E402
+
+import memlane  # noqa: E402
+from memlane import _core  # noqa: E402
+
+DIM = 384
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def add_random_vectors(home: Path, seed: int = 3) -> int:
+    """Give every chunk a random unit vector (embedding excluded by design of this bench)."""
+    rng = np.random.default_rng(seed)
+    store = _core.Store(str(home))
+    with store.writer() as w:
+        keys = w.pending_vectors()
+        for start in range(0, len(keys), 8192):
+            batch = keys[start : start + 8192]
+            vecs = rng.standard_normal((len(batch), DIM), dtype=np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            w.add_vectors("bench/random/384", np.ascontiguousarray(batch), np.ones(len(batch), dtype=np.uint64), vecs)
+        w.commit()
+    return len(keys)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=1500)
+    ap.add_argument("--pairs", type=int, default=70, help="exchanges per file")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--quantization", default="f16", choices=["f16", "i8", "f32"])
+    ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
+    ap.add_argument("--out", type=Path, default=Path("bench-results/pipeline.json"))
+    args = ap.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    archive, home = work / "archive", work / "home"
+    t = time.perf_counter()
+    size = generate(archive, args.files, args.pairs)
+    print(f"generated {args.files} files, {size / 1e6:.0f} MB in {time.perf_counter() - t:.0f}s at {work}", file=sys.stderr)
+
+    mem = memlane.open(home, embedder="none", quantization=args.quantization)
+    first = mem.index([archive], embed=False)
+    mbps = first.bytes_parsed / 1e6 / first.keyword_seconds
+    chunks = mem.status()["chunks"]
+
+    noop = [mem.index([archive], embed=False).seconds for _ in range(5)]
+
+    rng = random.Random(11)
+    victims = sorted(archive.rglob("*.jsonl"))
+    append_times = []
+    for i in range(30):
+        path = rng.choice(victims)
+        last = json.loads(path.read_text().rstrip("\n").rsplit("\n", 1)[-1])
+        lines = session_lines(rng, path.stem, 1, datetime(2026, 6, 1, tzinfo=timezone.utc), parent=last["uuid"], uuid_prefix=f"{path.stem}-x{i}")
+        with path.open("a") as f:
+            f.write("\n".join(lines) + "\n")
+        append_times.append(mem.index([archive], embed=False).seconds)
+
+    t = time.perf_counter()
+    vectors = add_random_vectors(home)
+    vector_seconds = time.perf_counter() - t
+
+    store = _core.Store(str(home), args.quantization)
+    qrng = np.random.default_rng(5)
+    queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(args.queries)]
+    qvecs = qrng.standard_normal((args.queries, DIM), dtype=np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    for q, v in zip(queries[:20], qvecs[:20]):  # warm
+        store.search(q, k=10, vector=v, threshold=0.0)
+    lat = []
+    for q, v in zip(queries, qvecs):
+        t = time.perf_counter()
+        store.search(q, k=10, vector=np.ascontiguousarray(v), threshold=0.0)
+        lat.append((time.perf_counter() - t) * 1000)
+
+    t = time.perf_counter()
+    fresh = _core.Store(str(home), args.quantization)
+    fresh.search(queries[0], k=10, vector=qvecs[0], threshold=0.0)
+    open_first_ms = (time.perf_counter() - t) * 1000
+
+    vec_bytes = (home / "vectors.usearch").stat().st_size
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "archive_mb": round(size / 1e6, 1),
+        "files": args.files,
+        "chunks": chunks,
+        "quantization": args.quantization,
+        "parse_chunk_bm25_mb_per_s": round(mbps, 1),
+        "noop_reindex_s_median": round(statistics.median(noop), 3),
+        "append_reindex_ms_p50": round(pct(append_times, 0.5) * 1000, 1),
+        "append_reindex_ms_p90": round(pct(append_times, 0.9) * 1000, 1),
+        "vectors_added": vectors,
+        "vector_insert_per_s": round(vectors / vector_seconds),
+        "hybrid_query_ms_p50": round(pct(lat, 0.5), 2),
+        "hybrid_query_ms_p99": round(pct(lat, 0.99), 2),
+        "open_and_first_query_ms": round(open_first_ms, 1),
+        "vector_bytes_per_chunk": round(vec_bytes / max(vectors, 1)),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    rows = [
+        ("parse + chunk + BM25", f"{results['parse_chunk_bm25_mb_per_s']} MB/s", "≥ 50 MB/s"),
+        (f"re-index, nothing changed ({args.files} files)", f"{results['noop_reindex_s_median']} s", "≤ 1 s"),
+        ("append to one transcript, re-index", f"p50 {results['append_reindex_ms_p50']} ms (p90 {results['append_reindex_ms_p90']})", "≤ 250 ms p50"),
+        (f"hybrid query, warm, {chunks} chunks, no query embedding", f"p50 {results['hybrid_query_ms_p50']} ms, p99 {results['hybrid_query_ms_p99']} ms", "100k: p50 ≤ 1.5 ms, p99 ≤ 10 ms"),
+        (f"open + first query ({chunks} chunks)", f"{results['open_and_first_query_ms']} ms", "≤ 50 ms at 1M"),
+        (f"vector index per chunk ({args.quantization}, {DIM} dims)", f"{results['vector_bytes_per_chunk']} B", "≤ 600 B"),
+    ]
+    print(f"\n{results['machine']}; archive {results['archive_mb']} MB, {chunks} chunks\n")
+    print("| stage | measured | target |\n|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+
+
+if __name__ == "__main__":
+    main()
