@@ -8,12 +8,12 @@ Run from the repository root:
 
     .venv/bin/python benches/bench_embed_local.py --chunks 64 --queries 200   # after `make install`
 
-Output on a 2-core Xeon (Sapphire Rapids) VM, onnxruntime 1.31, with other builds
-running beside it (so only indicative):
+Output on a 2-core Xeon (Sapphire Rapids) VM with onnxruntime 1.31, machine otherwise
+mostly idle (with a parallel cargo build, fp32 fell to ~19 windows/s):
 
     mode  threads  build s  load s  windows  windows/s  chunks/s  query p50 ms  query p95 ms
-    fp32        2     0.91    0.27      192       19.2       6.4          5.12          8.19
-    int8        2        -    0.29      192       21.0       7.0          4.76          7.01
+    fp32        2     0.99    0.30      192       31.1      10.4          3.67          5.11
+    int8        2        -    0.20      192       18.6       6.2          5.17          7.35
 
 "build s" is the one-off cost of writing the fp32 graph into an empty cache;
 "load s" is constructing an embedder once the cache is warm.
@@ -151,7 +151,9 @@ def main() -> None:
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{len(chunks)} chunks x {args.tokens} tokens, {len(queries)} queries, {cores} cores")
-    header = ("mode", "threads", "build s", "load s", "windows", "windows/s", "chunks/s", "query p50 ms", "query p95 ms")
+    header = (
+        "mode", "threads", "build s", "load s", "windows", "windows/s", "chunks/s", "query p50 ms", "query p95 ms",
+    )  # fmt: skip
     print("  ".join(header))
     for mode in args.modes.split(","):
         r = bench_mode(mode, args.threads, chunks, queries, args.repeats)

@@ -93,18 +93,22 @@ def test_int8_without_its_package_says_what_to_install(monkeypatch: pytest.Monke
         make_embedder("local:int8")
 
 
+def _run_python(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter that imports memlane from where this process does."""
+    import memlane
+
+    search_path = [str(Path(memlane.__file__).parents[1]), *(p for p in sys.path if p)]
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(search_path), **env}
+    result = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
 def test_importing_memlane_embed_loads_no_runtime() -> None:
     code = (
         "import sys, memlane.embed, memlane.embed.local; "
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
     )
-    import memlane
-
-    # Import memlane from wherever this process got it (installed, or a source tree on the path).
-    search_path = [str(Path(memlane.__file__).parents[1]), *(p for p in sys.path if p)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(search_path)}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]"
+    assert _run_python(code) == "[]"
 
 
 # --- window planning (no model) ------------------------------------------------------
@@ -311,10 +315,14 @@ def test_protocol_ids_and_factory(fp32: LocalEmbedder, int8: LocalEmbedder) -> N
 
 
 @pytest.mark.model
-def test_no_hub_or_torch_is_imported(fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
-    fp32.embed_query("warm up")
-    loaded = [m for m in sys.modules if m.split(".")[0] in {"huggingface_hub", "torch", "transformers", "sentence_transformers"}]
-    assert loaded == []
+def test_nothing_from_the_hub_or_torch_is_imported(fp32: LocalEmbedder, cache_dir: Path) -> None:
+    code = (
+        "import sys; from memlane.embed import make_embedder; "
+        "[make_embedder(s).embed_documents(['warm up']) for s in ('local', 'local:int8')]; "
+        "hub = {'huggingface_hub', 'torch', 'transformers', 'sentence_transformers'}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in hub))"
+    )
+    assert _run_python(code, MEMLANE_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1") == "[]"
 
 
 @pytest.mark.model

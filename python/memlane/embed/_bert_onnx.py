@@ -307,7 +307,9 @@ def _fingerprint(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def ensure_bert_onnx(model_dir: str | os.PathLike[str], name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def ensure_bert_onnx(
+    model_dir: str | os.PathLike[str], name: str, cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
     """Return the cached ONNX graph for a safetensors BERT model, building it on first use.
 
     The cache file name carries a hash of the weights and the builder version,

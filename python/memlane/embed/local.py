@@ -34,7 +34,9 @@ OVERLAP_TOKENS = 32
 MODES = ("fp32", "int8")
 
 
-def plan_windows(n_tokens: int, max_tokens: int = MAX_WINDOW_TOKENS - 2, overlap: int = OVERLAP_TOKENS) -> list[tuple[int, int]]:
+def plan_windows(
+    n_tokens: int, max_tokens: int = MAX_WINDOW_TOKENS - 2, overlap: int = OVERLAP_TOKENS
+) -> list[tuple[int, int]]:
     """Split ``n_tokens`` word pieces into overlapping windows covering all of them.
 
     Uses the fewest windows of at most ``max_tokens`` whose neighbours share at
@@ -267,7 +269,8 @@ class LocalEmbedder:
                 ids[row, : len(windows[i])] = windows[i]
                 mask[row, : len(windows[i])] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            (hidden,) = self._session.run(["last_hidden_state"], {k: v for k, v in feed.items() if k in self._input_names})
+            feed = {name: value for name, value in feed.items() if name in self._input_names}
+            (hidden,) = self._session.run(["last_hidden_state"], feed)
             weights = mask.astype(np.float32)
             pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
             norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
