@@ -85,7 +85,7 @@ fn bench_search(c: &mut Criterion) {
     let plan = writer.scan(&[sources]).expect("scan");
     writer.index_files(&plan.to_index).expect("index");
     writer.commit().expect("commit");
-    let keys = writer.pending_vectors();
+    let keys = writer.pending_vectors().expect("pending");
     let unit = |rng: &mut Rng| {
         let v: Vec<f32> = (0..DIM).map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0).collect();
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -404,6 +404,8 @@ pub struct Writer {
     present: HashSet<u64>,
     /// How many manifest files reference each key.
     refs: HashMap<u64, u32>,
+    /// The writable vector index, loaded only when vectors are added or removed: a no-op
+    /// re-index must not pay for reading hundreds of MB of vectors.
     vectors: Option<VectorIndex>,
     removed_keys: Vec<u64>,
     manifest_dirty: bool,
@@ -439,12 +441,6 @@ impl Writer {
             }
         }
         let present = store.lexical.all_keys()?;
-        let meta = store.meta();
-        let vectors_path = store.home.join(VECTORS_FILE);
-        let vectors = match meta.dim {
-            Some(dim) if vectors_path.exists() => Some(VectorIndex::load(&vectors_path, dim, store.quantization, false)?),
-            _ => None,
-        };
         Ok(Writer {
             store,
             _lock: lock,
@@ -452,7 +448,7 @@ impl Writer {
             manifest,
             present,
             refs,
-            vectors,
+            vectors: None,
             removed_keys: Vec::new(),
             manifest_dirty: false,
             lexical_dirty: false,
@@ -636,15 +632,37 @@ impl Writer {
 
     /// Keys of chunks that have no vectors yet (all of them before the first embedding).
     #[must_use]
-    pub fn pending_vectors(&self) -> Vec<u64> {
+    ///
+    /// # Errors
+    /// `Corrupt` when the vector file cannot be read.
+    pub fn pending_vectors(&self) -> Result<Vec<u64>> {
+        let view;
+        let vectors = match &self.vectors {
+            Some(v) => Some(v),
+            None => {
+                view = self.store.vectors()?;
+                view.as_deref()
+            }
+        };
         let mut keys: Vec<u64> = self
             .present
             .iter()
-            .filter(|k| self.vectors.as_ref().is_none_or(|v| !v.contains(**k)))
+            .filter(|k| vectors.is_none_or(|v| !v.contains(**k)))
             .copied()
             .collect();
         keys.sort_unstable();
-        keys
+        Ok(keys)
+    }
+
+    /// The writable vector index, loaded from disk on first use.
+    fn writable_vectors(&mut self) -> Result<Option<&VectorIndex>> {
+        if self.vectors.is_none() {
+            let path = self.store.home.join(VECTORS_FILE);
+            if let (Some(dim), true) = (self.store.meta().dim, path.exists()) {
+                self.vectors = Some(VectorIndex::load(&path, dim, self.store.quantization, false)?);
+            }
+        }
+        Ok(self.vectors.as_ref())
     }
 
     /// (key, content hash, text) of chunks, for embedding. Reads the committed index.
@@ -669,6 +687,7 @@ impl Writer {
             )));
         }
         self.store.check_embedder(embedder_id, dim)?;
+        self.writable_vectors()?;
         if self.vectors.is_none() {
             self.vectors = Some(VectorIndex::new(dim, self.store.quantization)?);
             if let Ok(mut meta) = self.store.meta.write() {
@@ -709,6 +728,9 @@ impl Writer {
             self.tantivy.commit()?;
             self.store.lexical.reload()?;
             self.lexical_dirty = false;
+        }
+        if !self.removed_keys.is_empty() {
+            self.writable_vectors()?;
         }
         if let Some(vectors) = &self.vectors {
             for key in self.removed_keys.drain(..) {

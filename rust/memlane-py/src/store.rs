@@ -207,7 +207,7 @@ impl PyWriter {
     }
 
     fn pending_vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let keys = self.with(py, |w| Ok(w.pending_vectors()))?;
+        let keys = self.with(py, |w| w.pending_vectors())?;
         Ok(PyArray1::from_vec(py, keys))
     }
 
