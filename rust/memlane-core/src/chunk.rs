@@ -185,7 +185,7 @@ pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk>
                 for piece in split_text(text, budget) {
                     match out.last_mut() {
                         Some((prev, _, prev_end))
-                            if estimate_tokens(prev) + estimate_tokens(&piece) + 1 <= budget =>
+                            if estimate_tokens(prev) + estimate_tokens(&piece) < budget =>
                         {
                             prev.push_str("\n\n");
                             prev.push_str(&piece);
@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn overlong_turn_splits_at_paragraphs() {
         let para = "sentence ".repeat(100); // ~900 bytes, ~225 tokens
-        let long = vec![para.trim(); 6].join("\n\n");
+        let long = [para.trim(); 6].join("\n\n");
         let s = session(vec![turn(Role::User, "short question"), turn(Role::Assistant, &long)]);
         let chunks = chunk_session(&s, "p", 500);
         assert!(chunks.len() >= 3, "{}", chunks.len());

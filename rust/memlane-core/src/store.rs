@@ -556,28 +556,14 @@ impl Writer {
     pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
         let format = self.format;
         let budget = self.budget;
-        let parsed: Vec<(PathBuf, Option<(std::fs::Metadata, ParsedFile, String, Vec<Chunk>)>)> = paths
+        let parsed: Vec<(PathBuf, Option<ParsedSource>)> = paths
             .par_iter()
-            .map(|path| {
-                let result = (|| {
-                    let meta = std::fs::metadata(path).ok()?;
-                    let parsed = parse::parse_file(path, format).ok()?;
-                    let hash = file_hash(path, parsed.complete_bytes);
-                    let path_str = path.to_string_lossy();
-                    let chunks = parsed
-                        .sessions
-                        .iter()
-                        .flat_map(|s| chunk_session(s, &path_str, budget))
-                        .collect();
-                    Some((meta, parsed, hash, chunks))
-                })();
-                (path.clone(), result)
-            })
+            .map(|path| (path.clone(), ParsedSource::read(path, format, budget)))
             .collect();
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
             let key = path.to_string_lossy().into_owned();
-            let Some((meta, parsed, hash, chunks)) = result else {
+            let Some(ParsedSource { meta, parsed, hash, chunks }) = result else {
                 *batch.records_skipped.entry("unreadable_file".into()).or_insert(0) += 1;
                 continue;
             };
@@ -631,7 +617,6 @@ impl Writer {
     }
 
     /// Keys of chunks that have no vectors yet (all of them before the first embedding).
-    #[must_use]
     ///
     /// # Errors
     /// `Corrupt` when the vector file cannot be read.
@@ -753,6 +738,26 @@ impl Writer {
             self.manifest_dirty = false;
         }
         Ok(self.report.clone())
+    }
+}
+
+/// One source file after parsing and chunking (built in parallel, applied in order).
+struct ParsedSource {
+    meta: std::fs::Metadata,
+    parsed: ParsedFile,
+    hash: String,
+    chunks: Vec<Chunk>,
+}
+
+impl ParsedSource {
+    /// `None` when the file vanished or cannot be read at all.
+    fn read(path: &Path, format: Option<Format>, budget: usize) -> Option<ParsedSource> {
+        let meta = std::fs::metadata(path).ok()?;
+        let parsed = parse::parse_file(path, format).ok()?;
+        let hash = file_hash(path, parsed.complete_bytes);
+        let path_str = path.to_string_lossy();
+        let chunks = parsed.sessions.iter().flat_map(|s| chunk_session(s, &path_str, budget)).collect();
+        Some(ParsedSource { meta, parsed, hash, chunks })
     }
 }
 
