@@ -39,7 +39,7 @@ def test_index_the_shared_transcript_samples(tmp_path, shared_data):
     report = mem.index([shared_data / "transcripts"])
     status = mem.status()
     assert report.files_indexed >= 15
-    assert status["chunks"] == report.chunks_added > 50
+    assert status["chunks"] == report.chunks_added >= 40
     assert status["chunks_with_vectors"] == status["chunks"]
     again = mem.index([shared_data / "transcripts"])
     assert (again.files_indexed, again.chunks_added, again.chunks_embedded) == (0, 0, 0)

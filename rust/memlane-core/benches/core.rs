@@ -14,9 +14,35 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 const WORDS: &[&str] = &[
-    "deploy", "build", "cache", "index", "query", "latency", "memory", "vector", "token", "parser", "chunk",
-    "session", "commit", "billing", "postgres", "timeout", "retry", "ERR_CONN_RESET", "src/app/main.py",
-    "exit", "code", "137", "kubernetes", "pod", "rollback", "release", "schema", "migration", "alert",
+    "deploy",
+    "build",
+    "cache",
+    "index",
+    "query",
+    "latency",
+    "memory",
+    "vector",
+    "token",
+    "parser",
+    "chunk",
+    "session",
+    "commit",
+    "billing",
+    "postgres",
+    "timeout",
+    "retry",
+    "ERR_CONN_RESET",
+    "src/app/main.py",
+    "exit",
+    "code",
+    "137",
+    "kubernetes",
+    "pod",
+    "rollback",
+    "release",
+    "schema",
+    "migration",
+    "alert",
 ];
 
 /// Tiny deterministic generator (xorshift) so the bench needs no data files.
@@ -29,7 +55,10 @@ impl Rng {
         self.0
     }
     fn words(&mut self, n: usize) -> String {
-        (0..n).map(|_| WORDS[(self.next() % WORDS.len() as u64) as usize]).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|_| WORDS[(self.next() % WORDS.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -43,7 +72,9 @@ fn claude_session(rng: &mut Rng, session: &str, pairs: usize) -> String {
             let message = if role == "user" {
                 format!(r#"{{"role":"user","content":"{text}"}}"#)
             } else {
-                format!(r#"{{"id":"msg_{p}","type":"message","role":"assistant","model":"m","content":[{{"type":"text","text":"{text}"}}]}}"#)
+                format!(
+                    r#"{{"id":"msg_{p}","type":"message","role":"assistant","model":"m","content":[{{"type":"text","text":"{text}"}}]}}"#
+                )
             };
             let _ = writeln!(
                 out,
@@ -63,8 +94,16 @@ fn bench_parse(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(data.len() as u64));
     group.bench_function("claude_code_parse_and_chunk", |b| {
         b.iter(|| {
-            let parsed = parse::parse_bytes(data.as_bytes(), Path::new("s1.jsonl"), Some(Format::ClaudeCode));
-            parsed.sessions.iter().map(|s| chunk_session(s, "s1.jsonl", DEFAULT_BUDGET_TOKENS).len()).sum::<usize>()
+            let parsed = parse::parse_bytes(
+                data.as_bytes(),
+                Path::new("s1.jsonl"),
+                Some(Format::ClaudeCode),
+            );
+            parsed
+                .sessions
+                .iter()
+                .map(|s| chunk_session(s, "s1.jsonl", DEFAULT_BUDGET_TOKENS).len())
+                .sum::<usize>()
         });
     });
     group.finish();
@@ -78,7 +117,11 @@ fn bench_search(c: &mut Criterion) {
     let mut rng = Rng(11);
     for f in 0..50 {
         let id = format!("{f:08x}-0000-4000-8000-000000000000");
-        std::fs::write(sources.join(format!("{id}.jsonl")), claude_session(&mut rng, &id, 400)).expect("write");
+        std::fs::write(
+            sources.join(format!("{id}.jsonl")),
+            claude_session(&mut rng, &id, 400),
+        )
+        .expect("write");
     }
     let store = Store::open(&dir.path().join("home"), Quantization::F16).expect("open");
     let mut writer = Writer::new(store.clone(), None).expect("writer");
@@ -87,12 +130,16 @@ fn bench_search(c: &mut Criterion) {
     writer.commit().expect("commit");
     let keys = writer.pending_vectors().expect("pending");
     let unit = |rng: &mut Rng| {
-        let v: Vec<f32> = (0..DIM).map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0).collect();
+        let v: Vec<f32> = (0..DIM)
+            .map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0)
+            .collect();
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.into_iter().map(|x| x / n).collect::<Vec<f32>>()
     };
     let flat: Vec<f32> = keys.iter().flat_map(|_| unit(&mut rng)).collect();
-    writer.add_vectors("bench/random/384", DIM, &keys, &vec![1; keys.len()], &flat).expect("vectors");
+    writer
+        .add_vectors("bench/random/384", DIM, &keys, &vec![1; keys.len()], &flat)
+        .expect("vectors");
     writer.commit().expect("commit");
     drop(writer);
     let query = unit(&mut rng);

@@ -172,7 +172,8 @@ pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk>
             .map(|t| format!("{}: {}", speaker_label(t), t.text.trim()))
             .collect();
         let total: usize = rendered.iter().map(|r| estimate_tokens(r)).sum();
-        let simple_pair_fits = rendered.len() <= 2 && rendered.iter().all(|r| estimate_tokens(r) <= budget);
+        let simple_pair_fits =
+            rendered.len() <= 2 && rendered.iter().all(|r| estimate_tokens(r) <= budget);
         let texts: Vec<(String, usize, usize)> = if total <= budget || simple_pair_fits {
             // A prompt and its reply stay together unless one of them alone is too long.
             vec![(rendered.join("\n\n"), start, end)]
@@ -300,7 +301,10 @@ mod tests {
         assert_eq!(groups, vec![(0, 0), (1, 3), (4, 4), (5, 5), (6, 6)]);
         let chunks = chunk_session(&s, "p", DEFAULT_BUDGET_TOKENS);
         assert_eq!(chunks.len(), 5);
-        assert_eq!(chunks[1].text, "User: q1\n\nAssistant: a1\n\nAssistant: a1 more");
+        assert_eq!(
+            chunks[1].text,
+            "User: q1\n\nAssistant: a1\n\nAssistant: a1 more"
+        );
         assert_eq!(chunks[1].role, "user+assistant");
     }
 
@@ -317,16 +321,30 @@ mod tests {
     fn overlong_turn_splits_at_paragraphs() {
         let para = "sentence ".repeat(100); // ~900 bytes, ~225 tokens
         let long = [para.trim(); 6].join("\n\n");
-        let s = session(vec![turn(Role::User, "short question"), turn(Role::Assistant, &long)]);
+        let s = session(vec![
+            turn(Role::User, "short question"),
+            turn(Role::Assistant, &long),
+        ]);
         let chunks = chunk_session(&s, "p", 500);
         assert!(chunks.len() >= 3, "{}", chunks.len());
         for c in &chunks {
-            assert!(estimate_tokens(&c.text) <= 500, "{}", estimate_tokens(&c.text));
+            assert!(
+                estimate_tokens(&c.text) <= 500,
+                "{}",
+                estimate_tokens(&c.text)
+            );
         }
         assert!(chunks[0].text.starts_with("User: short question"));
-        assert_eq!(chunks.iter().map(|c| c.part).collect::<Vec<_>>(), (0..chunks.len() as u32).collect::<Vec<_>>());
-        let rejoined: String = chunks.iter().map(|c| c.text.replace(char::is_whitespace, "")).collect();
-        let original = format!("User: short question\n\nAssistant: {long}").replace(char::is_whitespace, "");
+        assert_eq!(
+            chunks.iter().map(|c| c.part).collect::<Vec<_>>(),
+            (0..chunks.len() as u32).collect::<Vec<_>>()
+        );
+        let rejoined: String = chunks
+            .iter()
+            .map(|c| c.text.replace(char::is_whitespace, ""))
+            .collect();
+        let original =
+            format!("User: short question\n\nAssistant: {long}").replace(char::is_whitespace, "");
         assert_eq!(rejoined, original);
     }
 

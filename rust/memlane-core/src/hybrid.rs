@@ -63,9 +63,21 @@ pub fn fuse(
     let mut by_key: HashMap<u64, Fused> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     for &(key, score) in bm25 {
-        let norm = if best_bm25 > 0.0 { score / best_bm25 } else { 0.0 };
+        let norm = if best_bm25 > 0.0 {
+            score / best_bm25
+        } else {
+            0.0
+        };
         order.push(key);
-        by_key.insert(key, Fused { key, score: 0.0, bm25: Some(norm), vector: extra_sims.get(&key).copied() });
+        by_key.insert(
+            key,
+            Fused {
+                key,
+                score: 0.0,
+                bm25: Some(norm),
+                vector: extra_sims.get(&key).copied(),
+            },
+        );
     }
     for &(key, sim) in vector {
         by_key
@@ -73,7 +85,12 @@ pub fn fuse(
             .and_modify(|f| f.vector = Some(sim))
             .or_insert_with(|| {
                 order.push(key);
-                Fused { key, score: 0.0, bm25: None, vector: Some(sim) }
+                Fused {
+                    key,
+                    score: 0.0,
+                    bm25: None,
+                    vector: Some(sim),
+                }
             });
     }
     let (wv, wb) = match fusion {
@@ -134,23 +151,61 @@ mod tests {
 
     #[test]
     fn everything_below_threshold_returns_nothing() {
-        let out = fuse(&[], &[(1, 0.1), (2, 0.05)], &HashMap::new(), true, Fusion::default(), 0.2);
+        let out = fuse(
+            &[],
+            &[(1, 0.1), (2, 0.05)],
+            &HashMap::new(),
+            true,
+            Fusion::default(),
+            0.2,
+        );
         assert!(out.is_empty());
-        let out = fuse(&[], &[(1, 0.4)], &HashMap::new(), true, Fusion::default(), 0.2);
+        let out = fuse(
+            &[],
+            &[(1, 0.4)],
+            &HashMap::new(),
+            true,
+            Fusion::default(),
+            0.2,
+        );
         assert_eq!(out.len(), 1);
     }
 
     #[test]
     fn bm25_alone_when_no_vectors() {
-        let out = fuse(&[(1, 3.0), (2, 1.5)], &[], &HashMap::new(), false, Fusion::default(), 0.2);
-        assert_eq!(out.iter().map(|f| f.score).collect::<Vec<_>>(), vec![1.0, 0.5]);
+        let out = fuse(
+            &[(1, 3.0), (2, 1.5)],
+            &[],
+            &HashMap::new(),
+            false,
+            Fusion::default(),
+            0.2,
+        );
+        assert_eq!(
+            out.iter().map(|f| f.score).collect::<Vec<_>>(),
+            vec![1.0, 0.5]
+        );
     }
 
     #[test]
     fn rrf_ranks_by_reciprocal_rank() {
-        let out = fuse(&[(1, 9.0), (2, 8.0)], &[(2, 0.9), (1, 0.2)], &HashMap::new(), true, Fusion::Rrf { k: 60.0 }, 0.2);
+        let out = fuse(
+            &[(1, 9.0), (2, 8.0)],
+            &[(2, 0.9), (1, 0.2)],
+            &HashMap::new(),
+            true,
+            Fusion::Rrf { k: 60.0 },
+            0.2,
+        );
         assert_eq!(out[0].score, out[1].score);
-        let out = fuse(&[(1, 9.0), (2, 8.0)], &[(2, 0.9)], &HashMap::new(), true, Fusion::Rrf { k: 60.0 }, 0.2);
+        let out = fuse(
+            &[(1, 9.0), (2, 8.0)],
+            &[(2, 0.9)],
+            &HashMap::new(),
+            true,
+            Fusion::Rrf { k: 60.0 },
+            0.2,
+        );
         assert_eq!(out[0].key, 2);
     }
 }

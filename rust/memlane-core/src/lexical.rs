@@ -10,11 +10,13 @@ use std::path::Path;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST,
-    INDEXED, STORED, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
+    STRING,
 };
 use tantivy::tokenizer::{Language, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 /// Name the analyzer is registered under.
 const ANALYZER: &str = "memlane";
@@ -125,7 +127,8 @@ fn schema() -> (Schema, Fields) {
 }
 
 fn analyzer() -> TextAnalyzer {
-    let stop = StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
+    let stop = StopWordFilter::new(Language::English)
+        .unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
     TextAnalyzer::builder(CodeTokenizer::default())
         .filter(stop)
         .filter(Stemmer::new(Language::English))
@@ -295,12 +298,12 @@ impl Lexical {
             ));
         }
         if filters.since.is_some() || filters.until.is_some() {
-            let lower = filters
-                .since
-                .map_or(Bound::Unbounded, |t| Bound::Included(Term::from_field_i64(f.ts, t)));
-            let upper = filters
-                .until
-                .map_or(Bound::Unbounded, |t| Bound::Excluded(Term::from_field_i64(f.ts, t)));
+            let lower = filters.since.map_or(Bound::Unbounded, |t| {
+                Bound::Included(Term::from_field_i64(f.ts, t))
+            });
+            let upper = filters.until.map_or(Bound::Unbounded, |t| {
+                Bound::Excluded(Term::from_field_i64(f.ts, t))
+            });
             clauses.push((Occur::Must, Box::new(RangeQuery::new(lower, upper))));
         }
         clauses
@@ -344,7 +347,9 @@ impl Lexical {
         let searcher = self.searcher();
         let query = BooleanQuery::new(self.filter_clauses(filters));
         let docs = searcher.search(&query, &DocSetCollector)?;
-        docs.into_iter().map(|addr| self.key_at(&searcher, addr)).collect()
+        docs.into_iter()
+            .map(|addr| self.key_at(&searcher, addr))
+            .collect()
     }
 
     fn key_at(&self, searcher: &Searcher, addr: DocAddress) -> Result<u64> {

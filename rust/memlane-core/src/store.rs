@@ -252,7 +252,10 @@ impl Store {
             home: home.to_owned(),
             lexical,
             quantization,
-            view: Mutex::new(VectorView { stamp: None, index: None }),
+            view: Mutex::new(VectorView {
+                stamp: None,
+                index: None,
+            }),
             meta: RwLock::new(meta),
         }))
     }
@@ -285,12 +288,20 @@ impl Store {
     fn vectors(&self) -> Result<Option<Arc<VectorIndex>>> {
         let path = self.home.join(VECTORS_FILE);
         let stamp = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-        let mut view = self.view.lock().map_err(|_| Error::Vector("poisoned lock".into()))?;
+        let mut view = self
+            .view
+            .lock()
+            .map_err(|_| Error::Vector("poisoned lock".into()))?;
         if view.stamp != stamp || (stamp.is_some() && view.index.is_none()) {
             // memlane.json may have been written by another process since we opened.
             let meta: HomeMeta = read_json(&self.home.join(META_FILE))?;
             view.index = match (stamp, meta.dim) {
-                (Some(_), Some(dim)) => Some(Arc::new(VectorIndex::load(&path, dim, self.quantization, true)?)),
+                (Some(_), Some(dim)) => Some(Arc::new(VectorIndex::load(
+                    &path,
+                    dim,
+                    self.quantization,
+                    true,
+                )?)),
                 _ => None,
             };
             view.stamp = stamp;
@@ -424,12 +435,18 @@ impl Writer {
     /// `Locked` when another writer holds it.
     pub fn new(store: Arc<Store>, format: Option<Format>) -> Result<Writer> {
         let lock_path = store.home.join(LOCK_FILE);
-        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
         if !lock.try_lock_exclusive().unwrap_or(false) {
             return Err(Error::Locked(store.home.clone()));
         }
         let tantivy = store.lexical.writer().map_err(|e| match e {
-            Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => Error::Locked(store.home.clone()),
+            Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => {
+                Error::Locked(store.home.clone())
+            }
             other => other,
         })?;
         store.lexical.reload()?;
@@ -491,7 +508,9 @@ impl Writer {
                 if !seen.insert(key.clone()) {
                     continue;
                 }
-                let Ok(meta) = std::fs::metadata(&path) else { continue };
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    continue;
+                };
                 let unchanged = self
                     .manifest
                     .files
@@ -509,7 +528,9 @@ impl Writer {
             .manifest
             .files
             .keys()
-            .filter(|p| !seen.contains(*p) && root_prefixes.iter().any(|r| p.starts_with(r.as_str())))
+            .filter(|p| {
+                !seen.contains(*p) && root_prefixes.iter().any(|r| p.starts_with(r.as_str()))
+            })
             .cloned()
             .collect();
         self.report.files_seen += seen.len() as u64;
@@ -563,8 +584,17 @@ impl Writer {
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
             let key = path.to_string_lossy().into_owned();
-            let Some(ParsedSource { meta, parsed, hash, chunks }) = result else {
-                *batch.records_skipped.entry("unreadable_file".into()).or_insert(0) += 1;
+            let Some(ParsedSource {
+                meta,
+                parsed,
+                hash,
+                chunks,
+            }) = result
+            else {
+                *batch
+                    .records_skipped
+                    .entry("unreadable_file".into())
+                    .or_insert(0) += 1;
                 continue;
             };
             batch.files_indexed += 1;
@@ -644,7 +674,12 @@ impl Writer {
         if self.vectors.is_none() {
             let path = self.store.home.join(VECTORS_FILE);
             if let (Some(dim), true) = (self.store.meta().dim, path.exists()) {
-                self.vectors = Some(VectorIndex::load(&path, dim, self.store.quantization, false)?);
+                self.vectors = Some(VectorIndex::load(
+                    &path,
+                    dim,
+                    self.store.quantization,
+                    false,
+                )?);
             }
         }
         Ok(self.vectors.as_ref())
@@ -662,7 +697,14 @@ impl Writer {
     ///
     /// # Errors
     /// `EmbedderMismatch` if the home's vectors come from another embedder; shape errors.
-    pub fn add_vectors(&mut self, embedder_id: &str, dim: usize, keys: &[u64], counts: &[usize], flat: &[f32]) -> Result<()> {
+    pub fn add_vectors(
+        &mut self,
+        embedder_id: &str,
+        dim: usize,
+        keys: &[u64],
+        counts: &[usize],
+        flat: &[f32],
+    ) -> Result<()> {
         if keys.len() != counts.len() || counts.iter().sum::<usize>() * dim != flat.len() {
             return Err(Error::InvalidArgument(format!(
                 "add_vectors: {} keys, {} window counts and {} floats do not match dimension {dim}",
@@ -681,7 +723,9 @@ impl Writer {
             }
             write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
         }
-        let Some(vectors) = self.vectors.as_ref() else { unreachable!() };
+        let Some(vectors) = self.vectors.as_ref() else {
+            unreachable!()
+        };
         let mut offset = 0;
         for (key, count) in keys.iter().zip(counts) {
             let end = offset + count * dim;
@@ -701,7 +745,12 @@ impl Writer {
     /// Index or I/O errors; the previous committed state stays readable.
     pub fn commit(&mut self) -> Result<IndexReport> {
         if self.manifest_dirty {
-            let orphans: Vec<u64> = self.present.iter().filter(|k| !self.refs.contains_key(k)).copied().collect();
+            let orphans: Vec<u64> = self
+                .present
+                .iter()
+                .filter(|k| !self.refs.contains_key(k))
+                .copied()
+                .collect();
             for key in orphans {
                 self.present.remove(&key);
                 self.tantivy.delete_term(self.store.lexical.key_term(key));
@@ -756,15 +805,26 @@ impl ParsedSource {
         let parsed = parse::parse_file(path, format).ok()?;
         let hash = file_hash(path, parsed.complete_bytes);
         let path_str = path.to_string_lossy();
-        let chunks = parsed.sessions.iter().flat_map(|s| chunk_session(s, &path_str, budget)).collect();
-        Some(ParsedSource { meta, parsed, hash, chunks })
+        let chunks = parsed
+            .sessions
+            .iter()
+            .flat_map(|s| chunk_session(s, &path_str, budget))
+            .collect();
+        Some(ParsedSource {
+            meta,
+            parsed,
+            hash,
+            chunks,
+        })
     }
 }
 
 /// blake3 of the first `len` bytes of a file (hex), or empty when unreadable.
 fn file_hash(path: &Path, len: u64) -> String {
     use std::io::Read;
-    let Ok(file) = File::open(path) else { return String::new() };
+    let Ok(file) = File::open(path) else {
+        return String::new();
+    };
     let mut hasher = blake3::Hasher::new();
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file).take(len);
     let mut buf = vec![0u8; 1 << 16];

@@ -44,14 +44,36 @@ fn is_word_break(c: char) -> bool {
     c.is_whitespace()
         || matches!(
             c,
-            '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '='
-                | '|' | '!' | '?' | '*' | '&' | '^' | '~' | '+'
+            '"' | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '='
+                | '|'
+                | '!'
+                | '?'
+                | '*'
+                | '&'
+                | '^'
+                | '~'
+                | '+'
         )
 }
 
 /// Characters that may join parts inside one compound word.
 fn is_joiner(c: char) -> bool {
-    matches!(c, '_' | '-' | '.' | '/' | '\\' | ':' | '@' | '#' | '$' | '%')
+    matches!(
+        c,
+        '_' | '-' | '.' | '/' | '\\' | ':' | '@' | '#' | '$' | '%'
+    )
 }
 
 impl CodeTokenizer {
@@ -153,18 +175,31 @@ mod tests {
 
     #[test]
     fn paths_identifiers_and_codes_stay_whole() {
-        assert_eq!(texts("src/app/main.py"), ["src/app/main.py", "src", "app", "main", "py"]);
-        assert_eq!(texts("ERR_CONN_RESET"), ["err_conn_reset", "err", "conn", "reset"]);
-        assert_eq!(texts("getUserName()"), ["getusername", "get", "user", "name"]);
+        assert_eq!(
+            texts("src/app/main.py"),
+            ["src/app/main.py", "src", "app", "main", "py"]
+        );
+        assert_eq!(
+            texts("ERR_CONN_RESET"),
+            ["err_conn_reset", "err", "conn", "reset"]
+        );
+        assert_eq!(
+            texts("getUserName()"),
+            ["getusername", "get", "user", "name"]
+        );
         assert_eq!(texts("AKIAIOSFODNN7EXAMPLE"), ["akiaiosfodnn7example"]);
-        assert_eq!(texts("snake_case_name"), ["snake_case_name", "snake", "case", "name"]);
+        assert_eq!(
+            texts("snake_case_name"),
+            ["snake_case_name", "snake", "case", "name"]
+        );
     }
 
     #[test]
     fn ordinary_words_and_punctuation() {
-        assert_eq!(texts("Why did the deploy fail? (exit code 137)."), [
-            "why", "did", "the", "deploy", "fail", "exit", "code", "137"
-        ]);
+        assert_eq!(
+            texts("Why did the deploy fail? (exit code 137)."),
+            ["why", "did", "the", "deploy", "fail", "exit", "code", "137"]
+        );
         assert_eq!(texts("--release"), ["release"]);
     }
 
@@ -175,7 +210,10 @@ mod tests {
         let mut stream = t.token_stream(input);
         while stream.advance() {
             let tok = stream.token();
-            assert_eq!(input[tok.offset_from..tok.offset_to].to_lowercase(), tok.text);
+            assert_eq!(
+                input[tok.offset_from..tok.offset_to].to_lowercase(),
+                tok.text
+            );
         }
     }
 

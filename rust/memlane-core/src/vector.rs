@@ -83,7 +83,12 @@ impl VectorIndex {
     ///
     /// # Errors
     /// `Corrupt` when the file cannot be read back or its dimension differs.
-    pub fn load(path: &Path, dim: usize, quantization: Quantization, view: bool) -> Result<VectorIndex> {
+    pub fn load(
+        path: &Path,
+        dim: usize,
+        quantization: Quantization,
+        view: bool,
+    ) -> Result<VectorIndex> {
         let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
         let p = path.to_string_lossy();
         let loaded = if view { index.view(&p) } else { index.load(&p) };
@@ -94,7 +99,10 @@ impl VectorIndex {
         if index.dimensions() != dim {
             return Err(Error::Corrupt {
                 path: path.to_owned(),
-                reason: format!("vectors have {} dimensions, expected {dim}", index.dimensions()),
+                reason: format!(
+                    "vectors have {} dimensions, expected {dim}",
+                    index.dimensions()
+                ),
             });
         }
         Ok(VectorIndex { index, dim })
@@ -177,7 +185,12 @@ impl VectorIndex {
     ///
     /// # Errors
     /// usearch errors; `InvalidArgument` for a wrong query dimension.
-    pub fn search(&self, query: &[f32], limit: usize, allowed: Option<&HashSet<u64>>) -> Result<Vec<(u64, f32)>> {
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        allowed: Option<&HashSet<u64>>,
+    ) -> Result<Vec<(u64, f32)>> {
         if query.len() != self.dim {
             return Err(Error::InvalidArgument(format!(
                 "query vector has {} dimensions, the index has {}",
@@ -230,7 +243,12 @@ impl VectorIndex {
             if self.index.get(window_key, &mut buffer).ok()? == 0 {
                 break;
             }
-            let norm = buffer.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+            let norm = buffer
+                .iter()
+                .map(|x| x * x)
+                .sum::<f32>()
+                .sqrt()
+                .max(f32::EPSILON);
             let dot: f32 = buffer.iter().zip(query).map(|(a, b)| a * b).sum();
             let sim = dot / norm;
             best = Some(best.map_or(sim, |b| b.max(sim)));
@@ -273,7 +291,14 @@ mod tests {
         assert!((idx.similarity(7, &unit(&[0.0, 1.0, 0.0])).unwrap() - 1.0).abs() < 1e-5);
         idx.remove(7).unwrap();
         assert!(!idx.contains(7));
-        assert_eq!(idx.search(&unit(&[0.0, 1.0, 0.0]), 5, None).unwrap().iter().map(|h| h.0).collect::<Vec<_>>(), vec![9]);
+        assert_eq!(
+            idx.search(&unit(&[0.0, 1.0, 0.0]), 5, None)
+                .unwrap()
+                .iter()
+                .map(|h| h.0)
+                .collect::<Vec<_>>(),
+            vec![9]
+        );
     }
 
     #[test]

@@ -22,7 +22,11 @@ fn turn_strategy() -> impl Strategy<Value = Turn> {
         0..120,
     )
     .prop_map(|parts| parts.concat());
-    (role, text).prop_map(|(role, text)| Turn { role, text, ..Turn::default() })
+    (role, text).prop_map(|(role, text)| Turn {
+        role,
+        text,
+        ..Turn::default()
+    })
 }
 
 proptest! {

@@ -13,7 +13,10 @@ fn data_dir() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("SKIP: sample data not found at {} (expected ../shared/data next to the repo)", p.display());
+        eprintln!(
+            "SKIP: sample data not found at {} (expected ../shared/data next to the repo)",
+            p.display()
+        );
         None
     }
 }
@@ -44,16 +47,25 @@ fn roles(s: &Session) -> Vec<Role> {
 }
 
 fn ms(iso: &str) -> i64 {
-    chrono::DateTime::parse_from_rfc3339(iso).unwrap().timestamp_millis()
+    chrono::DateTime::parse_from_rfc3339(iso)
+        .unwrap()
+        .timestamp_millis()
 }
 
 fn all_text(p: &ParsedFile) -> String {
-    p.sessions.iter().flat_map(|s| s.turns.iter().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n")
+    p.sessions
+        .iter()
+        .flat_map(|s| s.turns.iter().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn session<'a>(p: &'a ParsedFile, id: &str) -> &'a Session {
     p.sessions.iter().find(|s| s.id == id).unwrap_or_else(|| {
-        panic!("no session {id}; have {:?}", p.sessions.iter().map(|s| &s.id).collect::<Vec<_>>())
+        panic!(
+            "no session {id}; have {:?}",
+            p.sessions.iter().map(|s| &s.id).collect::<Vec<_>>()
+        )
     })
 }
 
@@ -83,7 +95,9 @@ fn claude_simonw_minimal_session() {
     assert_eq!(a.tools, ["Write", "Bash"]);
     assert_eq!(a.files, ["/project/hello.py"]);
     assert!(a.text.starts_with("I'll create that function for you.\n[tool Write] /project/hello.py\n[result] File written successfully"));
-    assert!(a.text.contains("[tool Bash] git add . && git commit -m 'Add hello function'"));
+    assert!(a
+        .text
+        .contains("[tool Bash] git add . && git commit -m 'Add hello function'"));
     assert_eq!(a.ids, ["msg-002", "msg-003", "msg-004", "msg-005"]);
     assert_eq!(s.turns[2].text, "Now add a goodbye function");
     assert_eq!(s.turns[3].text, "Done! The hello function is ready.");
@@ -99,7 +113,17 @@ fn claude_dag_follows_active_branch_and_keeps_compaction_summary() {
     assert_eq!(s.id, "daaain-dag_compact_after_rewind");
     assert_eq!(roles(s), [U, A, U, A, U, A, S, U, A]);
     let texts: Vec<&str> = s.turns.iter().map(|t| t.text.as_str()).collect();
-    assert_eq!(texts[..6], ["Start", "Ready", "Second attempt", "Second answer", "Keep going", "Kept going"]);
+    assert_eq!(
+        texts[..6],
+        [
+            "Start",
+            "Ready",
+            "Second attempt",
+            "Second answer",
+            "Keep going",
+            "Kept going"
+        ]
+    );
     // The rewound branch (b1u/b1a) is not on the active path.
     assert!(!all_text(&p).contains("First attempt"));
     assert!(!all_text(&p).contains("First answer"));
@@ -120,7 +144,11 @@ fn claude_polylogue_edge_cases() {
     let ids: Vec<&str> = p.sessions.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["polylogue-claude-normalization-main", "polylogue-claude-normalization-main:sidechain", "claude-normalization-other"]
+        [
+            "polylogue-claude-normalization-main",
+            "polylogue-claude-normalization-main:sidechain",
+            "claude-normalization-other"
+        ]
     );
     let main = &p.sessions[0];
     assert_eq!(roles(main), [U, A]);
@@ -129,7 +157,9 @@ fn claude_polylogue_edge_cases() {
     let a = &main.turns[1].text;
     assert!(a.starts_with("Running the focused checks.\n[tool Bash] python -m pytest -q tests/unit/sources\n[tool Read] /workspace/polylogue/missing.py"));
     assert!(a.contains("[result] Command running in background with ID: task-bg."));
-    assert!(a.ends_with("Checking a foreground failure.\n[tool Bash] false\n[error] command failed"));
+    assert!(
+        a.ends_with("Checking a foreground failure.\n[tool Bash] false\n[error] command failed")
+    );
     assert_eq!(main.turns[1].tools, ["Bash", "Read"]);
     assert_eq!(main.turns[1].files, ["/workspace/polylogue/missing.py"]);
     let text = all_text(&p);
@@ -141,7 +171,10 @@ fn claude_polylogue_edge_cases() {
     assert!(!text.contains("inspect the production route"));
     // inline sidechain line → own session linked to the parent
     let side = &p.sessions[1];
-    assert_eq!(side.parent_id.as_deref(), Some("polylogue-claude-normalization-main"));
+    assert_eq!(
+        side.parent_id.as_deref(),
+        Some("polylogue-claude-normalization-main")
+    );
     assert_eq!(roles(side), [A]);
     assert_eq!(side.turns[0].text, "Normalization complete.");
     // a line of another sessionId → that session, not mixed into this one
@@ -163,18 +196,29 @@ fn claude_jazzyalex_record_type_catalogue() {
     let main = session(&p, "jazzyalex-stage0-claude-small");
     assert_eq!(main.title.as_deref(), Some("Stage0 small fixture"));
     assert_eq!(roles(main), [A]);
-    assert!(main.turns[0].text.starts_with("Listing the files.\n[tool Bash] ls\n[result] a.txt"));
+    assert!(main.turns[0]
+        .text
+        .starts_with("Listing the files.\n[tool Bash] ls\n[result] a.txt"));
     // The fixture's first 22 lines are marked isSidechain: they form a sidechain session.
     let side = session(&p, "jazzyalex-stage0-claude-small:sidechain-sys1");
-    assert_eq!(side.parent_id.as_deref(), Some("jazzyalex-stage0-claude-small"));
+    assert_eq!(
+        side.parent_id.as_deref(),
+        Some("jazzyalex-stage0-claude-small")
+    );
     assert_eq!(roles(side), [U, A, S]);
     assert_eq!(side.turns[0].text, "Hello");
     assert_eq!(side.turns[0].timestamp, Some(ms("2025-12-16T00:00:01Z")));
     assert!(side.turns[1].text.contains("[tool bash] ls"));
     assert_eq!(side.turns[2].text, "Summary of prior context.");
     let text = all_text(&p);
-    assert!(!text.contains("Reasoning goes here."), "thinking blocks are dropped");
-    assert!(!text.contains("doesn't want to proceed"), "the rejected sibling branch is not active");
+    assert!(
+        !text.contains("Reasoning goes here."),
+        "thinking blocks are dropped"
+    );
+    assert!(
+        !text.contains("doesn't want to proceed"),
+        "the rejected sibling branch is not active"
+    );
 }
 
 #[test]
@@ -186,7 +230,9 @@ fn claude_showcase_session_and_subagent() {
     assert_eq!(s.id, "55550000-0000-4000-8000-000000000001");
     assert_eq!(s.cwd.as_deref(), Some("/workspace/example-app"));
     assert_eq!(roles(s), [U, A]);
-    assert!(s.turns[0].text.starts_with("Give me a tour of the repository"));
+    assert!(s.turns[0]
+        .text
+        .starts_with("Give me a tour of the repository"));
     let a = &s.turns[1];
     assert_eq!(
         a.tools,
@@ -197,22 +243,40 @@ fn claude_showcase_session_and_subagent() {
             "Agent"
         ]
     );
-    assert!(a.text.contains("[tool Agent] Survey the web module\n[tool Agent] Survey the jobs module"));
+    assert!(a
+        .text
+        .contains("[tool Agent] Survey the web module\n[tool Agent] Survey the jobs module"));
     // tool_result content arrays are flattened; results are capped.
-    assert!(a.text.contains("[result] The jobs module defines three scheduled jobs"));
-    assert!(a.text.contains("\"status\": \"deprecated\""), "a 1.4 KB result is under the cap");
+    assert!(a
+        .text
+        .contains("[result] The jobs module defines three scheduled jobs"));
+    assert!(
+        a.text.contains("\"status\": \"deprecated\""),
+        "a 1.4 KB result is under the cap"
+    );
     assert!(a.text.ends_with("**jobs** runs three scheduled jobs."));
 
-    let sub_path = path.with_file_name("55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl");
+    let sub_path =
+        path.with_file_name("55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl");
     let sub = parse_ok(&sub_path);
     assert_eq!(sub.format, Some(Format::ClaudeCode));
     assert_eq!(sub.sessions.len(), 1);
     let s = &sub.sessions[0];
     assert_eq!(s.id, "55550000-0000-4000-8000-000000000001:agent-showcol1");
-    assert_eq!(s.parent_id.as_deref(), Some("55550000-0000-4000-8000-000000000001"));
-    assert_eq!(s.title.as_deref(), Some("Survey the web module"), "title from agent-showcol1.meta.json");
+    assert_eq!(
+        s.parent_id.as_deref(),
+        Some("55550000-0000-4000-8000-000000000001")
+    );
+    assert_eq!(
+        s.title.as_deref(),
+        Some("Survey the web module"),
+        "title from agent-showcol1.meta.json"
+    );
     assert_eq!(roles(s), [U, A]);
-    assert_eq!(s.turns[0].text, "Survey src/web and report its layout, with a screenshot.");
+    assert_eq!(
+        s.turns[0].text,
+        "Survey src/web and report its layout, with a screenshot."
+    );
     assert!(s.turns[1].text.starts_with("## The web module"));
     assert!(s.turns.iter().all(|t| t.timestamp.is_some()));
 
@@ -232,19 +296,34 @@ fn codex_duplicated_logs_yield_each_message_once() {
     let path = sample!(DAAAIN_ROLLOUT);
     let p = parse_ok(&path);
     assert_eq!(p.format, Some(Format::Codex));
-    assert!(p.skipped.is_empty(), "unknown record types are not 'skipped': {:?}", p.skipped);
+    assert!(
+        p.skipped.is_empty(),
+        "unknown record types are not 'skipped': {:?}",
+        p.skipped
+    );
     assert_eq!(p.sessions.len(), 1);
     let s = &p.sessions[0];
     assert_eq!(s.id, "11111111-1111-4111-8111-111111111111");
     assert_eq!(s.cwd.as_deref(), Some("/workspace/synthetic-project"));
     assert_eq!(roles(s), [U, A]);
     assert_eq!(s.turns[0].text, "List the synthetic files.");
-    assert_eq!(s.turns[0].timestamp, Some(ms("2026-01-02T03:04:07Z")), "prompt taken from event_msg");
+    assert_eq!(
+        s.turns[0].timestamp,
+        Some(ms("2026-01-02T03:04:07Z")),
+        "prompt taken from event_msg"
+    );
     let text = all_text(&p);
     assert_eq!(text.matches("List the synthetic files.").count(), 1);
-    assert_eq!(text.matches("The synthetic files are alpha.txt and beta.txt.").count(), 1);
+    assert_eq!(
+        text.matches("The synthetic files are alpha.txt and beta.txt.")
+            .count(),
+        1
+    );
     let a = &s.turns[1];
-    assert_eq!(a.tools, ["exec_command", "apply_patch", "mcp__synthetic__lookup"]);
+    assert_eq!(
+        a.tools,
+        ["exec_command", "apply_patch", "mcp__synthetic__lookup"]
+    );
     assert_eq!(a.files, ["gamma.txt"]);
     assert_eq!(
         a.text,
@@ -253,12 +332,17 @@ fn codex_duplicated_logs_yield_each_message_once() {
          [result] {\"status\":\"ok\"}\nThe synthetic files are alpha.txt and beta.txt."
     );
     assert!(!text.contains("SYNTHETIC_ENCRYPTED"));
-    assert!(!text.contains("I will inspect"), "reasoning summaries are not indexed");
+    assert!(
+        !text.contains("I will inspect"),
+        "reasoning summaries are not indexed"
+    );
 }
 
 #[test]
 fn codex_malformed_line_is_counted_and_good_turns_survive() {
-    let path = sample!("transcripts/codex/daaain/malformed/rollout-66666666-6666-4666-8666-666666666666.jsonl");
+    let path = sample!(
+        "transcripts/codex/daaain/malformed/rollout-66666666-6666-4666-8666-666666666666.jsonl"
+    );
     let p = parse_ok(&path);
     assert_eq!(p.format, Some(Format::Codex));
     assert_eq!(p.skipped.get("invalid_json"), Some(&1));
@@ -274,7 +358,9 @@ fn codex_malformed_line_is_counted_and_good_turns_survive() {
 
 #[test]
 fn codex_pre_envelope_uses_header_timestamp() {
-    let path = sample!("transcripts/codex/daaain/sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl");
+    let path = sample!(
+        "transcripts/codex/daaain/sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl"
+    );
     let p = parse_ok(&path);
     assert_eq!(p.format, Some(Format::Codex));
     let s = &p.sessions[0];
@@ -293,10 +379,15 @@ fn codex_real_capture_strips_scaffolding() {
     assert_eq!(p.format, Some(Format::Codex));
     let s = &p.sessions[0];
     assert_eq!(s.id, "019b64e5-57fa-7463-b644-fba7e456f905");
-    assert_eq!(s.cwd.as_deref(), Some("/Users/macmini/Code/homelab-migration"));
+    assert_eq!(
+        s.cwd.as_deref(),
+        Some("/Users/macmini/Code/homelab-migration")
+    );
     // The head of a real rollout: the prompt (logged twice) and no answer yet.
     assert_eq!(roles(s), [U]);
-    assert!(s.turns[0].text.starts_with("can you analyse the MD files in this directory"));
+    assert!(s.turns[0]
+        .text
+        .starts_with("can you analyse the MD files in this directory"));
     assert_eq!(s.turns[0].timestamp, Some(ms("2025-12-28T12:21:44.491Z")));
     let text = all_text(&p);
     assert!(!text.contains("AGENTS.md"));
@@ -309,9 +400,16 @@ fn codex_jazzyalex_shape_catalogue() {
     let p = parse_ok(&path);
     assert_eq!(p.format, Some(Format::Codex));
     assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-    assert_eq!(p.sessions.len(), 1, "several session_meta lines still make one session");
+    assert_eq!(
+        p.sessions.len(),
+        1,
+        "several session_meta lines still make one session"
+    );
     let s = &p.sessions[0];
-    assert_eq!(s.id, "019fc8be-3658-7ca3-9e29-000000000000", "first session_meta wins");
+    assert_eq!(
+        s.id, "019fc8be-3658-7ca3-9e29-000000000000",
+        "first session_meta wins"
+    );
     assert_eq!(s.cwd.as_deref(), Some("/tmp/repo"));
     // 5 non-empty `compacted` records become summaries (the empty one is dropped).
     assert_eq!(roles(s), [U, A, S, S, U, S, U, S, A, S, A]);
@@ -319,7 +417,9 @@ fn codex_jazzyalex_shape_catalogue() {
     assert_eq!(s.turns[0].timestamp, Some(ms("2026-08-03T10:48:56Z")));
     let a = &s.turns[1];
     assert_eq!(a.tools, ["shell", "tool_search", "web_search"]);
-    assert!(a.text.starts_with("[tool shell] ls\n[tool shell] ls\n[result] a.txt"));
+    assert!(a
+        .text
+        .starts_with("[tool shell] ls\n[tool shell] ls\n[result] a.txt"));
     assert_eq!(all_text(&p).matches("Found 2 files.").count(), 1);
 }
 
@@ -330,18 +430,28 @@ fn codex_zst_equals_plain() {
     let raw = std::fs::read(&path).unwrap();
     let compressed = zstd::encode_all(&raw[..], 3).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let zpath = dir.path().join(format!("{}.zst", path.file_name().unwrap().to_string_lossy()));
+    let zpath = dir.path().join(format!(
+        "{}.zst",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     std::fs::write(&zpath, &compressed).unwrap();
     assert!(parse::is_transcript_candidate(&zpath));
     assert_eq!(parse::detect(&compressed, &zpath), Some(Format::Codex));
     let z = parse_ok(&zpath);
     assert_eq!(z.format, Some(Format::Codex));
     assert_eq!(z.sessions, plain.sessions);
-    assert_eq!(z.complete_bytes, compressed.len() as u64, "complete_bytes of a .zst is its compressed size");
+    assert_eq!(
+        z.complete_bytes,
+        compressed.len() as u64,
+        "complete_bytes of a .zst is its compressed size"
+    );
     // a truncated .zst is an error for parse_file, never a panic
     let broken = dir.path().join("rollout-broken.jsonl.zst");
     std::fs::write(&broken, &compressed[..compressed.len() / 2]).unwrap();
-    assert!(matches!(parse::parse_file(&broken, None), Err(memlane_core::Error::Parse { .. })));
+    assert!(matches!(
+        parse::parse_file(&broken, None),
+        Err(memlane_core::Error::Parse { .. })
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,7 +470,9 @@ fn gemini_jsonl_upsert_log() {
     assert_eq!(s.turns[0].timestamp, Some(ms("2026-04-29T21:39:33.155Z")));
     let a = &s.turns[1];
     assert_eq!(a.tools, ["run_shell_command"]);
-    assert!(a.text.starts_with("[tool run_shell_command] ls -F\n[result] Output: AgentSessions/\nREADME.md"));
+    assert!(a
+        .text
+        .starts_with("[tool run_shell_command] ls -F\n[result] Output: AgentSessions/\nREADME.md"));
     assert!(a.text.ends_with("Hello! I listed the files."));
     assert_eq!(a.ids, ["g-assistant-1", "g-assistant-2"]);
 }
@@ -377,7 +489,10 @@ fn gemini_legacy_json() {
     assert_eq!(s.turns[0].text, "Hello");
     assert_eq!(s.turns[1].text, "Hi!");
     assert_eq!(s.turns[1].timestamp, Some(ms("2026-01-16T18:34:02Z")));
-    assert!(!all_text(&p).contains("reasoning placeholder"), "thoughts are dropped");
+    assert!(
+        !all_text(&p).contains("reasoning placeholder"),
+        "thoughts are dropped"
+    );
 }
 
 #[test]
@@ -391,7 +506,10 @@ fn openclaw_session_with_tool_result() {
     assert_eq!(roles(s), [U, A]);
     assert_eq!(s.turns[0].text, "List files");
     assert_eq!(s.turns[0].timestamp, Some(ms("2026-02-24T09:00:02Z")));
-    assert_eq!(s.turns[1].text, "Running ls now.\n[tool shell_exec] ls\n[result] main.swift\nResources");
+    assert_eq!(
+        s.turns[1].text,
+        "Running ls now.\n[tool shell_exec] ls\n[result] main.swift\nResources"
+    );
     assert_eq!(s.turns[1].tools, ["shell_exec"]);
 }
 
@@ -420,13 +538,32 @@ fn longmemeval_fixture() {
     assert_eq!(p.format, Some(Format::Longmemeval));
     assert!(p.skipped.is_empty());
     let ids: Vec<&str> = p.sessions.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(ids, ["session_001", "session_002", "session_003", "session_004", "session_005", "session_006", "session_007"]);
+    assert_eq!(
+        ids,
+        [
+            "session_001",
+            "session_002",
+            "session_003",
+            "session_004",
+            "session_005",
+            "session_006",
+            "session_007"
+        ]
+    );
     let s = &p.sessions[0];
     assert_eq!(roles(s), [U, A, U, A]);
-    assert!(s.turns[0].text.starts_with("I'm working on a new project and I really love Python"));
+    assert!(s.turns[0]
+        .text
+        .starts_with("I'm working on a new project and I really love Python"));
     assert_eq!(s.turns[1].ids, ["session_001:1"]);
-    assert!(s.turns.iter().all(|t| t.timestamp == Some(ms("2024-01-01T00:00:00Z"))));
-    assert_eq!(p.sessions[2].turns[0].timestamp, Some(ms("2024-01-04T00:00:00Z")));
+    assert!(s
+        .turns
+        .iter()
+        .all(|t| t.timestamp == Some(ms("2024-01-01T00:00:00Z"))));
+    assert_eq!(
+        p.sessions[2].turns[0].timestamp,
+        Some(ms("2024-01-04T00:00:00Z"))
+    );
 }
 
 #[test]
@@ -436,18 +573,38 @@ fn locomo_full_file() {
     assert_eq!(p.format, Some(Format::Locomo));
     assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     assert_eq!(p.sessions.len(), 272);
-    assert_eq!(p.sessions.iter().map(|s| s.turns.len()).sum::<usize>(), 5882);
+    assert_eq!(
+        p.sessions.iter().map(|s| s.turns.len()).sum::<usize>(),
+        5882
+    );
     let s = &p.sessions[0];
     assert_eq!(s.id, "conv-26:session_1");
     let t = &s.turns[0];
-    assert_eq!((t.role, t.speaker.as_deref(), t.ids.as_slice()), (U, Some("Caroline"), &["D1:1".to_owned()][..]));
+    assert_eq!(
+        (t.role, t.speaker.as_deref(), t.ids.as_slice()),
+        (U, Some("Caroline"), &["D1:1".to_owned()][..])
+    );
     assert_eq!(t.text, "Hey Mel! Good to see you! How have you been?");
-    assert_eq!(t.timestamp, Some(ms("2023-05-08T13:56:00Z")), "1:56 pm on 8 May, 2023");
-    assert_eq!((s.turns[1].role, s.turns[1].speaker.as_deref()), (A, Some("Melanie")));
+    assert_eq!(
+        t.timestamp,
+        Some(ms("2023-05-08T13:56:00Z")),
+        "1:56 pm on 8 May, 2023"
+    );
+    assert_eq!(
+        (s.turns[1].role, s.turns[1].speaker.as_deref()),
+        (A, Some("Melanie"))
+    );
     let img = s.turns.iter().find(|t| t.ids == ["D1:5"]).unwrap();
-    assert!(img.text.ends_with("[image: a photo of a dog walking past a wall with a painting of a woman]"));
+    assert!(img
+        .text
+        .ends_with("[image: a photo of a dog walking past a wall with a painting of a woman]"));
     // sessions are in numeric order, not key order (session_10 after session_9)
-    let conv26: Vec<&str> = p.sessions.iter().filter(|s| s.id.starts_with("conv-26:")).map(|s| s.id.as_str()).collect();
+    let conv26: Vec<&str> = p
+        .sessions
+        .iter()
+        .filter(|s| s.id.starts_with("conv-26:"))
+        .map(|s| s.id.as_str())
+        .collect();
     assert_eq!(conv26.len(), 19);
     assert_eq!(conv26[9], "conv-26:session_10");
 }
@@ -482,7 +639,9 @@ fn generic_lines_built_from_longmemeval_turns() {
     assert_eq!(s.turns[0].text, turns[0]["content"].as_str().unwrap());
     assert_eq!(s.turns[0].timestamp, Some(1_704_067_200_000));
     let a = &s.turns[1];
-    assert!(a.text.ends_with("[tool Read] notes.md\n[result] favourite: Python"));
+    assert!(a
+        .text
+        .ends_with("[tool Read] notes.md\n[result] favourite: Python"));
     assert_eq!(a.tools, ["Read"]);
     assert_eq!(a.files, ["notes.md"]);
     assert_eq!(a.ids, ["m1", "c1", "r1"]);
@@ -518,8 +677,12 @@ fn unsupported_samples_yield_no_format() {
         assert!(p.sessions.is_empty(), "{rel}");
         assert!(p.skipped.is_empty(), "{rel}");
     }
-    assert!(!parse::is_transcript_candidate(&t.join("aider/aider-tests-fixtures-chat-history.excerpt.md")));
-    assert!(!parse::is_transcript_candidate(&t.join("slack-export/channels.json")));
+    assert!(!parse::is_transcript_candidate(
+        &t.join("aider/aider-tests-fixtures-chat-history.excerpt.md")
+    ));
+    assert!(!parse::is_transcript_candidate(
+        &t.join("slack-export/channels.json")
+    ));
 }
 
 #[test]
@@ -542,7 +705,12 @@ fn whole_corpus_parses_and_every_turn_is_clean() {
         for (a, b) in from_bytes.sessions.iter_mut().zip(&p.sessions) {
             a.title = a.title.take().or_else(|| b.title.clone());
         }
-        assert_eq!(from_bytes, p, "parse_file and parse_bytes agree ({})", f.display());
+        assert_eq!(
+            from_bytes,
+            p,
+            "parse_file and parse_bytes agree ({})",
+            f.display()
+        );
         if p.format.is_some() {
             supported += 1;
             assert!(!p.sessions.is_empty(), "{}", f.display());

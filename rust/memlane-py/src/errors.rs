@@ -4,11 +4,36 @@ use memlane_core::Error;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-pyo3::create_exception!(memlane.errors, MemlaneError, PyException, "Base class of memlane's errors.");
-pyo3::create_exception!(memlane.errors, IndexLockedError, MemlaneError, "Another process is writing to this home.");
-pyo3::create_exception!(memlane.errors, CorruptIndexError, MemlaneError, "On-disk index state cannot be read back.");
-pyo3::create_exception!(memlane.errors, EmbedderMismatchError, MemlaneError, "Vectors from a different embedder than the index holds.");
-pyo3::create_exception!(memlane.errors, ParseError, MemlaneError, "A source file cannot be parsed at all.");
+pyo3::create_exception!(
+    memlane.errors,
+    MemlaneError,
+    PyException,
+    "Base class of memlane's errors."
+);
+pyo3::create_exception!(
+    memlane.errors,
+    IndexLockedError,
+    MemlaneError,
+    "Another process is writing to this home."
+);
+pyo3::create_exception!(
+    memlane.errors,
+    CorruptIndexError,
+    MemlaneError,
+    "On-disk index state cannot be read back."
+);
+pyo3::create_exception!(
+    memlane.errors,
+    EmbedderMismatchError,
+    MemlaneError,
+    "Vectors from a different embedder than the index holds."
+);
+pyo3::create_exception!(
+    memlane.errors,
+    ParseError,
+    MemlaneError,
+    "A source file cannot be parsed at all."
+);
 
 /// Convert a core error into the matching Python exception.
 pub fn to_py(err: Error) -> PyErr {
@@ -20,7 +45,9 @@ pub fn to_py(err: Error) -> PyErr {
         Error::EmbedderMismatch { .. } => EmbedderMismatchError::new_err(msg),
         Error::Parse { .. } => ParseError::new_err(msg),
         Error::InvalidArgument(_) => PyValueError::new_err(msg),
-        Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(msg)
+        }
         Error::Io(_) => PyOSError::new_err(msg),
         Error::Tantivy(_) | Error::Vector(_) | Error::Json(_) => MemlaneError::new_err(msg),
     }
@@ -32,7 +59,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MemlaneError", py.get_type::<MemlaneError>())?;
     m.add("IndexLockedError", py.get_type::<IndexLockedError>())?;
     m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
-    m.add("EmbedderMismatchError", py.get_type::<EmbedderMismatchError>())?;
+    m.add(
+        "EmbedderMismatchError",
+        py.get_type::<EmbedderMismatchError>(),
+    )?;
     m.add("ParseError", py.get_type::<ParseError>())?;
     Ok(())
 }

@@ -16,7 +16,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Run `f` with the GIL released and map its error.
-fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> memlane_core::Result<T> + Send) -> PyResult<T> {
+fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> memlane_core::Result<T> + Send,
+) -> PyResult<T> {
     py.detach(f).map_err(to_py)
 }
 
@@ -31,7 +34,10 @@ fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
         .map(|name| {
             Format::from_name(name).ok_or_else(|| {
                 let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
-                PyValueError::new_err(format!("unknown format {name:?}: use one of {}", names.join(", ")))
+                PyValueError::new_err(format!(
+                    "unknown format {name:?}: use one of {}",
+                    names.join(", ")
+                ))
             })
         })
         .transpose()
@@ -104,7 +110,11 @@ impl PyStore {
         let vector = match vector {
             Some(v) => Some(
                 v.as_slice()
-                    .map_err(|_| PyTypeError::new_err("query vector must be C-contiguous float32: use np.ascontiguousarray"))?
+                    .map_err(|_| {
+                        PyTypeError::new_err(
+                            "query vector must be C-contiguous float32: use np.ascontiguousarray",
+                        )
+                    })?
                     .to_vec(),
             ),
             None => None,
@@ -112,19 +122,33 @@ impl PyStore {
         let fusion = match fusion {
             "weighted" => {
                 if !(0.0..=1.0).contains(&vector_weight) {
-                    return Err(PyValueError::new_err("vector_weight must be between 0 and 1"));
+                    return Err(PyValueError::new_err(
+                        "vector_weight must be between 0 and 1",
+                    ));
                 }
-                Fusion::Weighted { vector: vector_weight, bm25: 1.0 - vector_weight }
+                Fusion::Weighted {
+                    vector: vector_weight,
+                    bm25: 1.0 - vector_weight,
+                }
             }
             "rrf" => Fusion::Rrf { k: 60.0 },
-            other => return Err(PyValueError::new_err(format!("unknown fusion {other:?}: use weighted or rrf"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown fusion {other:?}: use weighted or rrf"
+                )))
+            }
         };
         let req = SearchRequest {
             query,
             vector,
             embedder_id,
             k,
-            filters: Filters { sources: sources.unwrap_or_default(), session_id, since, until },
+            filters: Filters {
+                sources: sources.unwrap_or_default(),
+                session_id,
+                since,
+                until,
+            },
             fusion,
             threshold,
             candidates,
@@ -163,7 +187,9 @@ impl PyStore {
         let format = parse_format(format)?;
         let store = self.inner.clone();
         let writer = detached(py, || Writer::new(store, format))?;
-        Ok(PyWriter { inner: Mutex::new(Some(writer)) })
+        Ok(PyWriter {
+            inner: Mutex::new(Some(writer)),
+        })
     }
 }
 
@@ -174,9 +200,18 @@ pub struct PyWriter {
 }
 
 impl PyWriter {
-    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Writer) -> memlane_core::Result<T> + Send) -> PyResult<T> {
-        let mut guard = self.inner.lock().map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
-        let writer = guard.as_mut().ok_or_else(|| PyRuntimeError::new_err("writer is closed"))?;
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Writer) -> memlane_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("writer is closed"))?;
         py.detach(|| f(writer)).map_err(to_py)
     }
 }
@@ -186,7 +221,11 @@ impl PyWriter {
     fn scan(&self, py: Python<'_>, roots: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
         let plan = self.with(py, |w| w.scan(&roots))?;
         let d = PyDict::new(py);
-        let to_index: Vec<String> = plan.to_index.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let to_index: Vec<String> = plan
+            .to_index
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         d.set_item("to_index", to_index)?;
         d.set_item("bytes_to_index", plan.bytes_to_index)?;
         d.set_item("unchanged", plan.unchanged)?;
@@ -225,15 +264,21 @@ impl PyWriter {
     ) -> PyResult<()> {
         let dim = vectors.shape()[1];
         let contiguous = "must be C-contiguous: use np.ascontiguousarray";
-        let keys = keys.as_slice().map_err(|_| PyTypeError::new_err(format!("keys {contiguous}")))?;
+        let keys = keys
+            .as_slice()
+            .map_err(|_| PyTypeError::new_err(format!("keys {contiguous}")))?;
         let counts: Vec<usize> = counts
             .as_slice()
             .map_err(|_| PyTypeError::new_err(format!("counts {contiguous}")))?
             .iter()
             .map(|&c| usize::try_from(c).unwrap_or(usize::MAX))
             .collect();
-        let flat = vectors.as_slice().map_err(|_| PyTypeError::new_err(format!("vectors {contiguous}")))?;
-        self.with(py, |w| w.add_vectors(&embedder_id, dim, keys, &counts, flat))
+        let flat = vectors
+            .as_slice()
+            .map_err(|_| PyTypeError::new_err(format!("vectors {contiguous}")))?;
+        self.with(py, |w| {
+            w.add_vectors(&embedder_id, dim, keys, &counts, flat)
+        })
     }
 
     fn commit(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -243,7 +288,10 @@ impl PyWriter {
 
     /// Release the write lock (uncommitted work is discarded).
     fn close(&self) -> PyResult<()> {
-        let mut guard = self.inner.lock().map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
         guard.take();
         Ok(())
     }
@@ -270,12 +318,21 @@ pub fn parse_file(py: Python<'_>, path: PathBuf, format: Option<&str>) -> PyResu
 /// Parse and chunk one file, for inspection and tests.
 #[pyfunction]
 #[pyo3(signature = (path, format = None, budget = DEFAULT_BUDGET_TOKENS))]
-pub fn chunk_file(py: Python<'_>, path: PathBuf, format: Option<&str>, budget: usize) -> PyResult<Py<PyAny>> {
+pub fn chunk_file(
+    py: Python<'_>,
+    path: PathBuf,
+    format: Option<&str>,
+    budget: usize,
+) -> PyResult<Py<PyAny>> {
     let format = parse_format(format)?;
     let chunks = detached(py, || {
         let parsed = parse::parse_file(&path, format)?;
         let p = path.to_string_lossy();
-        Ok(parsed.sessions.iter().flat_map(|s| chunk_session(s, &p, budget)).collect::<Vec<_>>())
+        Ok(parsed
+            .sessions
+            .iter()
+            .flat_map(|s| chunk_session(s, &p, budget))
+            .collect::<Vec<_>>())
     })?;
     json_to_py(py, &chunks)
 }

@@ -56,7 +56,12 @@ fn lme_convert(doc: LVec<Obj<Instance<'_>>>) -> (Vec<Session>, Counts) {
             if seen.contains(&sid) {
                 continue;
             }
-            let date = inst.haystack_dates.0.get(k).and_then(|d| d.get()).and_then(clean::parse_date_loose);
+            let date = inst
+                .haystack_dates
+                .0
+                .get(k)
+                .and_then(|d| d.get())
+                .and_then(clean::parse_date_loose);
             let mut turns = Vec::with_capacity(sess.0.len());
             for (idx, t) in sess.0.into_iter().enumerate() {
                 let role = t.0.as_ref().and_then(|t| match t.role.get() {
@@ -78,14 +83,23 @@ fn lme_convert(doc: LVec<Obj<Instance<'_>>>) -> (Vec<Session>, Counts) {
             }
             seen.insert(sid.clone());
             if !turns.is_empty() {
-                sessions.push(Session { id: sid, format: Some(Format::Longmemeval), turns, ..Session::default() });
+                sessions.push(Session {
+                    id: sid,
+                    format: Some(Format::Longmemeval),
+                    turns,
+                    ..Session::default()
+                });
             }
         }
     }
     (sessions, bad)
 }
 
-fn finish(out: &mut ParsedFile, bytes: &[u8], result: Result<(Vec<Session>, Counts), lines::Reject>) {
+fn finish(
+    out: &mut ParsedFile,
+    bytes: &[u8],
+    result: Result<(Vec<Session>, Counts), lines::Reject>,
+) {
     match result {
         Ok((sessions, bad)) => {
             out.sessions = sessions;
@@ -123,7 +137,10 @@ fn locomo_convert(doc: &Value) -> (Vec<Session>, Counts) {
         return (sessions, bad);
     };
     for sample in samples {
-        let sid = sample.get("sample_id").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let sid = sample
+            .get("sample_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
         let conv = sample.get("conversation").and_then(Value::as_object);
         let (Some(sid), Some(conv)) = (sid, conv) else {
             bad.0.push("malformed_sample");
@@ -139,7 +156,10 @@ fn locomo_convert(doc: &Value) -> (Vec<Session>, Counts) {
             .collect();
         numbered.sort_by_key(|(n, _)| *n);
         for (n, items) in numbered {
-            let date = conv.get(&format!("session_{n}_date_time")).and_then(Value::as_str).and_then(clean::parse_locomo_date);
+            let date = conv
+                .get(&format!("session_{n}_date_time"))
+                .and_then(Value::as_str)
+                .and_then(clean::parse_locomo_date);
             let mut turns = Vec::with_capacity(items.len());
             for item in items {
                 let Some(o) = item.as_object() else {
@@ -147,7 +167,11 @@ fn locomo_convert(doc: &Value) -> (Vec<Session>, Counts) {
                     continue;
                 };
                 let text = o.get("text").and_then(Value::as_str).unwrap_or("").trim();
-                let caption = o.get("blip_caption").and_then(Value::as_str).map(str::trim).filter(|c| !c.is_empty());
+                let caption = o
+                    .get("blip_caption")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty());
                 let text = match caption {
                     Some(c) if text.is_empty() => format!("[image: {c}]"),
                     Some(c) => format!("{text} [image: {c}]"),
@@ -158,9 +182,25 @@ fn locomo_convert(doc: &Value) -> (Vec<Session>, Counts) {
                     continue;
                 }
                 let speaker = o.get("speaker").and_then(Value::as_str).map(str::to_owned);
-                let role = if speaker.is_some() && speaker.as_deref() == speaker_b { Role::Assistant } else { Role::User };
-                let ids = o.get("dia_id").and_then(Value::as_str).map(str::to_owned).into_iter().collect();
-                turns.push(Turn { role, text, timestamp: date, speaker, ids, ..Turn::default() });
+                let role = if speaker.is_some() && speaker.as_deref() == speaker_b {
+                    Role::Assistant
+                } else {
+                    Role::User
+                };
+                let ids = o
+                    .get("dia_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect();
+                turns.push(Turn {
+                    role,
+                    text,
+                    timestamp: date,
+                    speaker,
+                    ids,
+                    ..Turn::default()
+                });
             }
             if !turns.is_empty() {
                 sessions.push(Session {

@@ -95,8 +95,15 @@ struct FileRef<'a> {
 /// Something a line contributes to the assistant side of the conversation.
 enum Piece {
     Text(String),
-    Call { name: String, summary: String, files: Vec<String> },
-    Result { text: String, is_error: bool },
+    Call {
+        name: String,
+        summary: String,
+        files: Vec<String>,
+    },
+    Result {
+        text: String,
+        is_error: bool,
+    },
 }
 
 /// One kept record, already reduced to what the turns need.
@@ -141,7 +148,8 @@ const ENVELOPES: [&str; 8] = [
 ];
 
 fn is_scaffolding(text: &str) -> bool {
-    ENVELOPES.iter().any(|e| text.starts_with(e)) || text.starts_with("[Request interrupted by user")
+    ENVELOPES.iter().any(|e| text.starts_with(e))
+        || text.starts_with("[Request interrupted by user")
 }
 
 fn block_kind<'b>(b: &'b Block<'_>) -> &'b str {
@@ -191,9 +199,10 @@ impl Sink {
         }
         let link = match l.parent_uuid.owned() {
             Some(p) => Link::To(p),
-            None if kind == "system" && l.subtype.get() == Some("compact_boundary") => {
-                l.logical_parent_uuid.owned().map_or(Link::Previous, Link::To)
-            }
+            None if kind == "system" && l.subtype.get() == Some("compact_boundary") => l
+                .logical_parent_uuid
+                .owned()
+                .map_or(Link::Previous, Link::To),
             None => Link::Root,
         };
         let mut node = Node {
@@ -212,7 +221,10 @@ impl Sink {
             files: Vec::new(),
         };
         if let Some(tur) = &l.tool_use_result.0 {
-            let fp = tur.file_path.get().or_else(|| tur.file.0.as_ref().and_then(|f| f.file_path.get()));
+            let fp = tur
+                .file_path
+                .get()
+                .or_else(|| tur.file.0.as_ref().and_then(|f| f.file_path.get()));
             if let Some(fp) = fp {
                 node.files.push(fp.to_owned());
             }
@@ -282,9 +294,15 @@ fn assistant_content(node: &mut Node, content: &Content<'_>) {
                         let summary = clean::tool_summary(&name, &b.input);
                         let mut files = Vec::new();
                         clean::tool_files(&name, &b.input, &mut files);
-                        node.pieces.push(Piece::Call { name, summary, files });
+                        node.pieces.push(Piece::Call {
+                            name,
+                            summary,
+                            files,
+                        });
                     }
-                    k if clean::is_image_kind(k) => node.pieces.push(Piece::Text(clean::IMAGE.to_owned())),
+                    k if clean::is_image_kind(k) => {
+                        node.pieces.push(Piece::Text(clean::IMAGE.to_owned()))
+                    }
                     // thinking / redacted_thinking: dropped, see module docs.
                     _ => {}
                 }
@@ -311,7 +329,10 @@ enum GroupKey {
 
 /// File stem without `.jsonl` / `.json` / `.zst` suffixes.
 pub(crate) fn stem(path: &Path) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut s = name.as_str();
     for suffix in [".zst", ".jsonl", ".json"] {
         if let Some(x) = s.strip_suffix(suffix) {
@@ -330,9 +351,15 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
 
     let subagent = stem.starts_with("agent-")
         || (nodes.iter().any(|n| n.is_message)
-            && nodes.iter().filter(|n| n.is_message).all(|n| n.sidechain && n.agent_id.is_some()));
+            && nodes
+                .iter()
+                .filter(|n| n.is_message)
+                .all(|n| n.sidechain && n.agent_id.is_some()));
 
-    let primary: Option<String> = if nodes.iter().any(|n| n.session_id.as_deref() == Some(stem.as_str())) {
+    let primary: Option<String> = if nodes
+        .iter()
+        .any(|n| n.session_id.as_deref() == Some(stem.as_str()))
+    {
         Some(stem.clone())
     } else {
         nodes
@@ -345,12 +372,20 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     let (main_id, main_parent) = if subagent {
         subagent_identity(path, &stem, nodes)
     } else {
-        let id = if stem.is_empty() { primary.clone().unwrap_or_else(|| "unknown".into()) } else { stem.clone() };
+        let id = if stem.is_empty() {
+            primary.clone().unwrap_or_else(|| "unknown".into())
+        } else {
+            stem.clone()
+        };
         (id, None)
     };
 
     // Group nodes; inline sidechains split per agent (or per root record).
-    let side_root = if subagent { Vec::new() } else { sidechain_roots(nodes) };
+    let side_root = if subagent {
+        Vec::new()
+    } else {
+        sidechain_roots(nodes)
+    };
     let mut order: Vec<GroupKey> = Vec::new();
     let mut groups: HashMap<GroupKey, Vec<usize>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -370,7 +405,9 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             GroupKey::Side(key)
         } else {
             match &n.session_id {
-                Some(s) if primary.as_deref().is_some_and(|p| p != s) => GroupKey::Foreign(s.clone()),
+                Some(s) if primary.as_deref().is_some_and(|p| p != s) => {
+                    GroupKey::Foreign(s.clone())
+                }
                 _ => GroupKey::Main,
             }
         };
@@ -390,19 +427,42 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     });
 
     for key in order {
-        let Some(members) = groups.get(&key) else { continue };
-        let explicit_leaf = if key == GroupKey::Main { sink.last_prompt.as_ref() } else { None };
-        let Some(turns) = build_group(nodes, members, explicit_leaf) else { continue };
+        let Some(members) = groups.get(&key) else {
+            continue;
+        };
+        let explicit_leaf = if key == GroupKey::Main {
+            sink.last_prompt.as_ref()
+        } else {
+            None
+        };
+        let Some(turns) = build_group(nodes, members, explicit_leaf) else {
+            continue;
+        };
         let (id, parent_id, title) = match &key {
             GroupKey::Main => {
-                let title = sink.custom_title.clone().or_else(|| sink.ai_title.clone()).or_else(|| sink.summary_title.clone());
-                (main_id.clone(), main_parent.clone(), if subagent { None } else { title })
+                let title = sink
+                    .custom_title
+                    .clone()
+                    .or_else(|| sink.ai_title.clone())
+                    .or_else(|| sink.summary_title.clone());
+                (
+                    main_id.clone(),
+                    main_parent.clone(),
+                    if subagent { None } else { title },
+                )
             }
             GroupKey::Side(k) => (format!("{main_id}:{k}"), Some(main_id.clone()), None),
             GroupKey::Foreign(s) => (s.clone(), None, None),
         };
         let cwd = members.iter().find_map(|&i| nodes[i].cwd.clone());
-        out.sessions.push(Session { id, parent_id, format: Some(Format::ClaudeCode), cwd, title, turns });
+        out.sessions.push(Session {
+            id,
+            parent_id,
+            format: Some(Format::ClaudeCode),
+            cwd,
+            title,
+            turns,
+        });
     }
 }
 
@@ -415,10 +475,17 @@ fn subagent_identity(path: &Path, stem: &str, nodes: &[Node]) -> (String, Option
         .unwrap_or_else(|| stem.to_owned());
     // Current layout: <session>/subagents/agent-<id>.jsonl
     let from_dir = path.parent().and_then(|d| {
-        (d.file_name()? == "subagents").then(|| d.parent()?.file_name().map(|n| n.to_string_lossy().into_owned()))?
+        (d.file_name()? == "subagents").then(|| {
+            d.parent()?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })?
     });
     let parent = from_dir.or_else(|| {
-        nodes.iter().find_map(|n| n.session_id.clone()).filter(|s| !s.starts_with("agent-") && s != stem)
+        nodes
+            .iter()
+            .find_map(|n| n.session_id.clone())
+            .filter(|s| !s.starts_with("agent-") && s != stem)
     });
     match parent {
         Some(p) => (format!("{p}:agent-{agent}"), Some(p)),
@@ -447,14 +514,20 @@ fn sidechain_roots(nodes: &[Node]) -> Vec<usize> {
     roots
 }
 
-fn build_group(nodes: &[Node], members: &[usize], last_prompt: Option<&(String, usize)>) -> Option<Vec<crate::model::Turn>> {
+fn build_group(
+    nodes: &[Node],
+    members: &[usize],
+    last_prompt: Option<&(String, usize)>,
+) -> Option<Vec<crate::model::Turn>> {
     let last_msg = members.iter().rposition(|&i| nodes[i].is_message)?;
     // A `last-prompt` pointer wins only if nothing conversational was written after it.
     let explicit = last_prompt.and_then(|(leaf, at)| {
         if members[last_msg] >= *at {
             return None;
         }
-        members.iter().position(|&i| nodes[i].uuid.as_deref() == Some(leaf.as_str()))
+        members
+            .iter()
+            .position(|&i| nodes[i].uuid.as_deref() == Some(leaf.as_str()))
     });
     let ids: Vec<Option<&str>> = members.iter().map(|&i| nodes[i].uuid.as_deref()).collect();
     let links: Vec<Link> = members.iter().map(|&i| nodes[i].link.clone()).collect();
@@ -470,7 +543,11 @@ fn build_group(nodes: &[Node], members: &[usize], last_prompt: Option<&(String, 
         for p in &n.pieces {
             match p {
                 Piece::Text(t) => b.text(t, n.ts, n.msg_id.as_deref()),
-                Piece::Call { name, summary, files } => b.tool_call(name, summary, files, n.ts, n.msg_id.as_deref()),
+                Piece::Call {
+                    name,
+                    summary,
+                    files,
+                } => b.tool_call(name, summary, files, n.ts, n.msg_id.as_deref()),
                 Piece::Result { text, is_error } => b.tool_result(text, *is_error, n.ts),
             }
             contributed = true;

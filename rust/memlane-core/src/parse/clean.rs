@@ -16,7 +16,10 @@ const PATH_MAX: usize = 1_024;
 
 /// Content-block types that carry images or other binary payloads.
 pub(crate) fn is_image_kind(kind: &str) -> bool {
-    matches!(kind, "image" | "input_image" | "image_url" | "inlineData" | "image_asset_pointer")
+    matches!(
+        kind,
+        "image" | "input_image" | "image_url" | "inlineData" | "image_asset_pointer"
+    )
 }
 
 /// `s` cut to `max` characters, with a marker saying how much was dropped.
@@ -78,15 +81,18 @@ pub(crate) fn strip_tag_blocks(s: &str, tag: &str) -> String {
     out
 }
 
-/// Injected blocks that are never part of what a human typed.
-const NOISE_TAGS: [&str; 2] = ["system-reminder", "session_context"];
+/// Injected blocks that are never part of what a human typed: (opening prefix, tag).
+const NOISE_TAGS: [(&str, &str); 2] = [
+    ("<system-reminder", "system-reminder"),
+    ("<session_context", "session_context"),
+];
 
 /// Strip injected reminder blocks and surrounding whitespace from user-visible text.
 pub(crate) fn clean_text(s: &str) -> String {
     let mut owned: Option<String> = None;
-    for tag in NOISE_TAGS {
+    for (open, tag) in NOISE_TAGS {
         let cur = owned.as_deref().unwrap_or(s);
-        if cur.contains(&format!("<{tag}")) {
+        if cur.contains(open) {
             owned = Some(strip_tag_blocks(cur, tag));
         }
     }
@@ -179,7 +185,12 @@ pub(crate) fn parse_ts_str(s: &str) -> Option<i64> {
     if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return s.parse::<f64>().ok().and_then(epoch_to_ms);
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
             return in_range(dt.and_utc().timestamp_millis());
         }
@@ -202,7 +213,12 @@ pub(crate) fn parse_date_loose(s: &str) -> Option<i64> {
         _ => s.to_owned(),
     };
     let cleaned = cleaned.trim();
-    for fmt in ["%Y/%m/%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"] {
+    for fmt in [
+        "%Y/%m/%d %H:%M",
+        "%Y/%m/%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(cleaned, fmt) {
             return in_range(dt.and_utc().timestamp_millis());
         }
@@ -218,7 +234,11 @@ pub(crate) fn parse_date_loose(s: &str) -> Option<i64> {
 /// LoCoMo session dates: `1:56 pm on 8 May, 2023` (taken as UTC).
 pub(crate) fn parse_locomo_date(s: &str) -> Option<i64> {
     let s = s.trim();
-    for fmt in ["%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"] {
+    for fmt in [
+        "%I:%M %p on %d %B, %Y",
+        "%I:%M %p on %d %b, %Y",
+        "%I:%M %p on %B %d, %Y",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
             return in_range(dt.and_utc().timestamp_millis());
         }
@@ -257,7 +277,13 @@ const SUMMARY_KEYS: [&str; 14] = [
 ];
 
 /// Input keys holding file paths.
-const FILE_KEYS: [&str; 5] = ["file_path", "notebook_path", "absolute_path", "path", "filePath"];
+const FILE_KEYS: [&str; 5] = [
+    "file_path",
+    "notebook_path",
+    "absolute_path",
+    "path",
+    "filePath",
+];
 
 fn value_as_text(v: &Value) -> Option<String> {
     match v {
@@ -275,7 +301,10 @@ pub(crate) fn tool_summary(name: &str, input: &Value) -> String {
     if is_patch_tool(name) {
         let text = match input {
             Value::String(s) => Some(s.clone()),
-            Value::Object(o) => o.get("input").or_else(|| o.get("patch")).and_then(value_as_text),
+            Value::Object(o) => o
+                .get("input")
+                .or_else(|| o.get("patch"))
+                .and_then(value_as_text),
             _ => None,
         };
         if let Some(text) = text {
@@ -359,7 +388,9 @@ pub(crate) fn patch_files(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim_start();
-        let Some(rest) = line.strip_prefix("*** ") else { continue };
+        let Some(rest) = line.strip_prefix("*** ") else {
+            continue;
+        };
         for prefix in ["Add File:", "Update File:", "Delete File:", "Move to:"] {
             if let Some(p) = rest.strip_prefix(prefix) {
                 let p = p.trim();
@@ -407,7 +438,10 @@ pub(crate) fn value_text(v: &Value) -> String {
             }
             Value::Object(o) if depth < 3 => {
                 let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
-                if is_image_kind(kind) || o.contains_key("inlineData") || o.contains_key("image_url") {
+                if is_image_kind(kind)
+                    || o.contains_key("inlineData")
+                    || o.contains_key("image_url")
+                {
                     out.push(IMAGE.to_owned());
                 } else if let Some(t) = o.get("text").and_then(Value::as_str) {
                     out.push(t.to_owned());
@@ -439,7 +473,10 @@ mod tests {
 
     #[test]
     fn strips_reminders_and_ansi() {
-        assert_eq!(clean_text("hi <system-reminder>x</system-reminder> there"), "hi  there");
+        assert_eq!(
+            clean_text("hi <system-reminder>x</system-reminder> there"),
+            "hi  there"
+        );
         assert_eq!(clean_text("a<system-reminder>unclosed"), "a");
         assert_eq!(strip_ansi("\u{1b}[31mred\u{1b}[0m"), "red");
     }
@@ -452,16 +489,27 @@ mod tests {
         assert_eq!(parse_ts_str("[trimmed]"), None);
         assert_eq!(epoch_to_ms(1_700_000_000_123.0), Some(1_700_000_000_123));
         assert_eq!(epoch_to_ms(f64::NAN), None);
-        assert_eq!(parse_date_loose("2023/05/28 (Sun) 16:07"), parse_ts_str("2023-05-28T16:07:00Z"));
-        assert_eq!(parse_date_loose("2024-01-01"), parse_ts_str("2024-01-01T00:00:00Z"));
-        assert_eq!(parse_locomo_date("1:56 pm on 8 May, 2023"), parse_ts_str("2023-05-08T13:56:00Z"));
+        assert_eq!(
+            parse_date_loose("2023/05/28 (Sun) 16:07"),
+            parse_ts_str("2023-05-28T16:07:00Z")
+        );
+        assert_eq!(
+            parse_date_loose("2024-01-01"),
+            parse_ts_str("2024-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            parse_locomo_date("1:56 pm on 8 May, 2023"),
+            parse_ts_str("2023-05-08T13:56:00Z")
+        );
     }
 
     #[test]
     fn tool_rendering() {
         let v: Value = serde_json::json!({"command": "ls -la\n  /tmp", "description": "x"});
         assert_eq!(tool_summary("Bash", &v), "ls -la /tmp");
-        let p = Value::String("*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: b/c.rs\n".into());
+        let p = Value::String(
+            "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: b/c.rs\n".into(),
+        );
         assert_eq!(tool_summary("apply_patch", &p), "a.txt, b/c.rs");
         let mut files = Vec::new();
         tool_files("apply_patch", &p, &mut files);

@@ -55,11 +55,30 @@ struct Item<'a> {
 }
 
 enum Ev {
-    User { text: String, ts: Option<i64>, event: bool },
-    Assistant { text: String, ts: Option<i64>, event: bool },
-    Call { name: String, summary: String, files: Vec<String>, ts: Option<i64> },
-    Result { text: String, ts: Option<i64> },
-    Summary { text: String, ts: Option<i64> },
+    User {
+        text: String,
+        ts: Option<i64>,
+        event: bool,
+    },
+    Assistant {
+        text: String,
+        ts: Option<i64>,
+        event: bool,
+    },
+    Call {
+        name: String,
+        summary: String,
+        files: Vec<String>,
+        ts: Option<i64>,
+    },
+    Result {
+        text: String,
+        ts: Option<i64>,
+    },
+    Summary {
+        text: String,
+        ts: Option<i64>,
+    },
 }
 
 struct Meta {
@@ -140,14 +159,30 @@ impl Sink {
             "message" => {
                 let text = content_text(&p.content);
                 match p.role.get() {
-                    Some("user") => self.events.push(Ev::User { text, ts, event: false }),
-                    Some("assistant") => self.events.push(Ev::Assistant { text, ts, event: false }),
+                    Some("user") => self.events.push(Ev::User {
+                        text,
+                        ts,
+                        event: false,
+                    }),
+                    Some("assistant") => self.events.push(Ev::Assistant {
+                        text,
+                        ts,
+                        event: false,
+                    }),
                     _ => {}
                 }
             }
             kind @ ("function_call" | "custom_tool_call" | "tool_search_call") => {
-                let name = p.name.get().unwrap_or(if kind == "tool_search_call" { "tool_search" } else { "unknown" });
-                let args = if p.arguments.is_null() { clean::decode_arguments(&p.input) } else { clean::decode_arguments(&p.arguments) };
+                let name = p.name.get().unwrap_or(if kind == "tool_search_call" {
+                    "tool_search"
+                } else {
+                    "unknown"
+                });
+                let args = if p.arguments.is_null() {
+                    clean::decode_arguments(&p.input)
+                } else {
+                    clean::decode_arguments(&p.arguments)
+                };
                 self.call(name, &args, ts);
             }
             "local_shell_call" => {
@@ -159,10 +194,16 @@ impl Sink {
                 let q = p.action.get("query").cloned().unwrap_or(Value::Null);
                 self.call("web_search", &serde_json::json!({ "query": q }), ts);
             }
-            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" | "tool_search_output" => {
+            "function_call_output"
+            | "custom_tool_call_output"
+            | "local_shell_call_output"
+            | "tool_search_output" => {
                 let text = content_text(&p.output);
                 if !text.trim().is_empty() {
-                    self.events.push(Ev::Result { text: clean::render_result(&text), ts });
+                    self.events.push(Ev::Result {
+                        text: clean::render_result(&text),
+                        ts,
+                    });
                 }
             }
             // reasoning (summaries restate the answer; the rest is encrypted), ghost_snapshot,
@@ -175,7 +216,12 @@ impl Sink {
         let summary = clean::tool_summary(name, args);
         let mut files = Vec::new();
         clean::tool_files(name, args, &mut files);
-        self.events.push(Ev::Call { name: name.to_owned(), summary, files, ts });
+        self.events.push(Ev::Call {
+            name: name.to_owned(),
+            summary,
+            files,
+            ts,
+        });
     }
 
     fn take(&mut self, l: &Item<'_>) {
@@ -184,19 +230,34 @@ impl Sink {
             match l.kind.get().unwrap_or("") {
                 "session_meta" => {
                     if let Some(id) = p.id.owned() {
-                        let parent = p.parent_thread_id.owned().or_else(|| find_parent(&p.source, 0));
-                        self.metas.push(Meta { id, cwd: p.cwd.owned(), parent });
+                        let parent = p
+                            .parent_thread_id
+                            .owned()
+                            .or_else(|| find_parent(&p.source, 0));
+                        self.metas.push(Meta {
+                            id,
+                            cwd: p.cwd.owned(),
+                            parent,
+                        });
                     }
                 }
                 "response_item" => self.item(p, ts),
                 "event_msg" => match p.kind.get().unwrap_or("") {
                     "user_message" => {
                         let text = p.message.get().unwrap_or("").to_owned();
-                        self.events.push(Ev::User { text, ts, event: true });
+                        self.events.push(Ev::User {
+                            text,
+                            ts,
+                            event: true,
+                        });
                     }
                     "agent_message" => {
                         let text = p.message.get().unwrap_or("").to_owned();
-                        self.events.push(Ev::Assistant { text, ts, event: true });
+                        self.events.push(Ev::Assistant {
+                            text,
+                            ts,
+                            event: true,
+                        });
                     }
                     "thread_name_updated" => {
                         if let Some(t) = p.thread_name.owned() {
@@ -208,14 +269,13 @@ impl Sink {
                 "compacted" => {
                     // replacement_history re-contains old turns: only the summary is new.
                     if let Some(m) = p.message.get() {
-                        self.events.push(Ev::Summary { text: m.to_owned(), ts });
+                        self.events.push(Ev::Summary {
+                            text: m.to_owned(),
+                            ts,
+                        });
                     }
                 }
-                "turn_context" => {
-                    if self.context_cwd.is_none() {
-                        self.context_cwd = p.cwd.owned();
-                    }
-                }
+                "turn_context" if self.context_cwd.is_none() => self.context_cwd = p.cwd.owned(),
                 _ => {}
             }
             return;
@@ -254,7 +314,13 @@ impl LineSink for Sink {
 fn stem_uuid(stem: &str) -> Option<&str> {
     let start = stem.len().checked_sub(36)?;
     let tail = stem.get(start..)?;
-    let ok = tail.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
+    let ok = tail.char_indices().all(|(i, c)| {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            c == '-'
+        } else {
+            c.is_ascii_hexdigit()
+        }
+    });
     ok.then_some(tail)
 }
 
@@ -271,11 +337,19 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         .map(|m| m.id.clone())
         .or_else(|| sink.header_id.clone())
         .unwrap_or_else(|| stem.clone());
-    let cwd = meta.and_then(|m| m.cwd.clone()).or_else(|| sink.context_cwd.clone());
+    let cwd = meta
+        .and_then(|m| m.cwd.clone())
+        .or_else(|| sink.context_cwd.clone());
     let parent_id = meta.and_then(|m| m.parent.clone()).filter(|p| *p != id);
 
-    let event_users = sink.events.iter().any(|e| matches!(e, Ev::User { event: true, .. }));
-    let item_assistant = sink.events.iter().any(|e| matches!(e, Ev::Assistant { event: false, .. }));
+    let event_users = sink
+        .events
+        .iter()
+        .any(|e| matches!(e, Ev::User { event: true, .. }));
+    let item_assistant = sink
+        .events
+        .iter()
+        .any(|e| matches!(e, Ev::Assistant { event: false, .. }));
 
     let mut b = TurnBuilder::default();
     for e in &sink.events {
@@ -290,13 +364,25 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
                     b.text(text, *ts, None);
                 }
             }
-            Ev::Call { name, summary, files, ts } => b.tool_call(name, summary, files, *ts, None),
+            Ev::Call {
+                name,
+                summary,
+                files,
+                ts,
+            } => b.tool_call(name, summary, files, *ts, None),
             Ev::Result { text, ts } => b.tool_result(text, false, *ts),
             Ev::Summary { text, ts } => b.push(Role::Summary, text.clone(), *ts, None),
         }
     }
     let turns = b.finish();
     if !turns.is_empty() {
-        out.sessions.push(Session { id, parent_id, format: Some(Format::Codex), cwd, title: sink.title, turns });
+        out.sessions.push(Session {
+            id,
+            parent_id,
+            format: Some(Format::Codex),
+            cwd,
+            title: sink.title,
+            turns,
+        });
     }
 }

@@ -26,8 +26,14 @@ const CODEX_KINDS: [&str; 8] = [
     "inter_agent_communication_metadata",
 ];
 
-const CODEX_BARE_ITEMS: [&str; 6] =
-    ["message", "function_call", "function_call_output", "reasoning", "local_shell_call", "custom_tool_call"];
+const CODEX_BARE_ITEMS: [&str; 6] = [
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "local_shell_call",
+    "custom_tool_call",
+];
 
 /// Claude Code record types (new ones appear every release; these are enough to recognise
 /// a file from its first lines).
@@ -55,15 +61,22 @@ const CLAUDE_KINDS: [&str; 20] = [
 ];
 
 /// Claude types no other supported tool writes: enough on their own.
-const CLAUDE_ONLY_KINDS: [&str; 6] =
-    ["file-history-snapshot", "queue-operation", "custom-title", "ai-title", "last-prompt", "permission-mode"];
+const CLAUDE_ONLY_KINDS: [&str; 6] = [
+    "file-history-snapshot",
+    "queue-operation",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "permission-mode",
+];
 
 fn kind(o: &Map<String, Value>) -> Option<&str> {
     o.get("type").and_then(Value::as_str)
 }
 
 fn is_codex_envelope(o: &Map<String, Value>) -> bool {
-    kind(o).is_some_and(|k| CODEX_KINDS.contains(&k)) && o.get("payload").is_some_and(Value::is_object)
+    kind(o).is_some_and(|k| CODEX_KINDS.contains(&k))
+        && o.get("payload").is_some_and(Value::is_object)
 }
 
 fn is_codex_header(o: &Map<String, Value>) -> bool {
@@ -87,8 +100,12 @@ fn is_codex_bare_item(o: &Map<String, Value>) -> bool {
 fn is_openclaw(o: &Map<String, Value>, first: bool) -> bool {
     match kind(o) {
         Some("session") => first && o.get("id").is_some_and(Value::is_string),
-        Some("message") => o.contains_key("parentId") && o.get("message").is_some_and(Value::is_object),
-        Some("model_change" | "thinking_level_change" | "compaction" | "branch_summary") => o.contains_key("parentId"),
+        Some("message") => {
+            o.contains_key("parentId") && o.get("message").is_some_and(Value::is_object)
+        }
+        Some("model_change" | "thinking_level_change" | "compaction" | "branch_summary") => {
+            o.contains_key("parentId")
+        }
         _ => false,
     }
 }
@@ -112,15 +129,22 @@ fn is_claude(o: &Map<String, Value>) -> bool {
         return true;
     }
     CLAUDE_KINDS.contains(&k)
-        && (o.get("message").and_then(|m| m.get("role")).is_some_and(Value::is_string)
+        && (o
+            .get("message")
+            .and_then(|m| m.get("role"))
+            .is_some_and(Value::is_string)
             || o.contains_key("uuid")
             || o.contains_key("sessionId")
             || o.contains_key("leafUuid"))
 }
 
 fn is_generic(o: &Map<String, Value>) -> bool {
-    o.get("role").and_then(Value::as_str).is_some_and(|r| generic::ROLES.contains(&r))
-        && ["content", "tool_call", "tool_result", "tool_calls"].iter().any(|k| o.contains_key(*k))
+    o.get("role")
+        .and_then(Value::as_str)
+        .is_some_and(|r| generic::ROLES.contains(&r))
+        && ["content", "tool_call", "tool_result", "tool_calls"]
+            .iter()
+            .any(|k| o.contains_key(*k))
         && !(o.contains_key("type") && o.contains_key("payload"))
         && !o.contains_key("message")
         && !o.contains_key("uuid")
@@ -229,8 +253,14 @@ impl<'de> Visitor<'de> for ShapeVisitor {
         f.write_str("a JSON document")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
-        let mut shape = Shape { is_array: true, ..Shape::default() };
-        if seq.next_element_seed(KeysSeed(&mut shape, false))?.is_some() {
+        let mut shape = Shape {
+            is_array: true,
+            ..Shape::default()
+        };
+        if seq
+            .next_element_seed(KeysSeed(&mut shape, false))?
+            .is_some()
+        {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
         }
         Ok(shape)
@@ -273,12 +303,18 @@ fn detect_document(bytes: &[u8]) -> Option<Format> {
             return Some(Format::Longmemeval);
         }
         let conv = &shape.conversation_keys;
-        if shape.has("conversation") && conv.iter().any(|k| k == "speaker_a") && conv.iter().any(|k| k.starts_with("session_")) {
+        if shape.has("conversation")
+            && conv.iter().any(|k| k == "speaker_a")
+            && conv.iter().any(|k| k.starts_with("session_"))
+        {
             return Some(Format::Locomo);
         }
         return None;
     }
-    if shape.has("sessionId") && shape.has("messages") && (shape.has("projectHash") || shape.has("startTime")) {
+    if shape.has("sessionId")
+        && shape.has("messages")
+        && (shape.has("projectHash") || shape.has("startTime"))
+    {
         return Some(Format::Gemini);
     }
     None
@@ -289,8 +325,14 @@ fn path_hint(path: &Path) -> Option<Format> {
     if name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")) {
         return Some(Format::Codex);
     }
-    let parent = path.parent().and_then(Path::file_name).map(|p| p.to_string_lossy().into_owned());
-    if name.starts_with("agent-") && name.ends_with(".jsonl") && parent.as_deref() == Some("subagents") {
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|p| p.to_string_lossy().into_owned());
+    if name.starts_with("agent-")
+        && name.ends_with(".jsonl")
+        && parent.as_deref() == Some("subagents")
+    {
         return Some(Format::ClaudeCode);
     }
     if name.starts_with("session-") && parent.as_deref() == Some("chats") {

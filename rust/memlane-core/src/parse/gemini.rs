@@ -24,6 +24,7 @@ fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 #[derive(Default)]
 struct Log {
     session_id: Option<String>,
+    subagent: bool,
     title: Option<String>,
     msgs: Vec<Value>,
     index: HashMap<String, usize>,
@@ -53,7 +54,12 @@ impl Log {
     }
 
     fn rewind(&mut self, id: &str) {
-        let at = self.index.get(id).copied().unwrap_or(0).min(self.msgs.len());
+        let at = self
+            .index
+            .get(id)
+            .copied()
+            .unwrap_or(0)
+            .min(self.msgs.len());
         for m in self.msgs.drain(at..) {
             if let Some(id) = m.get("id").and_then(Value::as_str) {
                 self.index.remove(id);
@@ -83,6 +89,7 @@ impl Log {
             // The metadata line (no `type`).
             if self.session_id.is_none() {
                 self.session_id = Some(sid.to_owned());
+                self.subagent = s(&o, "kind") == Some("subagent");
             }
             if let Some(t) = s(&o, "summary") {
                 self.title = Some(t.to_owned());
@@ -168,20 +175,35 @@ fn render(b: &mut TurnBuilder, m: &Value) {
     }
 }
 
-fn session(id: String, title: Option<String>, msgs: &[Value], out: &mut ParsedFile) {
+fn session(
+    id: String,
+    parent_id: Option<String>,
+    title: Option<String>,
+    msgs: &[Value],
+    out: &mut ParsedFile,
+) {
     let mut b = TurnBuilder::default();
     for m in msgs {
         render(&mut b, m);
     }
     let turns = b.finish();
     if !turns.is_empty() {
-        out.sessions.push(Session { id, parent_id: None, format: Some(Format::Gemini), cwd: None, title, turns });
+        out.sessions.push(Session {
+            id,
+            parent_id,
+            format: Some(Format::Gemini),
+            cwd: None,
+            title,
+            turns,
+        });
     }
 }
 
 /// A legacy single-document session: `{sessionId, messages: [...]}`.
 fn legacy(bytes: &[u8]) -> Option<Map<String, Value>> {
-    let first = bytes[lines::bom_len(bytes)..].iter().find(|b| !b.is_ascii_whitespace())?;
+    let first = bytes[lines::bom_len(bytes)..]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
@@ -199,12 +221,20 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         let id = s(&o, "sessionId").map_or_else(|| super::claude::stem(path), str::to_owned);
         let title = s(&o, "summary").map(str::to_owned);
         if let Some(Value::Array(msgs)) = o.get("messages") {
-            session(id, title, msgs, out);
+            session(id, None, title, msgs, out);
         }
         return;
     }
     let mut log = Log::default();
     lines::drive(bytes, out, &mut log);
-    let id = log.session_id.clone().unwrap_or_else(|| super::claude::stem(path));
-    session(id, log.title.clone(), &log.msgs, out);
+    let id = log
+        .session_id
+        .clone()
+        .unwrap_or_else(|| super::claude::stem(path));
+    // Subagent recordings live in `chats/<parentSessionId>/<id>.jsonl`.
+    let parent = path.parent().filter(|_| log.subagent).and_then(|d| {
+        let grand = d.parent()?.file_name()?;
+        (grand == "chats").then(|| d.file_name().map(|n| n.to_string_lossy().into_owned()))?
+    });
+    session(id, parent, log.title.clone(), &log.msgs, out);
 }

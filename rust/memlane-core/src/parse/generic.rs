@@ -61,7 +61,9 @@ impl Sink {
     fn take(&mut self, v: &Value) {
         let Some(o) = v.as_object() else { return };
         let Some(role) = s(o, "role") else { return };
-        let ts = ["timestamp", "ts", "created_at", "time"].iter().find_map(|k| o.get(*k).and_then(clean::value_ts));
+        let ts = ["timestamp", "ts", "created_at", "time"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(clean::value_ts));
         let rid = o.get("id").and_then(|v| match v {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -73,7 +75,12 @@ impl Sink {
         let meta = o.get("metadata").and_then(Value::as_object);
         match role {
             "user" | "human" => {
-                b.push(Role::User, clean::clean_text(&clean::value_text(content)), ts, rid);
+                b.push(
+                    Role::User,
+                    clean::clean_text(&clean::value_text(content)),
+                    ts,
+                    rid,
+                );
             }
             "assistant" | "ai" | "model" => {
                 b.text(&clean::value_text(content), ts, None);
@@ -82,7 +89,8 @@ impl Sink {
                     for c in calls {
                         let f = c.get("function").unwrap_or(c);
                         let name = f.get("name").and_then(Value::as_str).unwrap_or("unknown");
-                        let args = clean::decode_arguments(f.get("arguments").unwrap_or(&Value::Null));
+                        let args =
+                            clean::decode_arguments(f.get("arguments").unwrap_or(&Value::Null));
                         call(b, name, &args, ts);
                     }
                 }
@@ -106,7 +114,9 @@ impl Sink {
                 let tr = o.get("tool_result").and_then(Value::as_object);
                 let mut text = clean::value_text(content);
                 if text.trim().is_empty() {
-                    let alt = ["result", "output"].iter().find_map(|k| o.get(*k).or_else(|| tr.and_then(|t| t.get(*k))));
+                    let alt = ["result", "output"]
+                        .iter()
+                        .find_map(|k| o.get(*k).or_else(|| tr.and_then(|t| t.get(*k))));
                     text = match alt {
                         Some(Value::String(s)) => s.clone(),
                         Some(v) => {
@@ -120,7 +130,9 @@ impl Sink {
                         None => String::new(),
                     };
                 }
-                let failed = |m: &Map<String, Value>| m.get("success").and_then(Value::as_bool) == Some(false);
+                let failed = |m: &Map<String, Value>| {
+                    m.get("success").and_then(Value::as_bool) == Some(false)
+                };
                 let is_error = o.get("is_error").and_then(Value::as_bool).unwrap_or(false)
                     || meta.is_some_and(failed)
                     || tr.is_some_and(failed);
@@ -150,13 +162,25 @@ impl LineSink for Sink {
 
 /// Parse a generic role/content JSONL file.
 pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
-    let mut sink = Sink { default_id: super::claude::stem(path), ..Sink::default() };
+    let mut sink = Sink {
+        default_id: super::claude::stem(path),
+        ..Sink::default()
+    };
     lines::drive(bytes, out, &mut sink);
     for id in std::mem::take(&mut sink.order) {
-        let Some(b) = sink.sessions.remove(&id) else { continue };
+        let Some(b) = sink.sessions.remove(&id) else {
+            continue;
+        };
         let turns = b.finish();
         if !turns.is_empty() {
-            out.sessions.push(Session { id, parent_id: None, format: Some(Format::Generic), cwd: None, title: None, turns });
+            out.sessions.push(Session {
+                id,
+                parent_id: None,
+                format: Some(Format::Generic),
+                cwd: None,
+                title: None,
+                turns,
+            });
         }
     }
 }

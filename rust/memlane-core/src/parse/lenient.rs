@@ -27,12 +27,16 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     Ok(())
 }
 
-/// Implements every non-matching `visit_*` of a visitor as "absent" (`Default`).
+/// Implements the listed scalar `visit_*` methods of a visitor as "absent" (`Default`).
+/// `all` = every scalar; `bool` = all but booleans; `unit` = only null and bytes.
 macro_rules! absent_scalars {
-    () => {
+    (all) => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok(Default::default())
         }
+        absent_scalars!(bool);
+    };
+    (bool) => {
         fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
             Ok(Default::default())
         }
@@ -42,6 +46,9 @@ macro_rules! absent_scalars {
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok(Default::default())
         }
+        absent_scalars!(unit);
+    };
+    (unit) => {
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
             Ok(Default::default())
         }
@@ -98,7 +105,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
                 drain_map(map)?;
                 Ok(LStr(None))
             }
-            absent_scalars!();
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -133,24 +140,7 @@ impl<'de> Deserialize<'de> for LBool {
                 drain_map(map)?;
                 Ok(LBool(false))
             }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
+            absent_scalars!(bool);
         }
         d.deserialize_any(V)
     }
@@ -172,12 +162,12 @@ impl<'de> Deserialize<'de> for LTs {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<LTs, E> {
                 Ok(LTs(clean::parse_ts_str(v)))
             }
+            #[allow(clippy::cast_precision_loss)]
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LTs, E> {
-                #[allow(clippy::cast_precision_loss)]
                 Ok(LTs(clean::epoch_to_ms(v as f64)))
             }
+            #[allow(clippy::cast_precision_loss)]
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<LTs, E> {
-                #[allow(clippy::cast_precision_loss)]
                 Ok(LTs(clean::epoch_to_ms(v as f64)))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<LTs, E> {
@@ -197,15 +187,7 @@ impl<'de> Deserialize<'de> for LTs {
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<LTs, E> {
                 Ok(LTs(None))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<LTs, E> {
-                Ok(LTs(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<LTs, E> {
-                Ok(LTs(None))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<LTs, E> {
-                Ok(LTs(None))
-            }
+            absent_scalars!(unit);
         }
         d.deserialize_any(V)
     }
@@ -243,7 +225,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
             fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
                 Ok(Obj(None))
             }
-            absent_scalars!();
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -284,7 +266,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for LVec<T> {
             fn visit_str<E: de::Error>(self, _: &str) -> Result<LVec<T>, E> {
                 Ok(LVec(Vec::new()))
             }
-            absent_scalars!();
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -345,6 +327,7 @@ pub(crate) struct InnerBlock<'a> {
 }
 
 /// A block that may also be written as a bare string inside an array.
+#[derive(Default)]
 struct BlockOrStr<'a>(Option<Block<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for BlockOrStr<'a> {
@@ -356,7 +339,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for BlockOrStr<'a> {
                 f.write_str("a content block")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Block::deserialize(de::value::MapAccessDeserializer::new(map)).map(|b| BlockOrStr(Some(b)))
+                Block::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|b| BlockOrStr(Some(b)))
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
                 Ok(BlockOrStr(Some(text_block(Cow::Borrowed(v)))))
@@ -374,27 +358,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for BlockOrStr<'a> {
                 drain_seq(seq)?;
                 Ok(BlockOrStr(None))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Self::Value, E> {
-                Ok(BlockOrStr(None))
-            }
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -435,12 +399,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
                 Ok(Content::Blocks(out))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Block::deserialize(de::value::MapAccessDeserializer::new(map)).map(|b| Content::Blocks(vec![b]))
+                Block::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|b| Content::Blocks(vec![b]))
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
                 Content::deserialize(d)
             }
-            absent_scalars!();
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -479,13 +444,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for InnerContent<'a> {
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
                 InnerContent::deserialize(d)
             }
-            absent_scalars!();
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
 }
 
 /// An [`InnerBlock`] that may be a bare string or of an unusable type inside an array.
+#[derive(Default)]
 struct InnerPart<'a>(Option<InnerBlock<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for InnerPart<'a> {
@@ -497,16 +463,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for InnerPart<'a> {
                 f.write_str("a content part")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                InnerBlock::deserialize(de::value::MapAccessDeserializer::new(map)).map(|b| InnerPart(Some(b)))
+                InnerBlock::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|b| InnerPart(Some(b)))
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(InnerPart(Some(InnerBlock { kind: LStr(None), text: LStr(Some(Cow::Borrowed(v))) })))
+                Ok(InnerPart(Some(InnerBlock {
+                    kind: LStr(None),
+                    text: LStr(Some(Cow::Borrowed(v))),
+                })))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(InnerPart(Some(InnerBlock { kind: LStr(None), text: LStr(Some(Cow::Owned(v.to_owned()))) })))
+                Ok(InnerPart(Some(InnerBlock {
+                    kind: LStr(None),
+                    text: LStr(Some(Cow::Owned(v.to_owned()))),
+                })))
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(InnerPart(Some(InnerBlock { kind: LStr(None), text: LStr(Some(Cow::Owned(v))) })))
+                Ok(InnerPart(Some(InnerBlock {
+                    kind: LStr(None),
+                    text: LStr(Some(Cow::Owned(v))),
+                })))
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
                 InnerPart::deserialize(d)
@@ -515,27 +491,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for InnerPart<'a> {
                 drain_seq(seq)?;
                 Ok(InnerPart(None))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Self::Value, E> {
-                Ok(InnerPart(None))
-            }
+            absent_scalars!(all);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -564,5 +520,50 @@ impl InnerContent<'_> {
                 out
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        s: LStr<'a>,
+        b: LBool,
+        t: LTs,
+        #[serde(borrow)]
+        c: Content<'a>,
+        o: Obj<Box<Probe<'a>>>,
+        v: LVec<LBool>,
+    }
+
+    #[test]
+    fn wrong_types_read_as_absent() {
+        let p: Probe = serde_json::from_str(r#"{"s":"x","b":true,"t":"1970-01-01T00:00:02Z","c":"hi","o":{"b":false},"v":[true,1,false]}"#).unwrap();
+        assert_eq!((p.s.get(), p.b.0, p.t.0), (Some("x"), true, Some(2000)));
+        assert!(matches!(p.c, Content::Text(ref t) if t == "hi"));
+        assert!(p.o.0.is_some_and(|o| !o.b.0));
+        assert_eq!(
+            p.v.0.iter().map(|b| b.0).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        let p: Probe = serde_json::from_str(
+            r#"{"s":{"a":[1]},"b":"true","t":[1],"c":7,"o":"str","v":{"k":1}}"#,
+        )
+        .unwrap();
+        assert_eq!((p.s.get(), p.b.0, p.t.0), (None, false, None));
+        assert!(matches!(p.c, Content::None));
+        assert!(p.o.0.is_none() && p.v.0.is_empty());
+        let p: Probe = serde_json::from_str(r#"{"t":1700000000,"c":[{"type":"text","text":"a"},"b",3,{"type":"tool_result","content":[{"type":"image"},"c"]}]}"#).unwrap();
+        assert_eq!(p.t.0, Some(1_700_000_000_000));
+        let Content::Blocks(blocks) = p.c else {
+            panic!()
+        };
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[1].text.get(), Some("b"));
+        assert_eq!(blocks[2].content.render(), "[image]\nc");
     }
 }

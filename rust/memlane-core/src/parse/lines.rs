@@ -201,7 +201,17 @@ pub(crate) fn drive(bytes: &[u8], out: &mut ParsedFile, sink: &mut impl LineSink
             }
             continue;
         }
-        match with_repair(line, |l| sink.line(l)) {
+        let result = if line[0] == b'{' {
+            with_repair(line, |l| sink.line(l))
+        } else {
+            // Every supported JSONL record is an object; typed sinks would otherwise accept a
+            // JSON array as a struct written positionally.
+            with_repair(line, |l| {
+                serde_json::from_slice::<serde::de::IgnoredAny>(l)?;
+                Err(serde::de::Error::custom("not a JSON object"))
+            })
+        };
+        match result {
             Ok(()) => complete = next,
             Err(Reject::Syntax) if !terminated => {}
             Err(r) => {

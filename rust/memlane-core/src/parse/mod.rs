@@ -68,15 +68,23 @@ const NOT_TRANSCRIPT_LINES: [&str; 3] = ["history.jsonl", "session_index.jsonl",
 
 /// Whether a directory walk should open `path` at all: `.jsonl`, `.jsonl.zst` and `.json`
 /// files, minus well-known sidecars (`*.meta.json`, `sessions-index.json`, `sessions.json`,
-/// Slack `channels.json`, …) and prompt histories (`history.jsonl`).
+/// Slack `channels.json`, …), prompt histories (`history.jsonl`), and a `.jsonl.zst` whose
+/// plain `.jsonl` sibling exists (the only check that touches the filesystem).
 ///
 /// A candidate that turns out to be in no supported format parses to an empty
 /// [`ParsedFile`] with `format: None`; this is only a cheap pre-filter.
 #[must_use]
 pub fn is_transcript_candidate(path: &Path) -> bool {
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else { return false };
-    if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
+        return false;
+    };
+    if name.ends_with(".jsonl") {
         return !NOT_TRANSCRIPT_LINES.contains(&name.as_ref());
+    }
+    if let Some(plain) = name.strip_suffix(".zst").filter(|p| p.ends_with(".jsonl")) {
+        // Codex decompresses a cold rollout back to `.jsonl` before appending to it: when both
+        // exist the plain file is the current one (FORMATS.md §2.1).
+        return !NOT_TRANSCRIPT_LINES.contains(&plain) && !path.with_file_name(plain).exists();
     }
     if name.ends_with(".json") {
         return !(name.ends_with(".meta.json")
@@ -91,16 +99,22 @@ pub fn is_transcript_candidate(path: &Path) -> bool {
 #[must_use]
 pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
     if bytes.starts_with(&ZSTD_MAGIC) {
-        return decompress(bytes).ok().and_then(|d| detect::detect(&d, path));
+        return decompress(bytes)
+            .ok()
+            .and_then(|d| detect::detect(&d, path));
     }
     detect::detect(bytes, path)
 }
 
 fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    zstd::stream::read::Decoder::new(bytes)?.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out)?;
+    zstd::stream::read::Decoder::new(bytes)?
+        .take(MAX_DECOMPRESSED + 1)
+        .read_to_end(&mut out)?;
     if out.len() as u64 > MAX_DECOMPRESSED {
-        return Err(std::io::Error::other("decompressed transcript exceeds 1 GiB"));
+        return Err(std::io::Error::other(
+            "decompressed transcript exceeds 1 GiB",
+        ));
     }
     Ok(out)
 }
@@ -121,7 +135,10 @@ pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedF
                 parsed
             }
             Err(_) => {
-                let mut parsed = ParsedFile { format: forced, ..ParsedFile::default() };
+                let mut parsed = ParsedFile {
+                    format: forced,
+                    ..ParsedFile::default()
+                };
                 parsed.skip("invalid_zstd");
                 parsed
             }
@@ -132,9 +149,15 @@ pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedF
 
 fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
     let Some(format) = forced.or_else(|| detect::detect(bytes, path)) else {
-        return ParsedFile { complete_bytes: bytes.len() as u64, ..ParsedFile::default() };
+        return ParsedFile {
+            complete_bytes: bytes.len() as u64,
+            ..ParsedFile::default()
+        };
     };
-    let mut out = ParsedFile { format: Some(format), ..ParsedFile::default() };
+    let mut out = ParsedFile {
+        format: Some(format),
+        ..ParsedFile::default()
+    };
     match format {
         Format::ClaudeCode => claude::parse(bytes, path, &mut out),
         Format::Codex => codex::parse(bytes, path, &mut out),
@@ -158,16 +181,24 @@ fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile 
 pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(path.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound(path.to_path_buf()))
+        }
         Err(e) => return Err(e.into()),
     };
     let named_zst = path.extension().is_some_and(|e| e == "zst");
     if named_zst && !bytes.is_empty() && !bytes.starts_with(&ZSTD_MAGIC) {
-        return Err(Error::Parse { path: path.to_path_buf(), reason: "not a zstd stream".into() });
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            reason: "not a zstd stream".into(),
+        });
     }
     let mut parsed = parse_bytes(&bytes, path, forced);
     if parsed.skipped.contains_key("invalid_zstd") {
-        return Err(Error::Parse { path: path.to_path_buf(), reason: "corrupt or truncated zstd stream".into() });
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            reason: "corrupt or truncated zstd stream".into(),
+        });
     }
     subagent_title(path, &mut parsed);
     Ok(parsed)
@@ -183,13 +214,21 @@ fn subagent_title(path: &Path, parsed: &mut ParsedFile) {
         return;
     }
     let meta = path.with_file_name(format!("{stem}.meta.json"));
-    let Ok(f) = std::fs::File::open(&meta) else { return };
+    let Ok(f) = std::fs::File::open(&meta) else {
+        return;
+    };
     let mut buf = Vec::new();
     if f.take(MAX_META).read_to_end(&mut buf).is_err() {
         return;
     }
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf) else { return };
-    let Some(desc) = v.get("description").and_then(|d| d.as_str()).filter(|d| !d.trim().is_empty()) else {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf) else {
+        return;
+    };
+    let Some(desc) = v
+        .get("description")
+        .and_then(|d| d.as_str())
+        .filter(|d| !d.trim().is_empty())
+    else {
         return;
     };
     for s in &mut parsed.sessions {

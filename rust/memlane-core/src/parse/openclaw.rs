@@ -14,8 +14,15 @@ use super::turns::TurnBuilder;
 
 enum Piece {
     Text(String),
-    Call { name: String, summary: String, files: Vec<String> },
-    Result { text: String, is_error: bool },
+    Call {
+        name: String,
+        summary: String,
+        files: Vec<String>,
+    },
+    Result {
+        text: String,
+        is_error: bool,
+    },
 }
 
 struct Entry {
@@ -41,7 +48,12 @@ fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 
 fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -50,7 +62,10 @@ impl Sink {
         let Some(o) = v.as_object() else { return };
         let kind = s(o, "type").unwrap_or("");
         if kind == "session" && self.header.is_none() && self.entries.is_empty() {
-            self.header = Some((s(o, "id").map(str::to_owned), s(o, "cwd").map(str::to_owned)));
+            self.header = Some((
+                s(o, "id").map(str::to_owned),
+                s(o, "cwd").map(str::to_owned),
+            ));
             return;
         }
         let link = match o.get("parentId") {
@@ -118,13 +133,23 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
                             }
                             "toolCall" | "tool_use" => {
                                 let name = s(b, "name").unwrap_or("unknown").to_owned();
-                                let args = clean::decode_arguments(b.get("arguments").or_else(|| b.get("input")).unwrap_or(&Value::Null));
+                                let args = clean::decode_arguments(
+                                    b.get("arguments")
+                                        .or_else(|| b.get("input"))
+                                        .unwrap_or(&Value::Null),
+                                );
                                 let summary = clean::tool_summary(&name, &args);
                                 let mut files = Vec::new();
                                 clean::tool_files(&name, &args, &mut files);
-                                e.pieces.push(Piece::Call { name, summary, files });
+                                e.pieces.push(Piece::Call {
+                                    name,
+                                    summary,
+                                    files,
+                                });
                             }
-                            k if clean::is_image_kind(k) => e.pieces.push(Piece::Text(clean::IMAGE.to_owned())),
+                            k if clean::is_image_kind(k) => {
+                                e.pieces.push(Piece::Text(clean::IMAGE.to_owned()))
+                            }
                             // thinking: dropped, as for Claude Code.
                             _ => {}
                         }
@@ -136,18 +161,30 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
         "toolResult" => {
             e.is_content = true;
             let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
-            e.pieces.push(Piece::Result { text: clean::render_result(&clean::value_text(content)), is_error });
+            e.pieces.push(Piece::Result {
+                text: clean::render_result(&clean::value_text(content)),
+                is_error,
+            });
         }
         "bashExecution" => {
             e.is_content = true;
             let cmd = s(m, "command").unwrap_or("");
-            e.pieces.push(Piece::Call { name: "bash".into(), summary: clean::one_line(cmd, clean::CALL_CAP), files: Vec::new() });
+            e.pieces.push(Piece::Call {
+                name: "bash".into(),
+                summary: clean::one_line(cmd, clean::CALL_CAP),
+                files: Vec::new(),
+            });
             if let Some(out) = s(m, "output") {
-                e.pieces.push(Piece::Result { text: clean::render_result(out), is_error: false });
+                e.pieces.push(Piece::Result {
+                    text: clean::render_result(out),
+                    is_error: false,
+                });
             }
         }
         "branchSummary" | "compactionSummary" => {
-            let text = s(m, "summary").map(str::to_owned).unwrap_or_else(|| clean::value_text(content));
+            let text = s(m, "summary")
+                .map(str::to_owned)
+                .unwrap_or_else(|| clean::value_text(content));
             if !text.trim().is_empty() {
                 e.summary = Some((text, Vec::new()));
                 e.is_content = true;
@@ -173,7 +210,9 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     let id = hid.unwrap_or_else(|| super::claude::stem(path));
 
     let entries = &sink.entries;
-    let Some(leaf) = entries.iter().rposition(|e| e.is_content) else { return };
+    let Some(leaf) = entries.iter().rposition(|e| e.is_content) else {
+        return;
+    };
     let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
     let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
     let path_idx = tree::active_path(&ids, &links, Some(leaf));
@@ -195,7 +234,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         for p in &e.pieces {
             match p {
                 Piece::Text(t) => b.text(t, e.ts, None),
-                Piece::Call { name, summary, files } => b.tool_call(name, summary, files, e.ts, None),
+                Piece::Call {
+                    name,
+                    summary,
+                    files,
+                } => b.tool_call(name, summary, files, e.ts, None),
                 Piece::Result { text, is_error } => b.tool_result(text, *is_error, e.ts),
             }
         }
@@ -208,6 +251,13 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     }
     let turns = b.finish();
     if !turns.is_empty() {
-        out.sessions.push(Session { id, parent_id: None, format: Some(Format::Openclaw), cwd, title: None, turns });
+        out.sessions.push(Session {
+            id,
+            parent_id: None,
+            format: Some(Format::Openclaw),
+            cwd,
+            title: None,
+            turns,
+        });
     }
 }

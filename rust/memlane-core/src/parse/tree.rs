@@ -74,7 +74,12 @@ mod tests {
     fn follows_newest_branch() {
         // a <- b1, a <- b2 <- c2
         let ids = [Some("a"), Some("b1"), Some("b2"), Some("c2")];
-        let links = [Link::Root, Link::To("a".into()), Link::To("a".into()), Link::To("b2".into())];
+        let links = [
+            Link::Root,
+            Link::To("a".into()),
+            Link::To("a".into()),
+            Link::To("b2".into()),
+        ];
         assert_eq!(active_path(&ids, &links, Some(3)), vec![0, 2, 3]);
         assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
     }
@@ -82,7 +87,10 @@ mod tests {
     #[test]
     fn linear_and_dangling_and_cycles() {
         let ids = [Some("a"), Some("b")];
-        assert_eq!(active_path(&ids, &[Link::Root, Link::Root], Some(1)), vec![0, 1]);
+        assert_eq!(
+            active_path(&ids, &[Link::Root, Link::Root], Some(1)),
+            vec![0, 1]
+        );
         let links = [Link::Root, Link::To("missing".into())];
         assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
         let links = [Link::To("b".into()), Link::To("a".into())];

@@ -61,7 +61,11 @@ impl TurnBuilder {
         let open = matches!(self.turns.last(), Some(t) if t.role == Role::Assistant);
         if !open {
             self.seen.clear();
-            self.turns.push(Turn { role: Role::Assistant, timestamp: ts, ..Turn::default() });
+            self.turns.push(Turn {
+                role: Role::Assistant,
+                timestamp: ts,
+                ..Turn::default()
+            });
         }
         let last = self.turns.len() - 1;
         let t = &mut self.turns[last];
@@ -75,7 +79,8 @@ impl TurnBuilder {
     pub fn assistant_id(&mut self, id: Option<String>, ts: Option<i64>) {
         if let Some(id) = id {
             let t = self.assistant(ts);
-            if !t.ids.contains(&id) {
+            // Deduplicated in `finish`: a long agent run can put thousands of records in one turn.
+            if t.ids.last() != Some(&id) {
                 t.ids.push(id);
             }
         }
@@ -109,8 +114,19 @@ impl TurnBuilder {
     }
 
     /// A tool call, rendered as `[tool Name] summary`.
-    pub fn tool_call(&mut self, name: &str, summary: &str, files: &[String], ts: Option<i64>, msg_id: Option<&str>) {
-        let name = if name.trim().is_empty() { "unknown" } else { name.trim() };
+    pub fn tool_call(
+        &mut self,
+        name: &str,
+        summary: &str,
+        files: &[String],
+        ts: Option<i64>,
+        msg_id: Option<&str>,
+    ) {
+        let name = if name.trim().is_empty() {
+            "unknown"
+        } else {
+            name.trim()
+        };
         let line = clean::tool_line(name, summary);
         let open = matches!(self.turns.last(), Some(t) if t.role == Role::Assistant);
         if open && self.duplicate(msg_id, &line) {
@@ -120,7 +136,7 @@ impl TurnBuilder {
         append(&mut t.text, &line);
         clean::push_unique(&mut t.tools, name);
         for f in files {
-            clean::push_unique(&mut t.files, f);
+            t.files.push(f.clone());
         }
         if !open {
             if let Some(m) = msg_id {
@@ -151,13 +167,26 @@ impl TurnBuilder {
         }
         let t = self.assistant(ts);
         for f in files {
-            clean::push_unique(&mut t.files, f);
+            t.files.push(f.clone());
         }
     }
 
     /// The turns, minus assistant turns that ended up with no text at all.
     pub fn finish(mut self) -> Vec<Turn> {
         self.turns.retain(|t| !t.text.trim().is_empty());
+        for t in &mut self.turns {
+            dedupe(&mut t.files);
+            dedupe(&mut t.ids);
+        }
         self.turns
     }
+}
+
+/// Drop repeated entries, keeping first occurrences in order.
+fn dedupe(v: &mut Vec<String>) {
+    if v.len() < 2 {
+        return;
+    }
+    let mut seen = HashSet::with_capacity(v.len());
+    v.retain(|x| seen.insert(x.clone()));
 }
