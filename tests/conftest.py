@@ -6,6 +6,7 @@ import pytest
 def pytest_configure(config: pytest.Config) -> None:
     # Tests that load real model weights are slower; deselect them with -m "not model".
     config.addinivalue_line("markers", "model: loads real embedding model weights (seconds, not milliseconds)")
+    config.addinivalue_line("markers", "bedrock: calls real Amazon Bedrock; runs only with -m bedrock and AWS credentials")
 
 
 import hashlib  # noqa: E402

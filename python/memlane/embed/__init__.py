@@ -77,11 +77,25 @@ def _local(mode: str) -> Callable[..., Embedder]:
     return build
 
 
+def _bedrock(dimensions: int) -> Callable[..., Embedder]:
+    def build(**kw: Any) -> Embedder:
+        # Imported here: boto3 loads only when a Bedrock embedder is actually built.
+        from memlane.embed.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder(dimensions=dimensions, **kw)
+
+    return build
+
+
 # Spec name -> factory taking the caller's keyword arguments. New backends add their names here.
 _FACTORIES: dict[str, Callable[..., Embedder]] = {
     "local": _local("fp32"),
     "local:fp32": _local("fp32"),
     "local:int8": _local("int8"),
+    "bedrock": _bedrock(1024),
+    "bedrock:1024": _bedrock(1024),
+    "bedrock:512": _bedrock(512),
+    "bedrock:256": _bedrock(256),
 }
 
 
@@ -89,9 +103,12 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
     """Build the embedder named by ``spec``.
 
     Args:
-        spec: ``"local"`` (= ``"local:fp32"``, all-MiniLM-L6-v2 on onnxruntime)
-            or ``"local:int8"`` (its int8-quantised export).
-        **kw: Passed to the backend's constructor (for local: ``threads``, ``batch_size``).
+        spec: ``"local"`` (= ``"local:fp32"``, all-MiniLM-L6-v2 on onnxruntime),
+            ``"local:int8"`` (its int8-quantised export), or ``"bedrock"``
+            (= ``"bedrock:1024"``), ``"bedrock:512"``, ``"bedrock:256"`` (Amazon Titan Text
+            Embeddings V2 at that dimension; needs boto3 and AWS credentials).
+        **kw: Passed to the backend's constructor (for local: ``threads``, ``batch_size``;
+            for bedrock: ``region``, ``profile``, ``concurrency``, ``normalize``, ``retry``, ``client``).
 
     Returns:
         The embedder.
@@ -102,6 +119,8 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
     Example:
         >>> make_embedder("local:int8", threads=2).id  # doctest: +SKIP
         'local/all-MiniLM-L6-v2/int8/384'
+        >>> make_embedder("bedrock:512", region="us-east-1", concurrency=16).id  # doctest: +SKIP
+        'bedrock/amazon.titan-embed-text-v2:0/512'
         >>> make_embedder("nope")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: unknown embedder spec 'nope'; accepted: local, local:fp32, local:int8...

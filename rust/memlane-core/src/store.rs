@@ -715,26 +715,29 @@ impl Writer {
         }
         self.store.check_embedder(embedder_id, dim)?;
         self.writable_vectors()?;
-        if self.vectors.is_none() {
-            self.vectors = Some(VectorIndex::new(dim, self.store.quantization)?);
-            if let Ok(mut meta) = self.store.meta.write() {
-                meta.embedder_id = Some(embedder_id.to_owned());
-                meta.dim = Some(dim);
+        let vectors = match &mut self.vectors {
+            Some(v) => v,
+            empty @ None => {
+                if let Ok(mut meta) = self.store.meta.write() {
+                    meta.embedder_id = Some(embedder_id.to_owned());
+                    meta.dim = Some(dim);
+                }
+                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+                empty.insert(VectorIndex::new(dim, self.store.quantization)?)
             }
-            write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
-        }
-        let Some(vectors) = self.vectors.as_ref() else {
-            unreachable!()
         };
+        let mut batch = Vec::with_capacity(keys.len());
         let mut offset = 0;
         for (key, count) in keys.iter().zip(counts) {
             let end = offset + count * dim;
+            // Chunks deleted since the caller read their texts are dropped silently.
             if self.present.contains(key) {
-                vectors.add(*key, &flat[offset..end])?;
-                self.vectors_dirty = true;
+                batch.push((*key, &flat[offset..end]));
             }
             offset = end;
         }
+        vectors.add_batch(&batch)?;
+        self.vectors_dirty |= !batch.is_empty();
         Ok(())
     }
 

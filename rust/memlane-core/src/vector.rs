@@ -4,6 +4,7 @@
 //! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
 
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -64,7 +65,8 @@ impl VectorIndex {
             metric: MetricKind::Cos,
             quantization: quantization.scalar(),
             connectivity: 16,
-            expansion_add: 128,
+            // 64 keeps recall@10 high on sentence embeddings while inserting ~2x faster than 128.
+            expansion_add: 64,
             expansion_search: 64,
             multi: false,
         }
@@ -144,25 +146,44 @@ impl VectorIndex {
     /// # Errors
     /// `InvalidArgument` on a shape error; usearch errors.
     pub fn add(&self, key: u64, windows: &[f32]) -> Result<()> {
-        let n = windows.len() / self.dim.max(1);
-        if n == 0 || n * self.dim != windows.len() || n > MAX_WINDOWS {
-            return Err(Error::InvalidArgument(format!(
-                "chunk {key}: {} floats is not 1..={MAX_WINDOWS} windows of {} dimensions",
-                windows.len(),
-                self.dim
-            )));
+        self.add_batch(&[(key, windows)])
+    }
+
+    /// Add many chunks at once, inserting in parallel over the available cores (HNSW
+    /// insertion dominates backfill time once embeddings are cached).
+    ///
+    /// # Errors
+    /// `InvalidArgument` on a shape error (nothing is added then); usearch errors.
+    pub fn add_batch(&self, chunks: &[(u64, &[f32])]) -> Result<()> {
+        let mut windows = 0;
+        for (key, flat) in chunks {
+            let n = flat.len() / self.dim.max(1);
+            if n == 0 || n * self.dim != flat.len() || n > MAX_WINDOWS {
+                return Err(Error::InvalidArgument(format!(
+                    "chunk {key}: {} floats is not 1..={MAX_WINDOWS} windows of {} dimensions",
+                    flat.len(),
+                    self.dim
+                )));
+            }
+            windows += n;
         }
-        self.remove(key)?;
-        let needed = self.index.size() + n;
+        for (key, _) in chunks {
+            self.remove(*key)?;
+        }
+        let threads = rayon::current_num_threads().max(1);
+        let needed = self.index.size() + windows;
         if needed > self.index.capacity() {
+            let capacity = needed.max(self.index.capacity() * 2).max(1024);
             self.index
-                .reserve(needed.max(self.index.capacity() * 2).max(1024))
+                .reserve_capacity_and_threads(capacity, threads)
                 .map_err(verr)?;
         }
-        for (w, vector) in windows.chunks_exact(self.dim).enumerate() {
-            self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
-        }
-        Ok(())
+        chunks.par_iter().try_for_each(|(key, flat)| {
+            for (w, vector) in flat.chunks_exact(self.dim).enumerate() {
+                self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
+            }
+            Ok(())
+        })
     }
 
     /// Remove every window of chunk `key`.

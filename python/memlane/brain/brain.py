@@ -1,0 +1,753 @@
+"""The :class:`Brain`: MEMORY.md and EVOLUTION.md with temporal validity, archives and checks.
+
+The brain folder (default ``<memlane home>/brain``; override with ``Brain(brain_dir)``,
+``--brain DIR`` or ``$MEMLANE_BRAIN_DIR``, e.g. to keep MEMORY.md in your own notes
+folder) holds::
+
+    MEMORY.md                           L1, always injected: curated entries with stable keys
+    EVOLUTION.md                        L2, always injected: corrections, competences, failures
+    DailyActivity/YYYY-MM-DD.md         L3: one section per distilled session
+    Archives/MEMORY-archive-YYYY-MM.md  entries moved out of MEMORY.md; never deleted
+
+Every change runs in a :meth:`Brain.transaction`: it holds the folder's lock, re-reads the
+files, lets the operation edit them, regenerates the compact index, passes the new text
+through :class:`~memlane.brain.guard.MemoryGuard` and replaces each file atomically.
+
+Example:
+    >>> import tempfile
+    >>> brain = Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp())
+    >>> kd = brain.add("kd", "Billing stores invoices in Postgres.", on="2026-04-01")
+    >>> new = brain.supersede(kd.key, "Billing moved from Postgres to DynamoDB.", on="2026-04-10")
+    >>> [(e.key, e.superseded, e.weight) for e in brain.entries()]
+    [('KD01', True, 0.1), ('KD02', False, 1.0)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date as Date
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from memlane._paths import default_home
+from memlane.brain._fs import atomic_write, brain_lock, read_text
+from memlane.brain.document import (
+    EVOLUTION_SCHEMA,
+    INDEX_END,
+    MEMORY_SCHEMA,
+    Document,
+    Entry,
+    Schema,
+    SectionSpec,
+    new_document,
+    parse,
+)
+from memlane.brain.events import EventLog
+from memlane.brain.guard import MemoryGuard, MemoryGuardError
+
+MEMORY_FILE = "MEMORY.md"
+EVOLUTION_FILE = "EVOLUTION.md"
+ARCHIVE_DIR = "Archives"
+DAILY_DIR = "DailyActivity"
+MAX_REFERENCES = 3
+
+_STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being below
+    between both but by can could did do does doing done down during each few for from further had has
+    have having he her here hers him his how i if in into is it its itself just let me more most my no
+    nor not now of off on once only or other our ours out over own same she should so some such than
+    that the their theirs them then there these they this those through to too under until up us use
+    used uses using very was we were what when where which while who whom why will with would you your
+    instead now no longer new old via per vs always never make sure run find moved stores still""".split()
+)
+_WORD_RE = re.compile(r"[A-Za-z0-9][\w.+#/-]*[\w+#]|[A-Za-z0-9]")
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+def default_brain_dir(home: str | PathLike[str] | None = None) -> Path:
+    """``$MEMLANE_BRAIN_DIR``, else ``<home>/brain`` (home: ``$MEMLANE_HOME`` or the XDG data dir).
+
+    Example:
+        >>> default_brain_dir("/tmp/h").name if "MEMLANE_BRAIN_DIR" not in __import__("os").environ else "brain"
+        'brain'
+    """
+    if env := os.environ.get("MEMLANE_BRAIN_DIR"):
+        return Path(env).expanduser()
+    return (Path(home).expanduser() if home is not None else default_home()) / "brain"
+
+
+def _today(on: Date | str | None) -> str:
+    if on is None:
+        return Date.today().isoformat()
+    if isinstance(on, Date):
+        return on.isoformat()
+    try:
+        return Date.fromisoformat(on).isoformat()
+    except ValueError:
+        raise ValueError(f"bad date {on!r}: use YYYY-MM-DD") from None
+
+
+def _one_line(text: str, what: str) -> str:
+    line = " ".join(text.split())
+    if not line:
+        raise ValueError(f"{what} is empty")
+    return line
+
+
+def _meta_value(value: str) -> str:
+    # "|" separates metadata fields and "-->" would close the comment.
+    return " ".join(value.replace("|", "/").replace("-->", "->").split())
+
+
+def keywords(text: str, n: int = 4) -> list[str]:
+    """The most telling words of ``text`` for the index (identifiers, names, long words).
+
+    Example:
+        >>> keywords("Billing moved from Postgres to DynamoDB; see `billing_db.py`.")
+        ['billing_db.py', 'dynamodb', 'postgres', 'billing']
+    """
+    scored: dict[str, float] = {}
+    for i, m in enumerate(_WORD_RE.finditer(text)):
+        word = m.group(0).strip(".")
+        low = word.lower()
+        if low in _STOPWORDS or len(low) < 3 or low.isdigit() or low in scored or "'" in text[m.end() : m.end() + 1]:
+            continue
+        score = 1.0 + min(len(low), 12) / 12
+        if re.search(r"[_./#+]|\d", word) or re.search(r"[a-z][A-Z]", word):
+            score += 2.0
+        elif word[0].isupper() and i > 0:
+            score += 1.0
+        scored[low] = score - i * 0.01
+    return sorted(scored, key=lambda w: -scored[w])[:n]
+
+
+def index_line(entry: Entry) -> str:
+    """One line of the compact index: key, date, description, state and keywords.
+
+    Example:
+        >>> index_line(Entry("KD15", "2026-04-02", "Billing uses Postgres.", meta={"superseded_by": "KD22"}))
+        '- [KD15] 2026-04-02 Billing uses Postgres. (superseded by KD22) · postgres, billing\\n'
+    """
+    desc = entry.text if len(entry.text) <= 80 else entry.text[:79].rsplit(" ", 1)[0] + "…"
+    state = ""
+    if entry.superseded_by:
+        state = f" (superseded by {entry.superseded_by})"
+    elif entry.superseded:
+        state = " (superseded)"
+    elif entry.resolved:
+        state = f" ({entry.meta['status']})"
+    words = list(dict.fromkeys([*(a.lower() for a in entry.aliases), *keywords(entry.text)]))
+    tail = f" · {', '.join(words)}" if words else ""
+    return f"- [{entry.key}] {entry.date or 'undated'} {desc}{state}{tail}\n"
+
+
+def _age(e: Entry) -> tuple[str, int]:
+    return (e.meta.get("valid_until") or e.date or "", e.number)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :meth:`Brain.check`.
+
+    Attributes:
+        level: ``error`` (check fails) or ``warning``.
+        code: ``duplicate_key``, ``over_cap``, ``dangling_reference``, ``guard``, …
+        message: One line for humans.
+        key: The entry concerned, if any.
+        path: The file concerned.
+    """
+
+    level: str
+    code: str
+    message: str
+    key: str | None = None
+    path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {"level": self.level, "code": self.code, "message": self.message, "key": self.key, "path": self.path}
+
+
+class Transaction:
+    """The files of one locked read-modify-write; see :meth:`Brain.transaction`."""
+
+    def __init__(self, brain: Brain, today: str) -> None:
+        self.brain = brain
+        self.today = today
+        self._docs: dict[Path, Document] = {}
+        self._old: dict[Path, str] = {}
+        self._new: dict[Path, str] = {}
+        self.events: list[dict[str, Any]] = []
+
+    def _read(self, path: Path) -> str:
+        if path not in self._old:
+            self._old[path] = read_text(path)
+        return self._new.get(path, self._old[path])
+
+    def doc(self, path: Path, schema: Schema, title: str | None = None) -> Document:
+        """The parsed file, read once under the lock (a new file starts from the template)."""
+        if path not in self._docs:
+            text = self._read(path)
+            if text:
+                doc = parse(text, schema)
+            elif title is not None:
+                doc = Document(schema, preamble=[f"# {title}\n", "\n", "Entries moved out by `memlane brain archive`: full text, never deleted.\n", "\n"])
+            else:
+                doc = new_document(schema)
+            for e in doc.entries():
+                e.source = str(path)
+            self._docs[path] = doc
+        return self._docs[path]
+
+    @property
+    def memory(self) -> Document:
+        """MEMORY.md."""
+        return self.doc(self.brain.memory_path, self.brain.memory_schema)
+
+    @property
+    def evolution(self) -> Document:
+        """EVOLUTION.md."""
+        return self.doc(self.brain.evolution_path, self.brain.evolution_schema)
+
+    def archive(self, schema: Schema) -> Document:
+        """This month's archive file for ``schema`` (MEMORY or EVOLUTION)."""
+        month = self.today[:7]
+        return self.doc(self.brain.archive_dir / f"{schema.title}-archive-{month}.md", schema, f"{schema.title} archive {month}")
+
+    def text(self, path: Path) -> str:
+        """A plain file's current text inside this transaction."""
+        return self._read(path)
+
+    def put(self, path: Path, text: str) -> None:
+        """Replace a plain file (a DailyActivity note) when the transaction commits."""
+        self._read(path)
+        self._new[path] = text
+
+    def event(self, type: str, **fields: Any) -> None:  # noqa: A002 - mirrors EventLog.append
+        """Queue an event; it is logged only if the transaction commits."""
+        self.events.append({"type": type, **fields})
+
+    def _pending(self) -> dict[Path, str]:
+        out = dict(self._new)
+        for path, doc in self._docs.items():
+            if not self._old.get(path) and not doc.entries():
+                continue  # reading a missing file is no reason to create it
+            if path.parent == self.brain.dir:
+                doc.set_index([index_line(e) for e in doc.entries()])
+            out[path] = doc.render()
+        return {p: t for p, t in out.items() if t != self._old.get(p, "")}
+
+    def _commit(self) -> list[Path]:
+        pending = self._pending()
+        if not pending:
+            return []
+        guard = self.brain.guard
+        # Judge the transaction as a whole: an entry moving from MEMORY.md to an archive adds
+        # nothing new, but any line that appears only in the new text must pass.
+        new_all = "\n".join(pending.values())
+        old_all = "\n".join(self._old.get(p, "") for p in pending)
+        findings = guard.new_findings(new_all, old_all)
+        if findings:
+            rules = {f.rule for f in findings}
+            path = next((p for p, t in pending.items() if {f.rule for f in guard.new_findings(t, self._old.get(p, ""))} & rules), None)
+            err = MemoryGuardError(findings, str(path) if path else None)
+            for f in findings:
+                self.brain.log("blocked", rule=f.rule, excerpt=f.excerpt, path=str(path) if path else None)
+            raise err
+        # Archives first, MEMORY.md last: a crash in between leaves an entry in both places,
+        # never in neither.
+        order = sorted(pending, key=lambda p: (p.parent == self.brain.dir, p.name == MEMORY_FILE))
+        for path in order:
+            atomic_write(path, pending[path])
+        for ev in self.events:
+            self.brain.log(**ev)
+        for path in order:
+            self.brain.log("write", path=str(path), bytes=len(pending[path].encode("utf-8")))
+        return order
+
+
+class Brain:
+    """MEMORY.md, EVOLUTION.md, their archives and the DailyActivity notes in one folder.
+
+    Args:
+        brain_dir: The brain folder (default :func:`default_brain_dir`).
+        home: The memlane home for the events log (default ``$MEMLANE_HOME``).
+        caps: Per-section caps by key prefix, e.g. ``{"KD": 40, "RC": 20}``.
+        guard: The write guard (default :class:`MemoryGuard` with every rule).
+
+    Example:
+        >>> import tempfile
+        >>> b = Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp(), caps={"OT": 2})
+        >>> b.add("open threads", "Find why the nightly export is slow.", on="2026-04-01").key
+        'OT01'
+        >>> b.resolve("OT01", note="an index was missing", on="2026-04-03").meta["status"]
+        'resolved'
+    """
+
+    def __init__(
+        self,
+        brain_dir: str | PathLike[str] | None = None,
+        *,
+        home: str | PathLike[str] | None = None,
+        caps: dict[str, int | None] | None = None,
+        guard: MemoryGuard | None = None,
+    ) -> None:
+        self.home = Path(home).expanduser() if home is not None else default_home()
+        self.dir = Path(brain_dir).expanduser() if brain_dir is not None else default_brain_dir(self.home)
+        memory_caps = {k: v for k, v in (caps or {}).items() if MEMORY_SCHEMA.by_prefix(k)}
+        evolution_caps = {k: v for k, v in (caps or {}).items() if not MEMORY_SCHEMA.by_prefix(k)}
+        self.memory_schema = MEMORY_SCHEMA.with_caps(memory_caps)
+        self.evolution_schema = EVOLUTION_SCHEMA.with_caps(evolution_caps)
+        self.guard = guard or MemoryGuard()
+        self.events = EventLog(self.home)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    @property
+    def memory_path(self) -> Path:
+        """``<brain>/MEMORY.md``."""
+        return self.dir / MEMORY_FILE
+
+    @property
+    def evolution_path(self) -> Path:
+        """``<brain>/EVOLUTION.md``."""
+        return self.dir / EVOLUTION_FILE
+
+    @property
+    def archive_dir(self) -> Path:
+        """``<brain>/Archives``."""
+        return self.dir / ARCHIVE_DIR
+
+    @property
+    def daily_dir(self) -> Path:
+        """``<brain>/DailyActivity``."""
+        return self.dir / DAILY_DIR
+
+    def log(self, type: str, **fields: Any) -> None:  # noqa: A002 - the event's field name
+        """Append a memory event to the home's events log."""
+        self.events.append(type, **fields)
+
+    def _spec(self, section: str) -> tuple[SectionSpec, bool]:
+        """A section by name or prefix, and whether it lives in EVOLUTION.md."""
+        spec = self.memory_schema.lookup(section)
+        if spec is not None:
+            return spec, False
+        spec = self.evolution_schema.lookup(section)
+        if spec is not None:
+            return spec, True
+        names = [f"{s.prefix} ({s.name})" for s in self.memory_schema.sections + self.evolution_schema.sections]
+        raise ValueError(f"unknown section {section!r}; use one of: {', '.join(names)}")
+
+    def _schema_of(self, key: str) -> Schema:
+        prefix = re.sub(r"\d+$", "", key.upper())
+        if self.memory_schema.by_prefix(prefix):
+            return self.memory_schema
+        if self.evolution_schema.by_prefix(prefix):
+            return self.evolution_schema
+        raise ValueError(f"{key!r} is not an entry key (like KD07, LL12, OT03, CR02)")
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, on: Date | str | None = None) -> Iterator[Transaction]:
+        """Lock the folder, yield its files for editing, then guard and write what changed.
+
+        Nothing is written if the block raises or the guard blocks any of the new text.
+
+        Raises:
+            MemoryGuardError: A write would add text a guard rule forbids.
+            BrainLockedError: Another writer held the lock too long.
+        """
+        with brain_lock(self.dir):
+            txn = Transaction(self, _today(on))
+            yield txn
+            txn._commit()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _read_doc(self, path: Path, schema: Schema) -> Document:
+        doc = parse(read_text(path), schema)
+        for e in doc.entries():
+            e.source = str(path)
+        return doc
+
+    def memory(self) -> Document:
+        """MEMORY.md, parsed (an empty document if the file does not exist yet)."""
+        doc = self._read_doc(self.memory_path, self.memory_schema)
+        self.log("read", path=str(self.memory_path), entries=len(doc.entries()))
+        return doc
+
+    def evolution(self) -> Document:
+        """EVOLUTION.md, parsed."""
+        doc = self._read_doc(self.evolution_path, self.evolution_schema)
+        self.log("read", path=str(self.evolution_path), entries=len(doc.entries()))
+        return doc
+
+    def _archived(self) -> list[Entry]:
+        out: list[Entry] = []
+        for path in sorted(self.archive_dir.glob("*-archive-*.md")):
+            schema = self.evolution_schema if path.name.startswith(EVOLUTION_SCHEMA.title) else self.memory_schema
+            out += self._read_doc(path, schema).entries()
+        return out
+
+    def _all_entries(self, include_archived: bool) -> list[Entry]:
+        entries = self._read_doc(self.memory_path, self.memory_schema).entries()
+        entries += self._read_doc(self.evolution_path, self.evolution_schema).entries()
+        if include_archived:
+            entries += self._archived()
+        return entries
+
+    def entries(self, *, include_archived: bool = False, evolution: bool = False) -> list[Entry]:
+        """Entries of MEMORY.md (and EVOLUTION.md, archives on request) with their state.
+
+        Each entry carries ``superseded``, ``active`` and ``weight`` (0.1 when superseded),
+        ``section`` and ``source`` — what recall needs to index the brain.
+
+        Args:
+            include_archived: Add entries moved to ``Archives/``.
+            evolution: Add EVOLUTION.md entries.
+        """
+        entries = self._read_doc(self.memory_path, self.memory_schema).entries()
+        if evolution:
+            entries += self._read_doc(self.evolution_path, self.evolution_schema).entries()
+        if include_archived:
+            entries += [e for e in self._archived() if evolution or self.memory_schema.by_prefix(e.prefix)]
+        self.log("read", path=str(self.dir), entries=len(entries))
+        return entries
+
+    def get(self, key: str) -> Entry | None:
+        """The entry ``key`` from MEMORY.md, EVOLUTION.md or the archives."""
+        key = key.upper()
+        return next((e for e in self._all_entries(True) if e.key == key), None)
+
+    def load(self, key: str, max_references: int = MAX_REFERENCES) -> list[Entry]:
+        """An entry and the entries it references (1 hop, at most ``max_references``).
+
+        References are keys mentioned in its text first, then its supersession links, so a
+        superseded decision always brings the one that replaced it.
+
+        Raises:
+            KeyError: No entry has this key.
+        """
+        every = {e.key: e for e in reversed(self._all_entries(True))}
+        entry = every.get(key.upper())
+        if entry is None:
+            raise KeyError(f"no entry {key.upper()} in {self.dir}")
+        links = [*entry.references(), entry.superseded_by, entry.supersedes]
+        refs = [every[k] for k in dict.fromkeys(k for k in links if k and k != entry.key) if k in every]
+        out = [entry, *refs[:max_references]]
+        self.log("read", path=entry.source, key=entry.key, entries=len(out))
+        return out
+
+    def inject(self) -> str:
+        """MEMORY.md then EVOLUTION.md, in full: the block a session starts with."""
+        parts = [t.rstrip("\n") + "\n" for t in (read_text(self.memory_path), read_text(self.evolution_path)) if t.strip()]
+        self.log("read", path=str(self.dir), bytes=sum(len(p) for p in parts))
+        return "\n".join(parts)
+
+    def search(self, query: str, k: int = 10, *, include_archived: bool = True) -> list[tuple[Entry, float]]:
+        """Keyword search over brain entries, superseded ones weighted 0.1.
+
+        A light stand-in until the hybrid index covers the brain: the score is the share of
+        the query's IDF mass an entry matches, times the entry's weight.
+
+        Example:
+            >>> import tempfile
+            >>> b = Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp())
+            >>> _ = b.add("kd", "Billing uses Postgres.", on="2026-04-01")
+            >>> [(e.key, round(s, 2)) for e, s in b.search("postgres billing")]
+            [('KD01', 1.0)]
+        """
+        entries = self._all_entries(include_archived)
+        docs = [set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries]
+        terms = list(dict.fromkeys(_TOKEN_RE.findall(query.lower())))
+        df = Counter(t for d in docs for t in d if t in terms)
+        idf = {t: math.log(1 + (len(docs) + 1) / (df[t] + 0.5)) for t in terms}
+        total = sum(idf.values()) or 1.0
+        scored = []
+        for e, d in zip(entries, docs):
+            s = sum(idf[t] for t in terms if t in d) / total * e.weight
+            if s > 0:
+                scored.append((e, s))
+        scored.sort(key=lambda x: (-x[1], x[0].key))
+        out = scored[:k]
+        self.log("search", query=query, results=len(out), path=str(self.dir))
+        return out
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _next_key(self, txn: Transaction, spec: SectionSpec, schema: Schema) -> str:
+        # Keys are never reused: count this transaction's files (entries may have moved to an
+        # archive not yet written) and every archive on disk.
+        _ = txn.evolution if schema.title == EVOLUTION_SCHEMA.title else txn.memory
+        used = [e.number for d in txn._docs.values() for e in d.entries() if e.prefix == spec.prefix]
+        used += [e.number for e in self._archived() if e.prefix == spec.prefix]
+        return f"{spec.prefix}{max(used, default=0) + 1:02d}"
+
+    def _new_entry(
+        self,
+        txn: Transaction,
+        spec: SectionSpec,
+        evolution: bool,
+        text: str,
+        detail: str | None,
+        meta: dict[str, str],
+    ) -> Entry:
+        schema = self.evolution_schema if evolution else self.memory_schema
+        doc = txn.evolution if evolution else txn.memory
+        entry = Entry(
+            self._next_key(txn, spec, schema),
+            txn.today,
+            _one_line(text, "the entry text"),
+            _one_line(detail, "detail") if detail else None,
+            {"valid_from": txn.today, **{k: _meta_value(v) for k, v in meta.items() if v}},
+            source=str(self.evolution_path if evolution else self.memory_path),
+        )
+        doc.add(spec, entry)
+        return entry
+
+    def add(
+        self,
+        section: str,
+        text: str,
+        *,
+        detail: str | None = None,
+        confidence: str | None = None,
+        aliases: Iterable[str] = (),
+        meta: dict[str, str] | None = None,
+        on: Date | str | None = None,
+    ) -> Entry:
+        """Add an entry with the section's next key, ``valid_from`` today.
+
+        If the section goes over its cap, :meth:`archive` moves what its policy allows.
+
+        Args:
+            section: Prefix or heading: ``kd``, ``Key Decisions``, ``LL``, ``open threads``,
+                ``CR`` (EVOLUTION.md: ``CR`` corrections, ``CP`` competences, ``FA`` failed attempts).
+            text: One line (whitespace is collapsed).
+            detail: Provenance: ``path § heading`` or ``transcript SESSION turns A-B``.
+            confidence: ``high``, ``medium``, ``low``…
+            aliases: Extra keywords for the index.
+            meta: More metadata fields.
+            on: The date (default today).
+
+        Returns:
+            The new entry.
+
+        Raises:
+            ValueError: Unknown section or empty text.
+            MemoryGuardError: The text trips a guard rule; nothing is written.
+        """
+        spec, evolution = self._spec(section)
+        fields = dict(meta or {})
+        if confidence:
+            fields["confidence"] = confidence
+        if aliases := [a for a in aliases if a.strip()]:
+            fields["aliases"] = ", ".join(aliases)
+        with self.transaction(on) as txn:
+            entry = self._new_entry(txn, spec, evolution, text, detail, fields)
+            self._archive_overflow(txn, evolution, [spec.prefix])
+            txn.event("add", key=entry.key, path=entry.source)
+        return entry
+
+    def supersede(
+        self,
+        old_key: str,
+        text: str,
+        *,
+        detail: str | None = None,
+        confidence: str | None = None,
+        on: Date | str | None = None,
+    ) -> Entry:
+        """Replace an entry: the new one links back, the old one stays, marked superseded.
+
+        The old entry gets ``superseded_by`` and ``valid_until``; the new one, in the same
+        section, gets ``supersedes``. Both remain searchable (the old at weight 0.1).
+
+        Raises:
+            KeyError: No such entry in MEMORY.md or EVOLUTION.md.
+            ValueError: The entry is already superseded.
+        """
+        schema = self._schema_of(old_key)
+        evolution = schema.title == EVOLUTION_SCHEMA.title
+        fields = {"confidence": confidence} if confidence else {}
+        with self.transaction(on) as txn:
+            doc = txn.evolution if evolution else txn.memory
+            old = doc.find(old_key)
+            if old is None:
+                raise KeyError(f"no entry {old_key.upper()} in {self.evolution_path if evolution else self.memory_path}")
+            new = self._supersede_in(txn, old, text, detail, fields)
+            self._archive_overflow(txn, evolution, [old.prefix])
+        return new
+
+    def _supersede_in(self, txn: Transaction, old: Entry, text: str, detail: str | None, fields: dict[str, str]) -> Entry:
+        """Supersede ``old`` (an entry of this transaction's files) with a new entry."""
+        schema = self._schema_of(old.key)
+        evolution = schema.title == EVOLUTION_SCHEMA.title
+        if old.superseded:
+            raise ValueError(f"{old.key} is already superseded by {old.superseded_by or 'another entry'}")
+        spec = schema.by_prefix(old.prefix)
+        assert spec is not None  # _schema_of matched the prefix
+        new = self._new_entry(txn, spec, evolution, text, detail, {**fields, "supersedes": old.key})
+        doc = txn.evolution if evolution else txn.memory
+        doc.replace(old.key, old.with_meta(superseded_by=new.key, valid_until=txn.today))
+        txn.event("supersede", key=old.key, by=new.key, path=new.source)
+        return new
+
+    def resolve(self, key: str, *, note: str | None = None, close: bool = False, on: Date | str | None = None) -> Entry:
+        """Mark an open thread resolved (or closed: dropped without a resolution).
+
+        Raises:
+            KeyError: No such entry.
+            ValueError: Not an open thread, or already resolved.
+        """
+        with self.transaction(on) as txn:
+            entry = txn.memory.find(key)
+            if entry is None:
+                raise KeyError(f"no entry {key.upper()} in {self.memory_path}")
+            if entry.prefix != "OT":
+                raise ValueError(f"{entry.key} is not an open thread (OT…); supersede it instead")
+            if entry.resolved:
+                raise ValueError(f"{entry.key} is already {entry.meta['status']}")
+            status = "closed" if close else "resolved"
+            changes = {"status": status, "resolved": txn.today, "valid_until": txn.today}
+            if note:
+                changes["resolution"] = _meta_value(note)
+            new = entry.with_meta(**changes)
+            txn.memory.replace(entry.key, new)
+            txn.event("resolve", key=entry.key, status=status, path=str(self.memory_path))
+        return new
+
+    def _archive_overflow(self, txn: Transaction, evolution: bool, prefixes: Iterable[str] | None = None) -> list[Entry]:
+        """Archive what each over-cap section's policy allows (all sections, or ``prefixes``)."""
+        schema = self.evolution_schema if evolution else self.memory_schema
+        doc = txn.evolution if evolution else txn.memory
+        wanted = set(prefixes) if prefixes is not None else None
+        moved: list[Entry] = []
+        for spec in schema.sections:
+            if wanted is not None and spec.prefix not in wanted:
+                continue
+            entries = [e for e in doc.entries() if e.prefix == spec.prefix]
+            if spec.cap is None or len(entries) <= spec.cap:
+                continue
+            excess = len(entries) - spec.cap
+            candidates = sorted((e for e in entries if not e.active), key=_age)
+            if spec.policy == "rolling":
+                candidates += sorted((e for e in entries if e.active), key=_age)
+            elif spec.policy == "permanent":
+                candidates = []
+            for e in candidates[:excess]:
+                moved.append(self._move_to_archive(txn, doc, schema, e))
+        return moved
+
+    def _move_to_archive(self, txn: Transaction, doc: Document, schema: Schema, entry: Entry) -> Entry:
+        doc.remove(entry.key)
+        archived = entry.with_meta(archived=txn.today)
+        spec = schema.by_prefix(entry.prefix)
+        if spec is None:
+            raise ValueError(f"{entry.key} has no section in {schema.title}.md to archive under")
+        txn.archive(schema).add(spec, archived)
+        txn.event("archive", key=entry.key, path=str(self.archive_dir))
+        return archived
+
+    def archive(self, keys: Iterable[str] = (), *, on: Date | str | None = None) -> list[Entry]:
+        """Move entries to ``Archives/<FILE>-archive-YYYY-MM.md`` (full text, never deleted).
+
+        With no ``keys``, every section over its cap gives up what its policy allows:
+        COE Registry nothing (permanent), Key Decisions only superseded entries, the others
+        superseded or resolved entries first, then the oldest. Entries never leave because
+        they are old while their section is under its cap.
+
+        Args:
+            keys: Move exactly these entries instead (any section).
+            on: The date (names the archive month).
+
+        Returns:
+            The archived entries.
+        """
+        wanted = [k.upper() for k in keys]
+        with self.transaction(on) as txn:
+            moved: list[Entry] = []
+            for key in wanted:
+                schema = self._schema_of(key)
+                doc = txn.evolution if schema.title == EVOLUTION_SCHEMA.title else txn.memory
+                entry = doc.find(key)
+                if entry is None:
+                    raise KeyError(f"no entry {key} in {schema.title}.md")
+                moved.append(self._move_to_archive(txn, doc, schema, entry))
+            if not wanted:
+                moved = self._archive_overflow(txn, False) + self._archive_overflow(txn, True)
+        return moved
+
+    def reindex(self) -> int:
+        """Regenerate the compact index of MEMORY.md and EVOLUTION.md; returns entries listed."""
+        with self.transaction() as txn:
+            n = len(txn.memory.entries()) + len(txn.evolution.entries())
+        return n
+
+    # -- checking ------------------------------------------------------------------------
+
+    def check(self) -> list[Problem]:
+        """Validate the brain: unique keys, caps, references, supersession links, guard re-scan.
+
+        Returns:
+            Problems, errors first; empty when all is well.
+        """
+        problems: list[Problem] = []
+        memory_text, evolution_text = read_text(self.memory_path), read_text(self.evolution_path)
+        docs = [
+            (self.memory_path, parse(memory_text, self.memory_schema), memory_text),
+            (self.evolution_path, parse(evolution_text, self.evolution_schema), evolution_text),
+        ]
+        archived = self._archived()
+        live = [(p, e) for p, doc, _ in docs for e in doc.entries()]
+        all_keys = Counter(e.key for _, e in live) + Counter(e.key for e in archived)
+        known = set(all_keys)
+        for key, n in sorted(all_keys.items()):
+            if n > 1:
+                problems.append(Problem("error", "duplicate_key", f"{key} is used {n} times (keys must be unique, archives included)", key))
+        by_key = {e.key: e for _, e in live} | {e.key: e for e in archived if e.key not in {x.key for _, x in live}}
+        for path, e in live:
+            where = str(path)
+            spec = self.memory_schema.by_heading(e.section) or self.evolution_schema.by_heading(e.section)
+            if spec is not None and spec.prefix != e.prefix:
+                problems.append(Problem("warning", "wrong_section", f"{e.key} sits in {e.section}, whose keys start with {spec.prefix}", e.key, where))
+            if not e.date:
+                problems.append(Problem("warning", "missing_date", f"{e.key} has no date", e.key, where))
+            for field_name in ("valid_from", "valid_until", "resolved"):
+                value = e.meta.get(field_name)
+                if value and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+                    problems.append(Problem("warning", "bad_date", f"{e.key} {field_name} is {value!r}, not YYYY-MM-DD", e.key, where))
+            for ref in e.references():
+                if ref not in known:
+                    problems.append(Problem("warning", "dangling_reference", f"{e.key} mentions {ref}, which does not exist", e.key, where))
+            for link, back in (("superseded_by", "supersedes"), ("supersedes", "superseded_by")):
+                target = e.meta.get(link)
+                if not target:
+                    continue
+                if target not in known:
+                    problems.append(Problem("warning", "dangling_reference", f"{e.key} {link} {target}, which does not exist", e.key, where))
+                elif by_key[target].meta.get(back) != e.key:
+                    problems.append(Problem("warning", "one_way_link", f"{e.key} {link} {target}, but {target} has no {back}: {e.key}", e.key, where))
+        for path, doc, text in docs:
+            for s in doc.sections:
+                if s.spec is None or s.spec.cap is None:
+                    continue
+                n = len(s.entries())
+                if n > s.spec.cap:
+                    problems.append(Problem("warning", "over_cap", f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: run `memlane brain archive`", path=str(path)))
+            for f in self.guard.scan(text):
+                problems.append(Problem("error", "guard", f"MemoryGuard rule {f.rule} matches {f.excerpt!r} (a hand edit?)", path=str(path)))
+            if text and doc.entries():
+                block = "".join(index_line(e) for e in doc.entries())
+                if block not in text or INDEX_END not in text:
+                    problems.append(Problem("warning", "stale_index", "the compact index is out of date: run `memlane brain index`", path=str(path)))
+        # A hand edit shows up in its entry and in the index line: report it once.
+        return sorted(dict.fromkeys(problems), key=lambda p: (p.level != "error", p.code, p.key or ""))

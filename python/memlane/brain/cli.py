@@ -1,0 +1,275 @@
+"""``memlane brain …`` and ``memlane distill …``: subcommands added to the main parser.
+
+``memlane.cli`` calls :func:`add_parsers`; every command honours ``--home`` and ``--json``
+and adds ``--brain DIR`` (default ``$MEMLANE_BRAIN_DIR`` or ``<home>/brain``).
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["brain", "add", "kd", "Use uv for envs."]).section
+    'kd'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import timezone
+from pathlib import Path
+from typing import Any
+
+from memlane._paths import default_home
+from memlane.brain.brain import Brain, default_brain_dir
+from memlane.brain.document import Entry
+from memlane.brain.events import format_summary, summarize
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        json.dump(payload, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(text)
+
+
+def _caps(values: Sequence[str] | None) -> dict[str, int | None]:
+    caps: dict[str, int | None] = {}
+    for value in values or []:
+        key, sep, n = value.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--cap takes PREFIX=N (like KD=40 or RC=none), not {value!r}")
+        if n.strip().lower() == "none":
+            caps[key.strip().upper()] = None
+            continue
+        try:
+            cap = int(n)
+        except ValueError:
+            raise ValueError(f"--cap {value!r}: N must be a whole number or none") from None
+        if cap < 0:
+            raise ValueError(f"--cap {value!r}: N must not be negative")
+        caps[key.strip().upper()] = cap
+    return caps
+
+
+def _brain(args: argparse.Namespace) -> Brain:
+    home = Path(getattr(args, "home", None) or default_home())
+    folder = getattr(args, "brain", None)
+    return Brain(folder or default_brain_dir(home), home=home, caps=_caps(getattr(args, "cap", None)))
+
+
+def _line(e: Entry) -> str:
+    state = f" [superseded by {e.superseded_by}]" if e.superseded else (f" [{e.meta.get('status')}]" if e.resolved else "")
+    lines = [f"[{e.key}] {e.date or 'undated'} — {e.text}{state}"]
+    if e.detail:
+        lines.append(f"    Detail: {e.detail}")
+    return "\n".join(lines)
+
+
+def _key_errors(func: Any) -> Any:
+    # The main CLI prints ValueError in one line; KeyError's str() would add quotes.
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(func(args))
+        except KeyError as exc:
+            raise ValueError(exc.args[0] if exc.args else "no such entry") from None
+
+    return run
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    brain = _brain(args)
+    if args.key:
+        loaded = brain.load(args.key)
+        text = "\n".join([_line(loaded[0]), *(f"  → {_line(e)}" for e in loaded[1:])])
+        _emit(args, {"entry": loaded[0].to_dict(), "references": [e.to_dict() for e in loaded[1:]]}, text)
+        return 0
+    entries = brain.entries(include_archived=args.archived, evolution=args.evolution)
+    if args.section:
+        spec, _ = brain._spec(args.section)
+        entries = [e for e in entries if e.prefix == spec.prefix]
+    if args.json:
+        _emit(args, {"brain": str(brain.dir), "entries": [e.to_dict() for e in entries]}, "")
+    elif args.section or args.archived:
+        print("\n".join(_line(e) for e in entries) or "no entries")
+    else:
+        text = brain.inject() if args.evolution else (brain.memory().render() if brain.memory_path.exists() else "")
+        print(text.rstrip("\n") or f"no MEMORY.md yet in {brain.dir}: add one with `memlane brain add`")
+    return 0
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
+    entry = _brain(args).add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date)
+    _emit(args, entry.to_dict(), f"added {_line(entry)}")
+    return 0
+
+
+def _cmd_supersede(args: argparse.Namespace) -> int:
+    new = _brain(args).supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
+    _emit(args, new.to_dict(), f"{args.key.upper()} superseded by {_line(new)}")
+    return 0
+
+
+def _cmd_resolve(args: argparse.Namespace) -> int:
+    entry = _brain(args).resolve(args.key, note=args.note, close=args.close, on=args.date)
+    _emit(args, entry.to_dict(), f"{entry.key} {entry.meta['status']}")
+    return 0
+
+
+def _cmd_archive(args: argparse.Namespace) -> int:
+    brain = _brain(args)
+    moved = brain.archive(args.keys, on=args.date)
+    text = f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}" if moved else "nothing to archive: every section is within its cap"
+    _emit(args, {"archived": [e.to_dict() for e in moved]}, text)
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    brain = _brain(args)
+    n = brain.reindex()
+    _emit(args, {"entries": n, "path": str(brain.memory_path)}, f"index regenerated: {n} entries")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    problems = _brain(args).check()
+    errors = sum(p.level == "error" for p in problems)
+    text = "\n".join(f"{p.level:<7} {p.code:<18} {p.message}" for p in problems) or "ok: no problems"
+    _emit(args, {"ok": errors == 0, "errors": errors, "warnings": len(problems) - errors, "problems": [p.to_dict() for p in problems]}, text)
+    return 1 if errors else 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    if args.k < 1:
+        raise ValueError("-k must be at least 1")
+    hits = _brain(args).search(args.query, k=args.k)
+    text = "\n".join(f"{s:.2f} {_line(e)}" for e, s in hits) or "no match"
+    _emit(args, [{**e.to_dict(), "score": round(s, 6)} for e, s in hits], text)
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    brain = _brain(args)
+    entries = brain.entries(include_archived=True, evolution=True)
+    live = [e for e in entries if "Archives" not in Path(e.source).parts]
+    sections = []
+    for spec in brain.memory_schema.sections + brain.evolution_schema.sections:
+        mine = [e for e in live if e.prefix == spec.prefix]
+        sections.append({"section": spec.name, "prefix": spec.prefix, "entries": len(mine), "active": sum(e.active for e in mine), "cap": spec.cap})
+    events = summarize(brain.home)
+    daily = sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []
+    payload = {"brain": str(brain.dir), "sections": sections, "archived": len(entries) - len(live), "daily_notes": len(daily), "events": events}
+    rows = "\n".join(f"  {s['prefix']:<4}{s['section']:<17}{s['entries']:>3} entries ({s['active']} active), cap {s['cap'] or '-'}" for s in sections)
+    text = f"brain       {brain.dir}\n{rows}\narchived    {payload['archived']}  daily notes {len(daily)}\n{format_summary(events)}"
+    _emit(args, payload, text)
+    return 0
+
+
+def _cmd_distill(args: argparse.Namespace) -> int:
+    from memlane.brain.distill import distill
+
+    results = distill(
+        args.source,
+        brain=_brain(args),
+        engine=args.engine,
+        session_id=args.session,
+        promote=not args.no_promote,
+        tz=timezone.utc if args.utc else None,
+        format=args.format,
+        model_id=args.model,
+        region=args.region,
+    )
+    lines = []
+    for r in results:
+        if r.skipped:
+            lines.append(f"{r.session_id}: already distilled, nothing added")
+            continue
+        sup = ", ".join(f"{s['new']} supersedes {s['old']}" for s in r.superseded)
+        extra = f"; {sup}" if sup else ""
+        held = f"; {len(r.withheld)} line(s) withheld by MemoryGuard" if r.withheld else ""
+        lines.append(f"{r.session_id}: {r.daily} {r.heading!r}; added {', '.join(r.added) or 'nothing'}{extra}{held}")
+    _emit(args, [r.to_dict() for r in results], "\n".join(lines))
+    return 0
+
+
+def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``brain`` (show, add, supersede, resolve, archive, index, check, search, status)
+    and ``distill`` to the main CLI's subparsers.
+
+    Args:
+        sub: The main parser's ``add_subparsers()`` object.
+        parents: Parsers carrying the global ``--home`` and ``--json`` options.
+    """
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)")
+    where.add_argument("--cap", action="append", default=argparse.SUPPRESS, metavar="PREFIX=N", help="override a section cap, e.g. KD=40 (repeatable)")
+    common = [*parents, where]
+
+    brain = sub.add_parser("brain", parents=common, help="MEMORY.md and EVOLUTION.md: show, add, supersede, resolve, archive, index, check")
+    actions = brain.add_subparsers(dest="brain_command", required=True, metavar="ACTION")
+
+    def dated(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--date", help="date of the change, YYYY-MM-DD (default today)")
+
+    p = actions.add_parser("show", parents=common, help="print MEMORY.md, a section, or one entry with its references")
+    p.add_argument("key", nargs="?", help="an entry key (KD07): show it and up to 3 entries it references")
+    p.add_argument("--section", help="only this section (KD, Lessons Learned, …)")
+    p.add_argument("--evolution", action="store_true", help="include EVOLUTION.md")
+    p.add_argument("--archived", action="store_true", help="include archived entries")
+    p.set_defaults(func=_key_errors(_cmd_show))
+
+    p = actions.add_parser("add", parents=common, help="add an entry (next key, valid from today)")
+    p.add_argument("section", help="COE, KD, LL, RC, OT (MEMORY.md) or CR, CP, FA (EVOLUTION.md), or a section name")
+    p.add_argument("text", help="one line")
+    p.add_argument("--detail", help="provenance: 'path § heading' or 'transcript SESSION turns A-B'")
+    p.add_argument("--confidence", choices=["high", "medium", "low"])
+    p.add_argument("--alias", action="append", help="extra keyword for the index (repeatable)")
+    dated(p)
+    p.set_defaults(func=_key_errors(_cmd_add))
+
+    p = actions.add_parser("supersede", parents=common, help="replace an entry; the old one stays, marked superseded")
+    p.add_argument("key", help="the entry to supersede (KD07)")
+    p.add_argument("text", help="the new entry, one line")
+    p.add_argument("--detail")
+    p.add_argument("--confidence", choices=["high", "medium", "low"])
+    dated(p)
+    p.set_defaults(func=_key_errors(_cmd_supersede))
+
+    p = actions.add_parser("resolve", parents=common, help="resolve (or --close) an open thread")
+    p.add_argument("key", help="an open thread (OT03)")
+    p.add_argument("--note", help="how it was resolved")
+    p.add_argument("--close", action="store_true", help="closed without resolution")
+    dated(p)
+    p.set_defaults(func=_key_errors(_cmd_resolve))
+
+    p = actions.add_parser("archive", parents=common, help="move over-cap (or named) entries to Archives/")
+    p.add_argument("keys", nargs="*", help="entries to archive (default: what each over-cap section may give up)")
+    dated(p)
+    p.set_defaults(func=_key_errors(_cmd_archive))
+
+    p = actions.add_parser("index", parents=common, help="regenerate the compact index at the top of MEMORY.md")
+    p.set_defaults(func=_key_errors(_cmd_index))
+
+    p = actions.add_parser("check", parents=common, help="validate: unique keys, caps, references, guard re-scan (exit 1 on errors)")
+    p.set_defaults(func=_key_errors(_cmd_check))
+
+    p = actions.add_parser("search", parents=common, help="keyword search over entries (superseded ones weigh 0.1)")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10, help="results wanted (default 10)")
+    p.set_defaults(func=_key_errors(_cmd_search))
+
+    p = actions.add_parser("status", parents=common, help="entries per section, archives, daily notes and memory events")
+    p.set_defaults(func=_key_errors(_cmd_status))
+
+    p = sub.add_parser("distill", parents=common, help="turn a session into a DailyActivity note and MEMORY.md entries")
+    p.add_argument("source", metavar="SESSION_OR_PATH", help="a transcript file, or the id of a session indexed in --home")
+    p.add_argument("--engine", choices=["extractive", "bedrock"], default="extractive", help="extractive (offline, default) or bedrock (LLM)")
+    p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
+    p.add_argument("--region", help="AWS region for Bedrock")
+    p.add_argument("--session", help="only this session of the file")
+    p.add_argument("--format", choices=["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo"], help="force the transcript format")
+    p.add_argument("--no-promote", action="store_true", help="write the DailyActivity note only")
+    p.add_argument("--utc", action="store_true", help="date and time the note in UTC instead of local time")
+    p.set_defaults(func=_cmd_distill)

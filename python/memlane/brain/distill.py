@@ -1,0 +1,389 @@
+"""Distillation: a finished session → a DailyActivity entry → new MEMORY.md entries.
+
+For each session of a transcript file, :func:`distill`:
+
+1. asks an engine (:class:`~memlane.brain.engines.ExtractiveEngine` offline, or
+   :class:`~memlane.brain.engines.BedrockEngine`) for a topic, what was done, decisions,
+   files, commands, the outcome and memory candidates;
+2. drops any line the :class:`~memlane.brain.guard.MemoryGuard` would block (transcripts
+   carry tool output and pasted text; one poisoned line must not sink the whole note) and
+   reports it as withheld;
+3. appends ``## HH:MM | topic`` to ``DailyActivity/YYYY-MM-DD.md`` with a marker naming the
+   session, so distilling it again adds nothing;
+4. promotes decisions (KD), lessons (LL), open threads (OT) and incidents (COE) to
+   MEMORY.md with a ``Detail:`` line pointing at the transcript turns and the daily note. A
+   reversal ("we switched from X to Y", "no longer", "instead of") supersedes the active
+   entry that says X instead of adding a contradicting one.
+
+Steps 3 and 4 run in one brain transaction: the lock is held, the guard sees everything and
+nothing is written if any part fails.
+
+Example:
+    >>> import json, tempfile, pathlib
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = [{"role": "user", "content": "Pick a queue for the exporter.", "timestamp": "2026-03-02T10:00:00Z", "session_id": "s1"},
+    ...         {"role": "assistant", "content": "We decided to use SQS FIFO queues for `exporter.py`; ordering matters for invoices.",
+    ...          "timestamp": "2026-03-02T10:01:00Z", "session_id": "s1"}]
+    >>> _ = (tmp / "s1.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> from datetime import timezone
+    >>> brain = Brain(tmp / "brain", home=tmp / "home")
+    >>> [r.added for r in distill(tmp / "s1.jsonl", brain=brain, tz=timezone.utc)]
+    [['KD01']]
+    >>> [r.skipped for r in distill(tmp / "s1.jsonl", brain=brain, tz=timezone.utc)]
+    [True]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from memlane import _core
+from memlane._paths import default_home
+from memlane.brain._fs import read_text
+from memlane.brain.brain import DAILY_DIR, Brain, Transaction
+from memlane.brain.document import Entry
+from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session
+
+_KIND_SECTION = {"decision": "KD", "lesson": "LL", "thread": "OT", "incident": "COE"}
+_DAILY_HEADING = re.compile(r"^## (\d\d:\d\d) \|")
+
+
+@dataclass
+class DistillResult:
+    """What distilling one session did.
+
+    Attributes:
+        session_id: The session.
+        format: Its transcript format.
+        path: The transcript file.
+        engine: ``extractive`` or ``bedrock``.
+        skipped: True if the session was already distilled (nothing written).
+        daily: The DailyActivity file written.
+        heading: The ``## HH:MM | topic`` heading written.
+        added: Keys of new MEMORY.md entries.
+        superseded: ``{"old": key, "new": key}`` for each reversal applied.
+        withheld: ``{"text", "rule"}`` for lines the guard kept out.
+        archived: Keys moved to the archive because a section went over its cap.
+    """
+
+    session_id: str
+    format: str
+    path: str
+    engine: str
+    skipped: bool = False
+    daily: str | None = None
+    heading: str | None = None
+    added: list[str] = field(default_factory=list)
+    superseded: list[dict[str, str]] = field(default_factory=list)
+    withheld: list[dict[str, str]] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+def make_engine(engine: str | Engine = "extractive", *, model_id: str | None = None, region: str | None = None) -> Engine:
+    """An engine by name (``extractive`` or ``bedrock``), or the engine object itself.
+
+    Example:
+        >>> make_engine("bedrock", model_id="amazon.nova-lite-v1:0").model_id
+        'amazon.nova-lite-v1:0'
+    """
+    if not isinstance(engine, str):
+        return engine
+    if engine == "extractive":
+        return ExtractiveEngine()
+    if engine == "bedrock":
+        return BedrockEngine(model_id, region=region)
+    raise ValueError(f"unknown distill engine {engine!r}: use extractive or bedrock")
+
+
+def resolve_source(source: str | PathLike[str], home: str | PathLike[str] | None = None) -> Path:
+    """The transcript file for a path, or for a session id already indexed in ``home``.
+
+    A bare id is looked up in the home's manifest: first files whose name contains it (Claude
+    Code and Codex name files after the session), then the indexed chunks' session ids.
+
+    Raises:
+        FileNotFoundError: Neither a file nor an indexed session.
+    """
+    path = Path(source).expanduser()
+    if path.exists():
+        return path
+    sid = str(source)
+    home_dir = Path(home).expanduser() if home is not None else default_home()
+    manifest_path = home_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise FileNotFoundError(f"{sid}: no such file, and no index at {home_dir} to look a session id up in")
+    files: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8")).get("files", {})
+    for name in files:
+        if sid in Path(name).name and Path(name).exists():
+            return Path(name)
+    store = _core.Store(str(home_dir))
+    keys = [k for f in files.values() for k in f.get("keys", [])]
+    for start in range(0, len(keys), 4096):
+        for chunk in store.get(keys[start : start + 4096]):
+            if chunk.get("session_id") == sid:
+                return Path(chunk["path"])
+    raise FileNotFoundError(f"{sid}: no such file, and no indexed session has this id (pass the transcript's path)")
+
+
+def load_sessions(path: str | PathLike[str], *, session_id: str | None = None, format: str | None = None) -> list[Session]:  # noqa: A002
+    """The sessions of a transcript file worth distilling.
+
+    Subagent sessions are left out (their parent covers them) unless the file holds nothing
+    else or ``session_id`` names one.
+
+    Raises:
+        ValueError: No session in the file, or none with ``session_id``.
+    """
+    parsed = _core.parse_file(str(path), format)
+    sessions = [
+        Session(s["id"], s["format"], str(path), s.get("cwd"), s.get("title"), s["turns"], s.get("parent_id"))
+        for s in parsed["sessions"]
+        if s["turns"]
+    ]
+    if session_id is not None:
+        chosen = [s for s in sessions if s.id == session_id]
+        if not chosen:
+            ids = ", ".join(s.id for s in sessions) or "none"
+            raise ValueError(f"{path}: no session {session_id!r} (sessions: {ids})")
+        return chosen
+    talk = [s for s in sessions if any(t["role"] == "user" for t in s.turns)]
+    top = [s for s in talk if not s.parent_id]
+    if not (top or talk):
+        raise ValueError(f"{path}: no conversation found (format: {parsed.get('format') or 'not recognised'})")
+    return top or talk
+
+
+def _marker(session: Session) -> str:
+    return f"<!-- memlane:session id={session.id} format={session.format} -->"
+
+
+def _started(session: Session, tz: tzinfo | None) -> datetime:
+    ms = session.started_ms
+    if ms is None:
+        ms = int(Path(session.path).stat().st_mtime * 1000)
+    return datetime.fromtimestamp(ms / 1000, tz=tz) if tz is not None else datetime.fromtimestamp(ms / 1000).astimezone()
+
+
+def _daily_files(brain: Brain, when: datetime) -> list[Path]:
+    # Neighbouring days too: the same session lands on another date under another time zone.
+    return [brain.daily_dir / f"{(when + timedelta(days=d)).date().isoformat()}.md" for d in (0, -1, 1)]
+
+
+def already_distilled(brain: Brain, session: Session, tz: tzinfo | None = None) -> bool:
+    """True if a DailyActivity note already carries this session's marker."""
+    marker = _marker(session)
+    return any(marker in read_text(p) for p in _daily_files(brain, _started(session, tz)))
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _tokens(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+
+
+def find_reversed(item: Item, candidates: list[Entry]) -> Entry | None:
+    """The active entry a reversal gives up: it must mention what ``item.replaces`` names.
+
+    Example:
+        >>> old = Entry("KD01", "2026-04-01", "Billing stores invoices in Postgres.")
+        >>> new = Item("decision", "We switched from Postgres to DynamoDB for billing.", (3, 3), replaces="Postgres")
+        >>> find_reversed(new, [old]).key
+        'KD01'
+    """
+    if item.supersedes:
+        return next((e for e in candidates if e.key == item.supersedes and e.active), None)
+    if not item.replaces:
+        return None
+    gone = _tokens(item.replaces)
+    if not gone:
+        return None
+    words = _tokens(item.text)
+    best, best_score = None, 0.0
+    for e in candidates:
+        if not e.active:
+            continue
+        have = _tokens(e.text)
+        coverage = len(gone & have) / len(gone)
+        if coverage < 0.5:
+            continue
+        score = coverage + 0.5 * len(words & have) / max(len(words | have), 1)
+        if score > best_score:
+            best, best_score = e, score
+    return best
+
+
+def _clean(d: Distillation, brain: Brain, result: DistillResult, session: Session) -> Distillation:
+    """Drop every line the guard would block, recording it as withheld."""
+
+    def ok(text: str) -> bool:
+        findings = brain.guard.scan(text)
+        if findings:
+            result.withheld.append({"text": text[:200], "rule": findings[0].rule})
+            brain.log("blocked", rule=findings[0].rule, excerpt=findings[0].excerpt, path=session.path, stage="distill")
+        return not findings
+
+    topic = d.topic if ok(d.topic) else session.id
+    return Distillation(
+        topic=topic,
+        done=[x for x in d.done if ok(x)],
+        decisions=[x for x in d.decisions if ok(x)],
+        files=[x for x in d.files if ok(x)],
+        commands=[x for x in d.commands if ok(x)],
+        outcome=d.outcome if ok(d.outcome) else "(withheld by MemoryGuard)",
+        items=[i for i in d.items if ok(i.text) and (not i.replaces or ok(i.replaces))],
+    )
+
+
+def _code(s: str) -> str:
+    tick = "``" if "`" in s else "`"
+    pad = " " if tick == "``" else ""
+    return f"{tick}{pad}{s}{pad}{tick}"
+
+
+def render_daily_entry(session: Session, d: Distillation, heading: str, promoted: list[str]) -> str:
+    """The ``## HH:MM | topic`` section for one session."""
+    last = len(session.turns) - 1
+    lines = [heading, _marker(session)]
+    lines.append("- **Done:**" if d.done else "- **Done:** (nothing stated)")
+    lines += [f"  - {x}" for x in d.done]
+    lines.append("- **Decisions:**" if d.decisions else "- **Decisions:** none")
+    lines += [f"  - {x}" for x in d.decisions]
+    lines.append(f"- **Files:** {', '.join(_code(f) for f in d.files) or 'none'}")
+    lines.append(f"- **Commands:** {', '.join(_code(c) for c in d.commands) or 'none'}")
+    lines.append(f"- **Outcome:** {d.outcome or 'unknown'}")
+    if promoted:
+        lines.append(f"- **Promoted:** {', '.join(promoted)}")
+    lines.append(f"- **Transcript:** session `{session.id}` ({session.format}, turns 0-{last}) · {session.path}")
+    return "\n".join(lines) + "\n"
+
+
+def _insert_daily(text: str, day: str, entry: str, time: str) -> str:
+    """Put ``entry`` among the day's entries in time order."""
+    if not text.strip():
+        return f"# {day}\n\n{entry}"
+    lines = text.splitlines(keepends=True)
+    if not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    at = next((i for i, l in enumerate(lines) if (m := _DAILY_HEADING.match(l)) and m.group(1) > time), None)
+    if at is None:
+        sep = "" if lines[-1].strip() == "" else "\n"
+        return "".join(lines) + sep + entry
+    return "".join(lines[:at]) + entry + "\n" + "".join(lines[at:])
+
+
+def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item], detail_tail: str, result: DistillResult) -> list[str]:
+    memory = txn.memory
+    seen = {_norm(e.text) for e in memory.entries()} | {_norm(e.text) for e in brain._archived()}
+    notes: list[str] = []
+    for item in items:
+        if _norm(item.text) in seen:
+            continue
+        seen.add(_norm(item.text))
+        a, b = item.turns
+        detail = f"transcript {session.id} turns {a}-{b} · {detail_tail}"
+        fields = {"confidence": item.confidence} if item.confidence else {}
+        prefix = _KIND_SECTION[item.kind]
+        old = find_reversed(item, [e for e in memory.entries() if e.prefix in ("KD", "LL")]) if item.kind == "decision" else None
+        if old is not None:
+            new = brain._supersede_in(txn, old, item.text, detail, fields)
+            result.superseded.append({"old": old.key, "new": new.key})
+            notes.append(f"{new.key} (supersedes {old.key})")
+        else:
+            spec, _ = brain._spec(prefix)
+            new = brain._new_entry(txn, spec, False, item.text, detail, fields)
+            txn.event("add", key=new.key, path=new.source)
+            notes.append(new.key)
+        result.added.append(new.key)
+    result.archived = [e.key for e in brain._archive_overflow(txn, False)]
+    return notes
+
+
+def distill_session(
+    session: Session,
+    brain: Brain,
+    engine: Engine,
+    *,
+    promote: bool = True,
+    tz: tzinfo | None = None,
+) -> DistillResult:
+    """Distil one session (see the module doc); a session already distilled is skipped."""
+    result = DistillResult(session.id, session.format, session.path, engine.name)
+    if already_distilled(brain, session, tz):
+        result.skipped = True
+        return result
+    # The engine (maybe an LLM call of several seconds) runs before taking the lock; the
+    # transaction re-reads everything and re-checks the marker.
+    existing = brain._read_doc(brain.memory_path, brain.memory_schema).entries()
+    d = _clean(engine.distill(session, existing), brain, result, session)
+    when = _started(session, tz)
+    day, time = when.date().isoformat(), when.strftime("%H:%M")
+    daily = brain.daily_dir / f"{day}.md"
+    topic = " ".join(d.topic.split()) or session.id
+    heading = f"## {time} | {topic}"
+    with brain.transaction(when.date()) as txn:
+        if any(_marker(session) in txn.text(p) for p in _daily_files(brain, when)):
+            result.skipped = True
+            return result
+        tail = f"{DAILY_DIR}/{day}.md § {time} | {topic}"
+        promoted = _promote(brain, txn, session, d.items if promote else [], tail, result)
+        txn.put(daily, _insert_daily(txn.text(daily), day, render_daily_entry(session, d, heading, promoted), time))
+        txn.event("distill", session=session.id, path=session.path, added=len(result.added), superseded=len(result.superseded), withheld=len(result.withheld))
+    result.daily = str(daily)
+    result.heading = heading
+    return result
+
+
+def distill(
+    source: str | PathLike[str],
+    *,
+    brain: Brain | None = None,
+    engine: str | Engine = "extractive",
+    session_id: str | None = None,
+    promote: bool = True,
+    tz: tzinfo | None = None,
+    format: str | None = None,  # noqa: A002 - the CLI's --format
+    model_id: str | None = None,
+    region: str | None = None,
+) -> list[DistillResult]:
+    """Distil every session of a transcript file (or one indexed session by id).
+
+    Args:
+        source: A transcript file, or a session id the brain's home has indexed.
+        brain: Where to write (default: ``Brain()``).
+        engine: ``extractive`` (offline), ``bedrock``, or an :class:`Engine`.
+        session_id: Only this session of the file.
+        promote: Also add entries to MEMORY.md (else only the DailyActivity note).
+        tz: Time zone for the note's date and time (default: local).
+        format: Force the transcript format instead of auto-detection.
+        model_id: Bedrock model id.
+        region: Bedrock region.
+
+    Returns:
+        One result per session, in file order.
+
+    Raises:
+        FileNotFoundError: ``source`` is neither a file nor an indexed session.
+        ValueError: The file holds no conversation.
+        MemoryGuardError: The note or an entry still tripped the guard; nothing was written.
+        DistillError: The LLM call failed.
+    """
+    brain = brain or Brain()
+    path = resolve_source(source, brain.home)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: distill one transcript file at a time")
+    by_id = not Path(source).expanduser().exists()
+    sessions = load_sessions(path, session_id=session_id or (str(source) if by_id else None), format=format)
+    eng = make_engine(engine, model_id=model_id, region=region)
+    return [distill_session(s, brain, eng, promote=promote, tz=tz) for s in sessions]
