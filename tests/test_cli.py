@@ -62,3 +62,17 @@ def test_console_script_entry_point_runs(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["chunks"] == 0
+
+
+def test_embed_resumes_a_keyword_only_index(tmp_path, capsys, monkeypatch, fake_embedder):
+    import memlane
+    import memlane.cli as cli
+
+    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", PAIRS))
+    home = str(tmp_path / "home")
+    run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none")
+    monkeypatch.setattr(cli, "_open", lambda args, embedder: memlane.open(args.home, embedder=fake_embedder))
+    code, out, _ = run(capsys, "--home", home, "--json", "embed", "--resume")
+    assert code == 0 and json.loads(out)["chunks_embedded"] == 1
+    code, out, _ = run(capsys, "--home", home, "--json", "embed")
+    assert json.loads(out)["chunks_embedded"] == 0

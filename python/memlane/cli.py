@@ -110,6 +110,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_embed(args: argparse.Namespace) -> int:
+    mem = _open(args, args.embed)
+    bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
+    started = time.perf_counter()
+    done = mem.embed_pending(progress=bar)
+    seconds = time.perf_counter() - started
+    _emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
+    return 0
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     mem = _open(args, "none")
     status = mem.status()
@@ -157,6 +167,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
     p.add_argument("--embed", default="local", help="embedder for the query (must match the index): local, local:int8, none")
     p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)")
+    p.add_argument("--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped")
+    p.add_argument("--embed", default="local", help="embedder: local (default), local:int8")
+    p.set_defaults(func=_cmd_embed)
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
