@@ -7,6 +7,7 @@ per line sharing `message.id`, as the real CLI does).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from datetime import datetime, timedelta, timezone
@@ -24,13 +25,38 @@ FILES = [f"src/{a}/{b}.{ext}" for a in ("api", "core", "db", "ui", "jobs") for b
 ERRORS = ["ERR_CONN_RESET", "ECONNREFUSED", "exit code 137", "OOMKilled", "SIGSEGV", "E0502", "HTTP 503", "deadlock detected"]
 
 
+def _pseudo_words(count: int, seed: int = 1) -> list[str]:
+    """Pronounceable made-up words: a long tail of rare terms, as real text has."""
+    rng = random.Random(seed)
+    onsets, vowels, codas = "bcdfghjklmnprstvwz", "aeiou", ["", "n", "r", "s", "t", "l", "x"]
+    out = set()
+    while len(out) < count:
+        out.add("".join(rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(rng.randint(2, 4))))
+    return sorted(out)
+
+
+STOPWORDS = (
+    "the of and to a in is it that for on was with as be this are not but at by have from or an they "
+    "which you one were all we when there can if has more will would so no out up what about into them"
+).split()
+# Zipf-distributed vocabulary (s = 1.07, like English): function words at the head, then the
+# technical words, then 30k pseudo-words as the tail, so posting lists have realistic lengths.
+VOCAB = STOPWORDS + WORDS + _pseudo_words(30_000)
+_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(VOCAB))))
+
+
+def words(rng: random.Random, n: int) -> list[str]:
+    """`n` words drawn from the Zipf vocabulary."""
+    return rng.choices(VOCAB, cum_weights=_CUM_WEIGHTS, k=n)
+
+
 def _sentence(rng: random.Random, n: int) -> str:
-    words = [rng.choice(WORDS) for _ in range(n)]
+    words_ = words(rng, n)
     if rng.random() < 0.3:
-        words.insert(rng.randrange(len(words)), rng.choice(ERRORS))
+        words_.insert(rng.randrange(len(words_)), rng.choice(ERRORS))
     if rng.random() < 0.4:
-        words.insert(rng.randrange(len(words)), rng.choice(FILES))
-    return " ".join(words).capitalize() + "."
+        words_.insert(rng.randrange(len(words_)), rng.choice(FILES))
+    return " ".join(words_).capitalize() + "."
 
 
 def _paragraph(rng: random.Random, sentences: int) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import WORDS, generate, session_lines  # noqa: E402
+from archive import generate, session_lines, words  # noqa: E402
 
 import memlane  # noqa: E402
 from memlane import _core  # noqa: E402
@@ -42,16 +42,26 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
+_CENTROIDS = np.random.default_rng(0).standard_normal((256, DIM), dtype=np.float32)
+
+
+def clustered_unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Unit vectors around 256 topic centroids: sentence embeddings cluster by topic, and
+    uniform random vectors would make HNSW look slower than it is on real data."""
+    picks = rng.integers(0, len(_CENTROIDS), size=n)
+    vecs = _CENTROIDS[picks] + 0.6 * rng.standard_normal((n, DIM), dtype=np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
 def add_random_vectors(home: Path, seed: int = 3) -> int:
-    """Give every chunk a random unit vector (embedding excluded by design of this bench)."""
+    """Give every chunk a synthetic unit vector (embedding is excluded by design of this bench)."""
     rng = np.random.default_rng(seed)
     store = _core.Store(str(home))
     with store.writer() as w:
         keys = w.pending_vectors()
         for start in range(0, len(keys), 8192):
             batch = keys[start : start + 8192]
-            vecs = rng.standard_normal((len(batch), DIM), dtype=np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = clustered_unit_vectors(rng, len(batch))
             w.add_vectors("bench/random/384", np.ascontiguousarray(batch), np.ones(len(batch), dtype=np.uint64), vecs)
         w.commit()
     return len(keys)
@@ -97,9 +107,8 @@ def main() -> None:
 
     store = _core.Store(str(home), args.quantization)
     qrng = np.random.default_rng(5)
-    queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(args.queries)]
-    qvecs = qrng.standard_normal((args.queries, DIM), dtype=np.float32)
-    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
+    qvecs = clustered_unit_vectors(qrng, args.queries)
     for q, v in zip(queries[:20], qvecs[:20]):  # warm
         store.search(q, k=10, vector=v, threshold=0.0)
     lat = []

@@ -151,7 +151,7 @@ def test_realtalk_conversion_and_evidence():
     assert q["Nothing to find"].skip["turn"] == "no_evidence"
     assert q["Unknown ids only"].skip == {"turn": "no_valid_evidence", "session": "no_valid_evidence"}
     assert conv.evidence_issues == Counter(
-        {"evidence_strings": 11, "range": 1, "range_gap": 1, "list": 1, "reformatted": 2, "empty": 1, "unparseable": 1, "unknown_id": 2}
+        {"evidence_strings": 10, "range": 1, "range_gap": 1, "list": 1, "reformatted": 2, "empty": 1, "unparseable": 1, "unknown_id": 2}
     )
 
 
@@ -186,7 +186,7 @@ def test_beam_conversion_and_gold(tmp_path):
     assert q["multi_session_reasoning"].gold_turns == {"6"}
     assert q["abstention"].skip == {"turn": "abstention", "session": "abstention"} and q["abstention"].abstention
     assert q["summarization"].skip["turn"] == "no_evidence"
-    assert conv.evidence_issues == Counter({"evidence_strings": 7, "unknown_id": 1})
+    assert conv.evidence_issues == Counter({"evidence_strings": 8, "unknown_id": 1})
     chunks = _core.chunk_file(str(conv.write(tmp_path)), "generic")
     assert {i for c in chunks for i in c["turn_ids"]} == {str(i) for i in range(8)}
 

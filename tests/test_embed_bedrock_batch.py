@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from memlane.embed.bedrock import BATCH_PRICE_PER_1K_TOKENS_USD, MODEL_ID, cap_t
 from memlane.embed.bedrock_batch import (  # noqa: E402
     BatchJob,
     BatchJobError,
+    prepare_jobs,
     read_job_output,
     run_batch_embedding,
+    run_jobs,
     submit_job,
     wait_for_job,
     write_job_input,
@@ -299,6 +302,34 @@ def test_run_batch_embedding_end_to_end(aws) -> None:
     assert cached["blank"].shape == (1, 256) and cached["blank"][0, 0] == 1.0
     np.testing.assert_allclose(cached["hash0007"][0], unit(raw_vector(texts["hash0007"], 256)), rtol=1e-5, atol=1e-6)
     assert result.input_tokens == sum(len(t.split()) for h, t in texts.items() if h not in {"blank", "hash0042"})
+
+
+def test_two_phases_and_resume_from_saved_jobs(aws) -> None:
+    s3, bedrock, stubber = aws
+    texts = ((f"h{i}", f"text number {i}") for i in range(40))  # a generator, read once
+    jobs, partial = prepare_jobs(s3, texts, bucket=BUCKET, prefix="p", dimensions=256, run_id="r", max_records_per_job=20, min_records_per_job=10)
+    assert [j.records for j in jobs] == [20, 20] and all(j.arn is None for j in jobs)
+    assert partial.missing == {} and partial.vectors == {}
+    stubber.add_response("create_model_invocation_job", {"jobArn": arn(0)})
+    saved: list[dict[str, Any]] = []
+    stubber.add_response("get_model_invocation_job", description(arn(0), "InProgress"))
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt
+
+    # The process is interrupted while the first job runs: the saved job is all that is left of it.
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(jobs[:1], role_arn=ROLE, s3=s3, bedrock=bedrock, sleep=interrupted, on_submit=lambda j: saved.append(asdict(j)))
+    resumed = BatchJob(**json.loads(json.dumps(saved[0])))
+    assert resumed.arn == arn(0)
+    # Resuming waits for the saved job without submitting it again; the second one is new.
+    stubber.add_response("get_model_invocation_job", description(arn(0), "Completed"), {"jobIdentifier": arn(0)})
+    stubber.add_response("create_model_invocation_job", {"jobArn": arn(1)})
+    stubber.add_response("get_model_invocation_job", description(arn(1), "Completed"), {"jobIdentifier": arn(1)})
+    simulate_service(s3)
+    result = run_jobs([resumed, jobs[1]], role_arn=ROLE, s3=s3, bedrock=bedrock, max_concurrent_jobs=1, sleep=lambda _: None)
+    assert result.embedded == 40 and result.missing == {}
+    assert [j.arn for j in result.jobs] == [arn(0), arn(1)]
 
 
 def test_leftover_below_minimum_is_returned_for_on_demand(aws) -> None:

@@ -648,8 +648,9 @@ def _beam_conversation(d: Path, cid: str) -> Conversation:
     for category, items in probing.items() if isinstance(probing, dict) else []:
         for i, item in enumerate(items if isinstance(items, list) else []):
             raw = item.get("source_chat_ids")
+            flat = _flatten_ids(raw, issues)
             ids: list[str] = []
-            for n in _flatten_ids(raw, issues):
+            for n in flat:
                 issues["evidence_strings"] += 1
                 key = str(n)
                 if key not in turn_session:
@@ -666,7 +667,7 @@ def _beam_conversation(d: Path, cid: str) -> Conversation:
                     gold_sessions=sessions,
                     raw_evidence=raw,
                     abstention=category == "abstention",
-                    skip=_question_skip(ids, sessions, not _flatten_ids(raw, Counter()), abstention=category == "abstention"),
+                    skip=_question_skip(ids, sessions, not flat, abstention=category == "abstention"),
                 )
             )
     return Conversation(cid=cid, questions=questions, fmt="generic", payload=records, evidence_issues=issues, conversion_issues=conversion)
@@ -728,17 +729,20 @@ def iter_json_array(path: str | Path, block: int = 16 << 20) -> Iterator[Any]:
         skip_ws()
         if pos < len(buf) and buf[pos] == "]":
             return
+        count = 0
         while True:
             while True:
                 try:
                     item, end = decoder.raw_decode(buf, pos)
-                    # A number or literal cut at the block edge decodes "successfully".
-                    if end == len(buf) and not eof:
+                    # A number cut at the block edge ("3." of "3.5") decodes "successfully":
+                    # accept an item only once the separator after it is in the buffer.
+                    if not eof and buf.find(",", end) < 0 and buf.find("]", end) < 0:
                         raise json.JSONDecodeError("incomplete", buf, end)
                     break
                 except json.JSONDecodeError:
                     if not more():
-                        raise ValueError(f"{path}: invalid or truncated JSON near byte offset of item") from None
+                        raise ValueError(f"{path}: invalid or truncated JSON in array item {count + 1}") from None
+            count += 1
             yield item
             pos = end
             skip_ws()

@@ -116,6 +116,17 @@ def _embedder(spec: str | Embedder | None) -> tuple[str | Embedder, str]:
     return spec, spec.id
 
 
+def _indexed_turn_ids(home: Path, path: Path, fmt: str) -> set[str]:
+    """Turn ids of the chunks the home really holds.
+
+    Gold outside this set cannot be retrieved at all: its turn had no text, or its chunk had
+    the same text as another one and the store kept one copy (chunk keys are content hashes).
+    """
+    keys = sorted({chunk["key"] for chunk in _core.chunk_file(str(path), fmt)})
+    stored = _core.Store(str(home)).get(keys)
+    return {t for chunk in stored if chunk for t in (chunk.get("meta") or {}).get("turn_ids") or []}
+
+
 class _Tally:
     """Per-granularity accumulation of question scores by group and category."""
 
@@ -216,12 +227,12 @@ def run_benchmark(
             src = Path(tmp) / "src"
             src.mkdir()
             path = conv.write(src)
-            # The ids the chunker can emit: gold outside this set was lost before retrieval.
-            indexable = {t for chunk in _core.chunk_file(str(path), conv.fmt) for t in chunk["turn_ids"]}
+            home = Path(tmp) / "home"
             t0 = time.perf_counter()
-            with memlane.open(Path(tmp) / "home", embedder=emb) as mem:
+            with memlane.open(home, embedder=emb) as mem:
                 report = mem.index([path], embed=embedder_id != "none", format=conv.fmt)
                 seconds["index"] += time.perf_counter() - t0
+                indexable = _indexed_turn_ids(home, path, conv.fmt)
                 counts["chunks"] += report.chunks_added
                 counts["chunks_embedded"] += report.chunks_embedded
                 counts["embed_cache_hits"] += report.embed_cache_hits

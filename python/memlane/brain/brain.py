@@ -425,7 +425,9 @@ class Brain:
     def get(self, key: str) -> Entry | None:
         """The entry ``key`` from MEMORY.md, EVOLUTION.md or the archives."""
         key = key.upper()
-        return next((e for e in self._all_entries(True) if e.key == key), None)
+        entry = next((e for e in self._all_entries(True) if e.key == key), None)
+        self.log("read", path=entry.source if entry else str(self.dir), key=key, entries=int(entry is not None))
+        return entry
 
     def load(self, key: str, max_references: int = MAX_REFERENCES) -> list[Entry]:
         """An entry and the entries it references (1 hop, at most ``max_references``).
@@ -483,11 +485,11 @@ class Brain:
 
     # -- writing -------------------------------------------------------------------------
 
-    def _next_key(self, txn: Transaction, spec: SectionSpec, schema: Schema) -> str:
-        # Keys are never reused: count this transaction's files (entries may have moved to an
-        # archive not yet written) and every archive on disk.
-        _ = txn.evolution if schema.title == EVOLUTION_SCHEMA.title else txn.memory
-        used = [e.number for d in txn._docs.values() for e in d.entries() if e.prefix == spec.prefix]
+    def _next_key(self, txn: Transaction, spec: SectionSpec, evolution: bool) -> str:
+        # Keys are never reused: count this transaction's files (an entry may have moved to
+        # an archive not written yet) and every archive on disk.
+        docs = [txn.evolution if evolution else txn.memory, *txn._docs.values()]
+        used = [e.number for d in docs for e in d.entries() if e.prefix == spec.prefix]
         used += [e.number for e in self._archived() if e.prefix == spec.prefix]
         return f"{spec.prefix}{max(used, default=0) + 1:02d}"
 
@@ -500,10 +502,9 @@ class Brain:
         detail: str | None,
         meta: dict[str, str],
     ) -> Entry:
-        schema = self.evolution_schema if evolution else self.memory_schema
         doc = txn.evolution if evolution else txn.memory
         entry = Entry(
-            self._next_key(txn, spec, schema),
+            self._next_key(txn, spec, evolution),
             txn.today,
             _one_line(text, "the entry text"),
             _one_line(detail, "detail") if detail else None,
@@ -742,7 +743,13 @@ class Brain:
                     continue
                 n = len(s.entries())
                 if n > s.spec.cap:
-                    problems.append(Problem("warning", "over_cap", f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: run `memlane brain archive`", path=str(path)))
+                    inactive = sum(not e.active for e in s.entries())
+                    hint = (
+                        "run `memlane brain archive`"
+                        if s.spec.policy == "rolling" or inactive
+                        else f"its active entries are never archived automatically: supersede some or raise the cap (--cap {s.spec.prefix}=N)"
+                    )
+                    problems.append(Problem("warning", "over_cap", f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: {hint}", path=str(path)))
             for f in self.guard.scan(text):
                 problems.append(Problem("error", "guard", f"MemoryGuard rule {f.rule} matches {f.excerpt!r} (a hand edit?)", path=str(path)))
             if text and doc.entries():

@@ -229,7 +229,8 @@ def _clean(d: Distillation, brain: Brain, result: DistillResult, session: Sessio
 
     def ok(text: str) -> bool:
         findings = brain.guard.scan(text)
-        if findings:
+        # The same sentence may be both a decision line and an item: report it once.
+        if findings and all(w["text"] != text[:200] for w in result.withheld):
             result.withheld.append({"text": text[:200], "rule": findings[0].rule})
             brain.log("blocked", rule=findings[0].rule, excerpt=findings[0].excerpt, path=session.path, stage="distill")
         return not findings

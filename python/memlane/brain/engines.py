@@ -139,7 +139,16 @@ class Engine(Protocol):
 _SHELL_TOOLS = r"(?:bash|shell|exec_command|run_shell_command|shell_command|terminal|execute_command|local_shell|run_command|command)"
 _TOOL_LINE = re.compile(r"^\[tool ([^\]]*)\]\s?(.*)$")
 _COMMAND_LINE = re.compile(r"^\[tool " + _SHELL_TOOLS + r"\]\s+(.+)$", re.IGNORECASE)
-_TAG_BLOCK = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^>]*)?>.*?</\1>", re.DOTALL)
+# Wrappers agents inject into turns (reminders, slash-command echoes, environment blocks).
+# Named explicitly: a generic <tag>…</tag> pattern rescans the rest of the turn at every
+# "Vec<String>" and turns quadratic on long tool-heavy turns.
+_TAG_BLOCK = re.compile(
+    r"<(system-reminder|command-name|command-message|command-args|command-contents|local-command-stdout|"
+    r"local-command-stderr|local-command-caveat|bash-input|bash-stdout|bash-stderr|user-prompt-submit-hook|"
+    r"environment_context|user_instructions|instructions|INSTRUCTIONS|task-notification|ide_selection|"
+    r"ide_opened_file|ide_diagnostics|thinking)\b[^>]*>.*?</\1>",
+    re.DOTALL,
+)
 _FENCE_BLOCK = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", re.DOTALL | re.MULTILINE)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])")
 _MD_PREFIX = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+|#+\s+|>\s*)+")
@@ -257,8 +266,15 @@ _MARKERS: dict[str, list[tuple[re.Pattern[str], float]]] = {
     ],
     "thread": [
         (re.compile(r"\b(?:todo|fixme)\b\s*:?|\bopen\s+question\s*:?", re.I), 2.0),
-        (re.compile(r"\bstill\s+(?:need|needs|have)\s+to\b|\bfollow[- ]up\b|\bnext\s+steps?\b|\bleft\s+to\s+do\b", re.I), 1.5),
-        (re.compile(r"\bnot\s+(?:yet|done)\b|\bblocked\s+(?:on|by)\b|\bunresolved\b|\blater,?\s+(?:we|i)\s+(?:should|need|will)\b", re.I), 1.0),
+        (re.compile(r"\bstill\s+(?:need|needs|have)\s+to\b|\bfollow[- ]up\s*(?::|on\b|with\b)|\bnext\s+steps?\s*(?::|is\b|are\b|will\b)|\bleft\s+to\s+do\b", re.I), 1.5),
+        (
+            re.compile(
+                r"\bnot\s+yet\s+(?:done|implemented|fixed|supported|handled|tested|merged|deployed|resolved|wired)\b|"
+                r"\bblocked\s+(?:on|by)\b|\bunresolved\b|\blater,?\s+(?:we|i)\s+(?:should|need|will)\b",
+                re.I,
+            ),
+            1.0,
+        ),
     ],
 }
 
@@ -323,11 +339,12 @@ class ExtractiveEngine:
 
     def distill(self, session: Session, existing: Sequence[Entry]) -> Distillation:
         """See :class:`Engine`."""
-        user_requests = [(i, s) for i, t in enumerate(session.turns) if t["role"] == "user" for s in sentences(t["text"])[:1]]
-        topic = session.title if session.title and not session.title.startswith("[") else (user_requests[0][1] if user_requests else session.id)
-        done = [f"Asked: {_shorten(s, 160)}" for _, s in user_requests[:3]]
-        if len(user_requests) > 3:
-            done.append(f"…and {len(user_requests) - 3} more requests")
+        requests = [" ".join(ss) for t in session.turns if t["role"] == "user" and (ss := sentences(t["text"]))]
+        first = sentences(requests[0])[0] if requests else session.id
+        topic = session.title if session.title and not session.title.startswith("[") else first
+        done = [f"Asked: {_shorten(r, 160)}" for r in requests[:3]]
+        if len(requests) > 3:
+            done.append(f"…and {len(requests) - 3} more requests")
         last = next((t for t in reversed(session.turns) if t["role"] == "assistant" and sentences(t["text"])), None)
         outcome = _shorten(" ".join(sentences(last["text"])[-2:]), 240) if last else "no assistant reply"
 

@@ -57,7 +57,7 @@ _BIDI_RE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # Building blocks shared by several rules. Everything is matched case-insensitively on the
 # normalised text; [^\n] keeps command rules inside one line, \s+ lets phrase rules span lines.
 _NET = r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|ftp|dig|nslookup|invoke-webrequest|invoke-restmethod|iwr|irm)\b"
-_SECRET_VAR = r"\$\{?\w*(?:key|token|secret|passw(?:or)?d|credential|cookie)\w*\}?"
+_SECRET_VAR = r"\$(?:env:)?\{?\w*(?:key|token|secret|passw(?:or)?d|credential|cookie)\w*\}?"
 _HOMEDIR = r"(?:~|\$home|\$\{home\}|/home/[\w.-]+|/root|/users/[\w.-]+)?"
 _SECRET_FILE = (
     r"(?:" + _HOMEDIR + r"/?\.ssh/(?:id_\w+|[\w.-]*_key|identity)(?!\.pub)\b"
@@ -72,7 +72,8 @@ _SHELL_RC = (
     r"|config\.fish\b|/etc/profile(?:\.d/\S*)?|/etc/bash\.bashrc\b|/etc/environment\b"
 )
 _WRITE_CMD = r"(?:>>?|\btee\b|\bcp\b|\bmv\b|\bln\s+-s\w*|\bsed\s+-i\S*|\binstall\b)"
-_ADD_TO = r"\b(?:add|append|insert|write|put|paste)\b[^\n.]{0,120}?\b(?:to|into|in)\s+(?:the\s+|your\s+)?"
+# "Add X to ~/.bashrc": X may hold dots (hosts, paths) but not a sentence end.
+_ADD_TO = r"\b(?:add|append|insert|write|put|paste)\b(?:[^\n.]|\.(?=\S)){0,160}?\b(?:to|into|in)\s+(?:the\s+|your\s+)?"
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,20 @@ class Rule:
         description: One line for humans.
         patterns: Compiled patterns; any match is a finding.
         raw: Match the raw text (Unicode rules) instead of the normalised one.
+        needles: Substrings one of which every match contains; a text with none of them
+            skips the rule (most notes never mention sudoers, so why run its patterns).
     """
 
     name: str
     description: str
     patterns: tuple[re.Pattern[str], ...]
     raw: bool = False
+    needles: tuple[str, ...] = ()
 
 
-def _rule(name: str, description: str, *patterns: str, raw: bool = False) -> Rule:
+def _rule(name: str, description: str, *patterns: str, raw: bool = False, needles: tuple[str, ...] = ()) -> Rule:
     flags = 0 if raw else re.IGNORECASE | re.MULTILINE
-    return Rule(name, description, tuple(re.compile(p, flags) for p in patterns), raw)
+    return Rule(name, description, tuple(re.compile(p, flags) for p in patterns), raw, needles)
 
 
 RULES: tuple[Rule, ...] = (
@@ -111,10 +115,10 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "injection.role_reassignment",
         "reassigns the model's role or smuggles chat-template control tokens",
-        r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|my|acting|operating|free|unrestricted|unfiltered|jailbroken|dan\b|"
-        r"in\s+(?:developer|god|admin|jailbreak|dan|unrestricted)\s+mode)",
+        r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|my|acting|operating|free|unrestricted|unfiltered|jailbroken|dan|"
+        r"in\s+(?:developer|god|admin|jailbreak|dan|unrestricted)\s+mode)\b",
         r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+be|act\s+as|respond|answer|reply|obey|have\s+no|"
-        r"must\s+(?:obey|ignore|only|answer|respond|reply|act))\b",
+        r"(?:must|will|shall)\s+(?:obey|ignore|only|answer|respond|reply|act|follow\s+only))\b",
         r"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)\s+)?(?:an?\s+)?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|different)\b",
         r"\bpretend\s+(?:to\s+be|you\s+are|that\s+you\s+are)\b",
@@ -128,7 +132,7 @@ RULES: tuple[Rule, ...] = (
         "injection.concealment",
         "asks the model to hide what it does from the user",
         r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|alert|notify|mention\s+(?:this|it)\s+to|reveal\s+(?:this|it)\s+to|show\s+(?:this|it)\s+to)\s+"
-        r"(?:the\s+)?(?:user|human|operator)\b",
+        r"(?:the\s+)?(?:user|human|operator)\b(?!\s+(?:to|how)\b)",
         r"\bwithout\s+(?:telling|informing|alerting|notifying)\s+the\s+(?:user|human|operator)\b",
         r"\b(?:hide|conceal|keep)\s+(?:this|it|these|that)\s+(?:hidden\s+|secret\s+)?from\s+the\s+(?:user|human|operator)\b",
         r"\bsilently\b[^\n.]{0,40}\b(?:send|upload|post|exfiltrate|forward|transmit)\b",
@@ -136,19 +140,21 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "exfiltration.secret_in_request",
         "sends a secret-looking environment variable over the network",
-        _NET + r"[^\n]*" + _SECRET_VAR,
-        _SECRET_VAR + r"[^\n]*\|\s*" + _NET,
-        r"\b(?:env|printenv|export\s+-p)\b\s*\|[^\n]*" + _NET,
-        _NET + r"[^\n]*\$\((?:env|printenv)\)",
+        _NET + r"[^\n]{0,300}?" + _SECRET_VAR,
+        _SECRET_VAR + r"[^\n]{0,300}?\|\s*" + _NET,
+        r"\b(?:env|printenv|export\s+-p)\b\s*\|[^\n]{0,300}?" + _NET,
+        _NET + r"[^\n]{0,300}?\$\((?:env|printenv)\)",
+        needles=("$", "env", "export"),
     ),
     _rule(
         "exfiltration.secret_file_read",
         "reads or ships a credentials file (.env, cloud credentials, .netrc, SSH keys)",
         r"\b(?:cat|less|more|head|tail|strings|xxd|od|base64|bat|nl|tac|type|get-content|grep|awk)\b[^\n|;&]{0,80}?" + _SECRET_FILE,
         r"\b(?:cp|scp|rsync|tar\s+-?\w+|zip\s+-?\w*)\s+(?:-\S+\s+)*" + _SECRET_FILE,
-        r"(?:@|<\s*)" + _SECRET_FILE,
+        r"(?:@|<\s*)\S{0,40}?" + _SECRET_FILE,
         r"\b(?:read|print|dump|display|output|reveal|exfiltrate|upload|leak)\s+(?:out\s+)?(?:the\s+)?(?:contents?\s+of\s+)?"
         r"(?:the\s+|your\s+)?" + _SECRET_FILE,
+        needles=(".ssh", "id_", ".env", ".aws", "netrc", ".pgpass", ".git-credentials", ".docker", ".kube", "credentials.json", ".npmrc", ".pypirc", "gcloud", "/etc/shadow", ".gnupg"),
     ),
     _rule(
         "exfiltration.send_secrets",
@@ -162,8 +168,9 @@ RULES: tuple[Rule, ...] = (
         "persistence.authorized_keys",
         "installs an SSH key in authorized_keys",
         _WRITE_CMD + r"[^\n]{0,120}?\bauthorized_keys\b",
-        r"\b(?:echo|printf|cat)\b[^\n]*>>?[^\n]*\bauthorized_keys\b",
+        r"\b(?:echo|printf|cat)\b[^\n]{0,300}?>>?[^\n]{0,120}?\bauthorized_keys\b",
         _ADD_TO + r"(?:~/)?(?:\.ssh/)?authorized_keys\b",
+        needles=("authorized_keys",),
     ),
     _rule(
         "persistence.shell_rc",
@@ -171,14 +178,16 @@ RULES: tuple[Rule, ...] = (
         _WRITE_CMD + r"[^\n]{0,120}?(?:" + _SHELL_RC + r")",
         _ADD_TO + r"(?:" + _SHELL_RC + r")",
         r"\|\s*crontab\b|\bcrontab\s+(?:-u\s+\S+\s+)?-(?=\s|$)|(?:>>?|\btee\b)[^\n]{0,80}?/(?:etc|var/spool)/cron",
+        needles=("rc", "profile", "login", "zshenv", "config.fish", "/etc/environment", "cron"),
     ),
     _rule(
         "persistence.sudoers",
         "grants sudo rights",
-        r"(?:" + _WRITE_CMD + r"|\bvisudo\b)[^\n]{0,120}?\bsudoers\b",
-        _ADD_TO + r"(?:/etc/)?sudoers\b",
+        r"(?:" + _WRITE_CMD + r"|\bvisudo\b)[^\n]{0,120}?\bsudoers(?![\w-])",
+        _ADD_TO + r"(?:/etc/)?sudoers(?![\w-])",
         r"\bnopasswd\s*:\s*all\b",
         r"\b(?:usermod|gpasswd)\s+(?:-a\s*-?g|-g|-a)\s+(?:sudo|wheel|admin)\b",
+        needles=("sudoers", "nopasswd", "usermod", "gpasswd"),
     ),
     _rule("unicode.invisible", "contains invisible characters (zero-width, BOM, tag characters)", _INVISIBLE_RE.pattern, raw=True),
     _rule("unicode.bidi", "contains bidirectional overrides or isolates", _BIDI_RE.pattern, raw=True),
@@ -254,6 +263,8 @@ class MemoryGuard:
         out: list[Finding] = []
         for rule in self.rules:
             subject = text if rule.raw else norm
+            if rule.needles and not any(n in subject for n in rule.needles):
+                continue
             for pattern in rule.patterns:
                 out.extend(Finding(rule.name, _show(m.group(0))) for m in pattern.finditer(subject))
         return out

@@ -23,7 +23,6 @@ import json
 import random
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -254,7 +253,8 @@ class RetryPolicy:
         max_attempts: Total attempts per request, the first included.
         base_delay: Seconds; the cap of the first backoff.
         max_delay: Seconds; no backoff is longer.
-        sleep: How to wait (tests pass a recorder).
+        sleep: How to wait; ``None`` (default) waits in a way that a failing batch cuts
+            short, so requests still in flight give up promptly. Tests pass a recorder.
         jitter: Returns a float in ``[0, 1)``.
 
     Example:
@@ -265,7 +265,7 @@ class RetryPolicy:
     max_attempts: int = 4
     base_delay: float = 1.0
     max_delay: float = 20.0
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    sleep: Callable[[float], None] | None = field(default=None, repr=False)
     jitter: Callable[[], float] = field(default=random.random, repr=False)
 
     def __post_init__(self) -> None:
@@ -616,7 +616,10 @@ class BedrockEmbedder:
                 raise BedrockError("no-credentials", f"no usable AWS credentials ({exc}): {_NO_CREDENTIALS_HINT}") from None
             else:
                 return self._parse(payload)
-            self.retry.sleep(self.retry.delay(attempt))
+            if self.retry.sleep is None:
+                stop.wait(self.retry.delay(attempt))
+            else:
+                self.retry.sleep(self.retry.delay(attempt))
             if stop.is_set():
                 raise BedrockError("request-failed", "cancelled because another request in the batch failed")
 

@@ -11,6 +11,11 @@ Layout under ``s3://<bucket>/<prefix>/<job name>/``: ``input/part-NNNNN.jsonl``,
 ``records.json`` (content hashes in record order; record ``R0000000042`` is entry 42) and
 ``output/`` (Bedrock writes ``<job id>/part-NNNNN.jsonl.out`` there).
 
+Two phases, so that a caller holding a lock while it reads texts can let go before the
+hours a job may take: :func:`prepare_jobs` streams texts into S3, :func:`run_jobs` submits,
+waits and reads back (a :class:`BatchJob` is JSON-ready, so a run can be resumed from saved
+jobs). :func:`run_batch_embedding` does both.
+
 The control-plane and S3 clients keep botocore's standard retries (4 attempts): that is the
 one retry layer of this path. Needs an IAM service role that Bedrock can assume with read
 access to the input and write access to the output location.
@@ -21,7 +26,7 @@ Example:
     ...     role_arn="arn:aws:iam::123456789012:role/BedrockBatch", dimensions=1024,
     ...     sink=lambda vectors: cache.put_many("bedrock/amazon.titan-embed-text-v2:0/1024", vectors))
     >>> result.embedded, len(result.missing), round(result.estimated_cost_usd, 2)  # doctest: +SKIP
-    (224812, 188, 0.56)
+    (224812, 188, 1.12)
 """
 
 from __future__ import annotations
@@ -52,8 +57,11 @@ __all__ = [
     "BatchJob",
     "BatchJobError",
     "BatchResult",
+    "make_batch_clients",
+    "prepare_jobs",
     "read_job_output",
     "run_batch_embedding",
+    "run_jobs",
     "submit_job",
     "wait_for_job",
     "write_job_input",
@@ -179,7 +187,7 @@ def write_job_input(
     """Upload one job's input: JSONL parts and the record-to-hash list.
 
     Texts are capped to the model's limits exactly as on demand; pass no blank texts
-    (Titan rejects them; :func:`run_batch_embedding` filters them out).
+    (Titan rejects them; :func:`prepare_jobs` filters them out).
 
     Args:
         s3: An S3 client.
@@ -400,6 +408,160 @@ def _chunks(items: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[
         yield chunk
 
 
+def make_batch_clients(region: str | None = None, profile: str | None = None) -> tuple[Any, Any]:
+    """``(s3, bedrock)`` clients for batch jobs, with botocore's standard retries (4 attempts).
+
+    Example:
+        >>> s3, bedrock = make_batch_clients(region="us-east-1")  # doctest: +SKIP
+    """
+    from botocore.config import Config
+
+    session = make_session(region, profile)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 4})
+    return session.client("s3", config=config), session.client("bedrock", config=config)
+
+
+def prepare_jobs(
+    s3: Any,
+    texts: Iterable[tuple[str, str]] | Mapping[str, str],
+    *,
+    bucket: str,
+    prefix: str,
+    dimensions: int = 1024,
+    normalize: bool = True,
+    run_id: str | None = None,
+    max_records_per_job: int = MAX_RECORDS_PER_JOB,
+    min_records_per_job: int = MIN_RECORDS_PER_JOB,
+) -> tuple[list[BatchJob], BatchResult]:
+    """Phase 1: stream texts into job inputs on S3 (nothing is submitted).
+
+    Texts are read once, in order, and cut into jobs of ``max_records_per_job``, so a
+    generator over a huge archive needs memory for one input part, not the archive. A last
+    job smaller than ``min_records_per_job`` (Bedrock's minimum) is not written: its texts
+    go to the result's ``missing`` for on-demand embedding. Blank texts get the fixed vector
+    the on-demand embedder gives them, without a record.
+
+    Args:
+        s3: An S3 client.
+        texts: ``(content_hash, text)`` pairs or a mapping hash -> text.
+        bucket: S3 bucket (in the region the jobs will run in).
+        prefix: Key prefix under which each job gets a folder.
+        dimensions: 1024, 512 or 256 (match the on-demand embedder whose cache this fills).
+        normalize: Ask for unit vectors (returned vectors are unit either way).
+        run_id: Part of the job names (default: the UTC time), so a new run makes new jobs.
+        max_records_per_job: Records per job (Bedrock quota, default 50,000).
+        min_records_per_job: Fewest records Bedrock accepts in a job (quota, default 100).
+
+    Returns:
+        The jobs to run, and a result holding the blank texts' vectors and the leftovers.
+
+    Raises:
+        ValueError: On bad limits or dimensions.
+
+    Example:
+        >>> jobs, partial = prepare_jobs(s3, texts_by_hash, bucket="b", prefix="memlane")  # doctest: +SKIP
+        >>> [j.records for j in jobs], len(partial.missing)  # doctest: +SKIP
+        ([50000, 50000, 12345], 0)
+    """
+    if dimensions not in DIMENSIONS:
+        raise ValueError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
+    if not 1 <= min_records_per_job <= max_records_per_job:
+        raise ValueError("need 1 <= min_records_per_job <= max_records_per_job")
+    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    items = texts.items() if isinstance(texts, Mapping) else texts
+    result = BatchResult()
+    blank = blank_vector(dimensions).reshape(1, -1)
+
+    def sendable() -> Iterator[tuple[str, str]]:
+        for content_hash, text in items:
+            if text.strip():
+                yield content_hash, text
+            else:
+                result.vectors[content_hash] = blank
+                result.embedded += 1
+
+    jobs: list[BatchJob] = []
+    for n, chunk in enumerate(_chunks(sendable(), max_records_per_job)):
+        if len(chunk) < min_records_per_job:
+            why = f"only {len(chunk)} record(s) left for a job; Bedrock needs {min_records_per_job}: embed on demand"
+            result.missing.update({h: why for h, _ in chunk})
+            break
+        digest = hashlib.sha256("\n".join(h for h, _ in chunk).encode()).hexdigest()[:8]
+        jobs.append(
+            write_job_input(
+                s3, chunk, bucket=bucket, prefix=prefix, job_name=f"memlane-{run_id}-{digest}-{n:03d}",
+                dimensions=dimensions, normalize=normalize,
+            )
+        )
+    return jobs, result
+
+
+def run_jobs(
+    jobs: Iterable[BatchJob],
+    *,
+    role_arn: str,
+    s3: Any,
+    bedrock: Any,
+    max_concurrent_jobs: int = MAX_CONCURRENT_JOBS,
+    poll_seconds: float = 60.0,
+    timeout_seconds: float | None = None,
+    sink: Sink | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    on_status: Callable[[BatchJob, dict[str, Any]], None] | None = None,
+    on_submit: Callable[[BatchJob], None] | None = None,
+) -> BatchResult:
+    """Phase 2: submit prepared jobs, wait for them and read their outputs.
+
+    At most ``max_concurrent_jobs`` are submitted and unfinished at once; the next goes in
+    when the oldest finishes. A job that already has an ARN (resumed from a saved
+    :class:`BatchJob`) is waited for, not submitted again.
+
+    Args:
+        jobs: Jobs from :func:`prepare_jobs` (or saved ones).
+        role_arn: IAM service role for Bedrock batch inference.
+        s3: An S3 client.
+        bedrock: A ``bedrock`` (control-plane) client.
+        max_concurrent_jobs: Jobs in flight at once (Bedrock quota per model).
+        poll_seconds: Pause between status polls.
+        timeout_seconds: Per-job wait limit (``None``: the service's own timeout).
+        sink: Receives vectors as they are read (else they are returned in ``vectors``).
+        sleep: How to pause between polls.
+        on_status: Called with each job status description.
+        on_submit: Called with each job once it has an ARN (e.g. to save it for resuming).
+
+    Returns:
+        Vectors (or a count, with ``sink``), record errors in ``missing``, tokens billed.
+
+    Raises:
+        BatchJobError: If a job fails, stops, expires or times out.
+
+    Example:
+        >>> run_jobs(jobs, role_arn=role, s3=s3, bedrock=bedrock, sink=store).embedded  # doctest: +SKIP
+        112345
+    """
+    if max_concurrent_jobs < 1:
+        raise ValueError("max_concurrent_jobs must be >= 1")
+    result = BatchResult()
+    running: list[BatchJob] = []
+
+    def finish_oldest() -> None:
+        job = running.pop(0)
+        wait_for_job(bedrock, job, poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sleep=sleep, on_status=on_status)
+        result.merge(read_job_output(s3, job, sink=sink))
+
+    for job in jobs:
+        if len(running) >= max_concurrent_jobs:
+            finish_oldest()
+        if job.arn is None:
+            job = submit_job(bedrock, job, role_arn)
+        if on_submit is not None:
+            on_submit(job)
+        running.append(job)
+    while running:
+        finish_oldest()
+    return result
+
+
 def run_batch_embedding(
     texts: Iterable[tuple[str, str]] | Mapping[str, str],
     *,
@@ -422,31 +584,25 @@ def run_batch_embedding(
     sleep: Callable[[float], None] = time.sleep,
     on_status: Callable[[BatchJob, dict[str, Any]], None] | None = None,
 ) -> BatchResult:
-    """Embed many texts with Bedrock batch inference, end to end.
-
-    Texts are read in order and cut into jobs of ``max_records_per_job``; at most
-    ``max_concurrent_jobs`` run at once and the next is submitted when one finishes. A last
-    job smaller than ``min_records_per_job`` (Bedrock's minimum) is not run: its texts are
-    returned in ``missing`` for on-demand embedding. Blank texts get the same fixed vector
-    as on demand, without a record.
+    """Embed many texts with Bedrock batch inference, end to end: :func:`prepare_jobs` then :func:`run_jobs`.
 
     Args:
         texts: ``(content_hash, text)`` pairs or a mapping hash -> text; may be a generator.
-        bucket: S3 bucket for input and output (in the job's region).
+        bucket: S3 bucket for input and output (in the jobs' region).
         prefix: Key prefix under which each job gets a folder.
         role_arn: IAM service role for Bedrock batch inference.
-        dimensions: 1024, 512 or 256 (match the on-demand embedder whose cache this fills).
+        dimensions: 1024, 512 or 256.
         normalize: Ask for unit vectors (returned vectors are unit either way).
-        region: AWS region; default from the environment / profile.
-        profile: AWS profile.
-        run_id: Part of the job names (default: the UTC time), so a new run makes new jobs.
-        max_records_per_job: Records per job (Bedrock quota, default 50,000).
-        min_records_per_job: Fewest records Bedrock accepts in a job (quota, default 100).
-        max_concurrent_jobs: Jobs submitted and not finished at once.
+        region: AWS region for clients built here.
+        profile: AWS profile for clients built here.
+        run_id: Part of the job names (default: the UTC time).
+        max_records_per_job: Records per job.
+        min_records_per_job: Fewest records Bedrock accepts in a job.
+        max_concurrent_jobs: Jobs in flight at once.
         poll_seconds: Pause between status polls.
-        timeout_seconds: Per-job wait limit (``None``: the service's own timeout).
+        timeout_seconds: Per-job wait limit.
         sink: Receives vectors as they are read (else they are returned in ``vectors``).
-        s3: S3 client (default: built from region/profile, standard retries).
+        s3: S3 client (default: :func:`make_batch_clients`).
         bedrock: ``bedrock`` control-plane client (same default).
         sleep: How to pause between polls.
         on_status: Called with each job status description.
@@ -462,52 +618,19 @@ def run_batch_embedding(
         >>> run_batch_embedding({"ab12": "hello"}, bucket="b", prefix="p", role_arn=role).missing  # doctest: +SKIP
         {'ab12': 'only 1 record(s) left for a job; Bedrock needs 100: embed on demand'}
     """
-    if dimensions not in DIMENSIONS:
-        raise ValueError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
-    if not 1 <= min_records_per_job <= max_records_per_job or max_concurrent_jobs < 1:
-        raise ValueError("need 1 <= min_records_per_job <= max_records_per_job and max_concurrent_jobs >= 1")
     if s3 is None or bedrock is None:
-        from botocore.config import Config
-
-        session = make_session(region, profile)
-        config = Config(retries={"mode": "standard", "total_max_attempts": 4})
-        s3 = s3 or session.client("s3", config=config)
-        bedrock = bedrock or session.client("bedrock", config=config)
-    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    items = texts.items() if isinstance(texts, Mapping) else texts
-    result = BatchResult()
-    blank = blank_vector(dimensions).reshape(1, -1)
-
-    def sendable() -> Iterator[tuple[str, str]]:
-        for content_hash, text in items:
-            if text.strip():
-                yield content_hash, text
-            else:
-                result.vectors[content_hash] = blank
-                result.embedded += 1
-
-    running: list[BatchJob] = []
-
-    def finish_oldest() -> None:
-        job = running.pop(0)
-        wait_for_job(bedrock, job, poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sleep=sleep, on_status=on_status)
-        result.merge(read_job_output(s3, job, sink=sink))
-
-    for n, chunk in enumerate(_chunks(sendable(), max_records_per_job)):
-        if len(chunk) < min_records_per_job:
-            why = f"only {len(chunk)} record(s) left for a job; Bedrock needs {min_records_per_job}: embed on demand"
-            result.missing.update({h: why for h, _ in chunk})
-            break
-        digest = hashlib.sha256("\n".join(h for h, _ in chunk).encode()).hexdigest()[:8]
-        job = write_job_input(
-            s3, chunk, bucket=bucket, prefix=prefix, job_name=f"memlane-{run_id}-{digest}-{n:03d}",
-            dimensions=dimensions, normalize=normalize,
+        built_s3, built_bedrock = make_batch_clients(region, profile)
+        s3, bedrock = s3 or built_s3, bedrock or built_bedrock
+    jobs, result = prepare_jobs(
+        s3, texts, bucket=bucket, prefix=prefix, dimensions=dimensions, normalize=normalize, run_id=run_id,
+        max_records_per_job=max_records_per_job, min_records_per_job=min_records_per_job,
+    )
+    result.merge(
+        run_jobs(
+            jobs, role_arn=role_arn, s3=s3, bedrock=bedrock, max_concurrent_jobs=max_concurrent_jobs,
+            poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sink=sink, sleep=sleep, on_status=on_status,
         )
-        if len(running) >= max_concurrent_jobs:
-            finish_oldest()
-        running.append(submit_job(bedrock, job, role_arn))
-    while running:
-        finish_oldest()
+    )
     if sink is not None and result.vectors:
         sink(dict(result.vectors))
         result.vectors.clear()
