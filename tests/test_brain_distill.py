@@ -194,6 +194,14 @@ def test_real_claude_code_sample_files_and_commands(shared_data, brain):
     assert "- **Outcome:** Done! The hello function is ready." in text
 
 
+def test_real_claude_code_agent_results_do_not_leak_into_the_outcome(shared_data):
+    path = shared_data / "transcripts" / "claude-code" / "daaain-minimal_showcase" / "55550000-0000-4000-8000-000000000001.jsonl"
+    [session] = load_sessions(path)  # the subagent file beside it is left to its parent
+    d = ExtractiveEngine().distill(session, [])
+    assert d.outcome.endswith("Both modules are surveyed: web renders the column layout, and jobs runs three scheduled jobs.")
+    assert "agentId" not in d.outcome and "usage" not in d.outcome
+
+
 def test_real_codex_sample_tool_output_is_not_prose(shared_data):
     path = shared_data / "transcripts" / "codex" / "daaain" / "sessions" / "2026" / "01" / "02"
     [session] = load_sessions(next(path.glob("*.jsonl")))

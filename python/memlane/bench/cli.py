@@ -146,8 +146,8 @@ def format_markdown(result: dict[str, Any]) -> str:
         + {True: " (matches the published file)", False: " (NOT the published file)", None: ""}[result.get("file_verified")],
         f"- {c['conversations']} conversations, {c['questions']} questions; scored "
         + ", ".join(f"{g} {n}" for g, n in c["questions_scored"].items())
-        + "; skipped "
-        + (", ".join(f"{g}: " + (", ".join(f"{r} {n}" for r, n in s.items()) or "none") for g, s in c["questions_skipped"].items())),
+        + "; skipped: "
+        + ("; ".join(f"{g} " + (", ".join(f"{r} {n}" for r, n in s.items()) or "none") for g, s in c["questions_skipped"].items())),
         f"- evidence: {c['evidence_strings']} gold entries; repaired/dropped: "
         f"{', '.join(f'{k} {v}' for k, v in c['evidence_issues'].items()) or 'none'}; "
         f"gold turns not indexed {c['gold_turns_not_indexed']}; queries with no hit {c['empty_results']}",

@@ -592,7 +592,7 @@ def load_beam(path: str | Path, split: str = "all") -> Dataset:
 
     Example:
         >>> ds = load_beam("tests/fixtures/bench/beam")  # doctest: +SKIP
-        >>> ds.conversations[0].questions[0].gold_turns  # doctest: +SKIP
+        >>> ds.conversations[0].questions[1].gold_turns  # doctest: +SKIP
         frozenset({'1'})
     """
     _check_split("beam", split)

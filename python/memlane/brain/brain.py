@@ -258,7 +258,7 @@ class Transaction:
             rules = {f.rule for f in findings}
             path = next((p for p, t in pending.items() if {f.rule for f in guard.new_findings(t, self._old.get(p, ""))} & rules), None)
             err = MemoryGuardError(findings, str(path) if path else None)
-            for f in findings:
+            for f in err.findings:
                 self.brain.log("blocked", rule=f.rule, excerpt=f.excerpt, path=str(path) if path else None)
             raise err
         # Archives first, MEMORY.md last: a crash in between leaves an entry in both places,

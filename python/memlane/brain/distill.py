@@ -285,6 +285,8 @@ def _insert_daily(text: str, day: str, entry: str, time: str) -> str:
 
 
 def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item], detail_tail: str, result: DistillResult) -> list[str]:
+    if not items:
+        return []
     memory = txn.memory
     seen = {_norm(e.text) for e in memory.entries()} | {_norm(e.text) for e in brain._archived()}
     notes: list[str] = []

@@ -146,7 +146,7 @@ _TAG_BLOCK = re.compile(
     r"<(system-reminder|command-name|command-message|command-args|command-contents|local-command-stdout|"
     r"local-command-stderr|local-command-caveat|bash-input|bash-stdout|bash-stderr|user-prompt-submit-hook|"
     r"environment_context|user_instructions|instructions|INSTRUCTIONS|task-notification|ide_selection|"
-    r"ide_opened_file|ide_diagnostics|thinking)\b[^>]*>.*?</\1>",
+    r"ide_opened_file|ide_diagnostics|thinking|usage)\b[^>]*>.*?</\1>",
     re.DOTALL,
 )
 _FENCE_BLOCK = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", re.DOTALL | re.MULTILINE)
@@ -185,9 +185,12 @@ def _prose_lines(text: str) -> list[str]:
 
 
 def _looks_like_prose(line: str) -> bool:
+    # Tool output is often wordy too ("agentId: x (use SendMessage …)"); a sentence also ends
+    # like one.
     words = line.split()
     letters = sum(c.isalpha() for c in line)
-    return len(words) >= 4 and letters >= 0.6 * len(line.replace(" ", "")) and line[0].isalpha()
+    ends = line.rstrip("*_\"')`]").endswith((".", "!", "?"))
+    return len(words) >= 4 and letters >= 0.6 * len(line.replace(" ", "")) and line[0].isalpha() and ends
 
 
 def sentences(text: str) -> list[str]:

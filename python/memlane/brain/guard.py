@@ -16,11 +16,12 @@ tool output could turn that into an attack:
 Rules match the text after NFKC normalisation with invisible characters removed and case
 ignored, so full-width letters or a zero-width space inside "ignore" do not slip through.
 They aim at *instructions and commands*, not topics: "rotated the API key", "curl -fsSL …
-| sh to install uv" and "the bastion checks authorized_keys" pass. Known gaps: homoglyphs
-from other scripts (Cyrillic "о" in "ignоre"), base64 or otherwise encoded payloads, and
-paraphrases no rule anticipates; a legitimate ``curl -H "Authorization: Bearer $TOKEN"`` note
-is blocked on purpose (write "authenticate with the GITHUB_TOKEN variable" instead), and
-so is a zero-width joiner inside an emoji.
+| sh to install uv" and "the bastion checks authorized_keys" pass. Known gaps (see
+``KNOWN_GAPS`` in the tests): homoglyphs from other scripts (Cyrillic "о" in "ignоre"),
+base64 or otherwise encoded payloads, bare role labels ("SYSTEM: …") and paraphrases no rule
+anticipates. A legitimate ``curl -H "Authorization: Bearer $TOKEN"`` note is blocked on
+purpose (write "authenticate with the GITHUB_TOKEN variable" instead), and so is a zero-width
+joiner inside an emoji.
 
 Example:
     >>> guard = MemoryGuard()
@@ -73,7 +74,7 @@ _SHELL_RC = (
 )
 _WRITE_CMD = r"(?:>>?|\btee\b|\bcp\b|\bmv\b|\bln\s+-s\w*|\bsed\s+-i\S*|\binstall\b)"
 # "Add X to ~/.bashrc": X may hold dots (hosts, paths) but not a sentence end.
-_ADD_TO = r"\b(?:add|append|insert|write|put|paste)\b(?:[^\n.]|\.(?=\S)){0,160}?\b(?:to|into|in)\s+(?:the\s+|your\s+)?"
+_ADD_TO = r"\b(?:add|append|insert|write|put|paste)\b(?:[^\n.]|\.(?=\S)){0,160}?\b(?:to|into|in)\s+(?:the\s+|your\s+|(?:the\s+)?[\w-]+'s\s+)?"
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "injection.ignore_instructions",
         "tells the model to drop the instructions it was given",
-        r"\b(?:ignore|disregard|forget|override|bypass)\b(?:\s+\S+){0,3}?\s+(?:previous|prior|above|earlier|preceding|"
+        r"\b(?:ignore|disregard|forget|override|bypass|overlook|discard|abandon|set\s+aside)\b(?:\s+\S+){0,3}?\s+(?:previous|prior|above|earlier|preceding|"
         r"your|system|safety|original|initial|all\s+(?:previous|prior|earlier|above|of\s+your|your|the))\b(?:\s+\S+){0,3}?\s+"
         r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|guidance|constraints|"
         r"messages|context|programming|polic(?:y|ies))\b",
@@ -127,6 +128,7 @@ RULES: tuple[Rule, ...] = (
         r"\[/?inst\]|<</?sys>>",
         r"</?(?:system|system-reminder|system_prompt|instructions?|admin)>",
         r"\b(?:system|admin|root|developer)\s+(?:override|command|message|prompt)\s*:",
+        r"\b(?:no|without(?:\s+any)?)\s+(?:safety|content|ethical|moral)\s+(?:filters?|restrictions|guidelines|guardrails|polic(?:y|ies)|limits)\b",
     ),
     _rule(
         "injection.concealment",
@@ -134,6 +136,7 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|alert|notify|mention\s+(?:this|it)\s+to|reveal\s+(?:this|it)\s+to|show\s+(?:this|it)\s+to)\s+"
         r"(?:the\s+)?(?:user|human|operator)\b(?!\s+(?:to|how)\b)",
         r"\bwithout\s+(?:telling|informing|alerting|notifying)\s+the\s+(?:user|human|operator)\b",
+        r"\b(?:never|don't|do\s+not)\s+let\s+the\s+(?:user|human|operator)\s+(?:know|see|notice|find\s+out)\b",
         r"\b(?:hide|conceal|keep)\s+(?:this|it|these|that)\s+(?:hidden\s+|secret\s+)?from\s+the\s+(?:user|human|operator)\b",
         r"\bsilently\b[^\n.]{0,40}\b(?:send|upload|post|exfiltrate|forward|transmit)\b",
     ),
@@ -144,6 +147,8 @@ RULES: tuple[Rule, ...] = (
         _SECRET_VAR + r"[^\n]{0,300}?\|\s*" + _NET,
         r"\b(?:env|printenv|export\s+-p)\b\s*\|[^\n]{0,300}?" + _NET,
         _NET + r"[^\n]{0,300}?\$\((?:env|printenv)\)",
+        # The whole environment handed to an HTTP client (a subscript like os.environ["URL"] is fine).
+        r"\b(?:requests|httpx|urllib\S*|aiohttp\S*|fetch|axios)\b[^\n]{0,200}?(?:os\.environ|process\.env)\b(?!\s*[\[.(])",
         needles=("$", "env", "export"),
     ),
     _rule(
@@ -152,8 +157,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:cat|less|more|head|tail|strings|xxd|od|base64|bat|nl|tac|type|get-content|grep|awk)\b[^\n|;&]{0,80}?" + _SECRET_FILE,
         r"\b(?:cp|scp|rsync|tar\s+-?\w+|zip\s+-?\w*)\s+(?:-\S+\s+)*" + _SECRET_FILE,
         r"(?:@|<\s*)\S{0,40}?" + _SECRET_FILE,
-        r"\b(?:read|print|dump|display|output|reveal|exfiltrate|upload|leak)\s+(?:out\s+)?(?:the\s+)?(?:contents?\s+of\s+)?"
-        r"(?:the\s+|your\s+)?" + _SECRET_FILE,
+        r"\b(?:read|print|dump|display|output|reveal|exfiltrate|upload|leak|attach|share|paste)\s+(?:out\s+)?(?:the\s+)?"
+        r"(?:(?:full|entire|whole|raw)\s+)?(?:contents?\s+of\s+)?(?:the\s+|your\s+)?" + _SECRET_FILE,
         needles=(".ssh", "id_", ".env", ".aws", "netrc", ".pgpass", ".git-credentials", ".docker", ".kube", "credentials.json", ".npmrc", ".pypirc", "gcloud", "/etc/shadow", ".gnupg"),
     ),
     _rule(
@@ -189,6 +194,14 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:usermod|gpasswd)\s+(?:-a\s*-?g|-g|-a)\s+(?:sudo|wheel|admin)\b",
         needles=("sudoers", "nopasswd", "usermod", "gpasswd"),
     ),
+    _rule(
+        "persistence.backdoor",
+        "opens a reverse shell or plants a setuid binary",
+        r"\b(?:nc|ncat|netcat)\b[^\n]{0,80}?\s-[a-z]*[ec]\s",
+        r"\b(?:bash|sh)\s+-i\s*[<>]&?\s*/dev/(?:tcp|udp)/",
+        r"\bchmod\s+(?:-\w+\s+)*(?:(?:u|ug|ugo|a)?\+s\b|[4-7][0-7]{3}\b)",  # setuid; g+s on shared dirs is fine
+        needles=("nc", "cat", "/dev/", "chmod"),
+    ),
     _rule("unicode.invisible", "contains invisible characters (zero-width, BOM, tag characters)", _INVISIBLE_RE.pattern, raw=True),
     _rule("unicode.bidi", "contains bidirectional overrides or isolates", _BIDI_RE.pattern, raw=True),
 )
@@ -218,7 +231,8 @@ class MemoryGuardError(MemlaneError):
     """
 
     def __init__(self, findings: Sequence[Finding], path: str | None = None) -> None:
-        self.findings = list(findings)
+        # The same text may match twice (an entry and its index line): report it once.
+        self.findings = list(dict.fromkeys(findings))
         self.rule = self.findings[0].rule
         self.excerpt = self.findings[0].excerpt
         self.path = path

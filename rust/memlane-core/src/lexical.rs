@@ -13,7 +13,7 @@ use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
     STRING,
 };
-use tantivy::tokenizer::{Language, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
+use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
     DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
 };
@@ -127,12 +127,7 @@ fn schema() -> (Schema, Fields) {
 }
 
 fn analyzer() -> TextAnalyzer {
-    let stop = StopWordFilter::new(Language::English)
-        .unwrap_or_else(|| StopWordFilter::remove(Vec::new()));
-    TextAnalyzer::builder(CodeTokenizer::default())
-        .filter(stop)
-        .filter(Stemmer::new(Language::English))
-        .build()
+    TextAnalyzer::builder(CodeTokenizer::default()).build()
 }
 
 /// The BM25 index of one memlane home.

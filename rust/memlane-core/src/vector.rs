@@ -223,7 +223,7 @@ impl VectorIndex {
             return Ok(Vec::new());
         }
         // Over-fetch: several windows of one chunk may crowd the top.
-        let want = (limit * 3).min(self.index.size());
+        let want = (limit * 2).min(self.index.size());
         let matches = match allowed {
             Some(set) => self
                 .index
