@@ -60,7 +60,7 @@ def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
 def _open(args: argparse.Namespace, embedder: str) -> Any:
     import memlane
 
-    return memlane.open(args.home, embedder=embedder)
+    return memlane.open(args.home, embedder=embedder, quantization=getattr(args, "quantization", "f16"))
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -154,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine)")
     p.add_argument("--embed", default="local", help="embedder: local (default), local:int8, none")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
+    p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")
     p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
