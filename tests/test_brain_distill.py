@@ -12,7 +12,7 @@ from conftest import write_jsonl
 from memlane.brain import BedrockEngine, Brain, DistillError, ExtractiveEngine, distill
 from memlane.brain.distill import already_distilled, load_sessions, resolve_source
 from memlane.brain.engines import Session, render_transcript, reversal, sentences
-from memlane.brain.events import summarize
+from memlane.events import summarize
 
 UTC = timezone.utc
 
@@ -263,6 +263,7 @@ def test_render_transcript_keeps_head_and_tail_within_budget():
 
 
 def _stubbed_client():
+    pytest.importorskip("botocore", reason="the Bedrock engine tests need boto3 (dev extra)")
     import botocore.session
     from botocore.stub import Stubber
 

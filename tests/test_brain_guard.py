@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlane.brain import Brain, MemoryGuard, MemoryGuardError
-from memlane.brain.events import summarize
+from memlane.events import summarize
 from memlane.errors import MemlaneError
 
 # (expected rule family, text). Families: injection, exfiltration, persistence, unicode.

@@ -9,7 +9,7 @@ import pytest
 
 from memlane.brain import Brain, default_brain_dir
 from memlane.brain.document import INDEX_END, MEMORY_SCHEMA, parse
-from memlane.brain.events import EventLog, format_summary, summarize
+from memlane.events import EventLog, format_summary, summarize
 
 
 @pytest.fixture

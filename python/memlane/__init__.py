@@ -21,6 +21,7 @@ from memlane.errors import (
 from memlane.memory import Hit, IndexReport, Memory, open
 
 __all__ = [
+    "Brain",
     "CorruptIndexError",
     "EmbedderMismatchError",
     "Hit",
@@ -28,7 +29,17 @@ __all__ = [
     "IndexReport",
     "MemlaneError",
     "Memory",
+    "MemoryGuardError",
     "ParseError",
     "__version__",
     "open",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The brain (MEMORY.md, guard rules) loads on first use so `import memlane` stays fast.
+    if name in ("Brain", "MemoryGuardError"):
+        import memlane.brain
+
+        return getattr(memlane.brain, name)
+    raise AttributeError(f"module 'memlane' has no attribute {name!r}")

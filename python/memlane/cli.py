@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane._paths import agent_transcript_dirs, default_home
+from memlane.events import format_summary
 
 _FORMATS = ["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo"]
 
@@ -131,7 +132,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"({status['vectors']} window vectors)\n"
         f"embedder    {status['embedder_id'] or '-'}\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
-        f"emb. cache  {cache.get('entries', 0)} entries, {cache.get('bytes', 0) / 1e6:.1f} MB at {cache['path']}"
+        f"emb. cache  {cache.get('entries', 0)} entries, {cache.get('bytes', 0) / 1e6:.1f} MB at {cache['path']}\n"
+        f"events      {format_summary(status['memory_events'])}"
     )
     _emit(args, status, text)
     return 0
@@ -176,6 +178,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
+
+    from memlane.brain.cli import add_parsers as add_brain_parsers
+
+    add_brain_parsers(sub, [common(False)])
     return parser
 
 

@@ -15,14 +15,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memlane import _core
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
 from memlane.embed import Embedder, make_embedder
-from memlane.embed.cache import EmbeddingCache
+from memlane.events import EventLog
+from memlane.events import summarize as summarize_events
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memlane.embed.cache import EmbeddingCache
 
 # Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
 # smooth progress bar and prompt Ctrl-C.
@@ -167,6 +171,7 @@ class Memory:
         self._embedder: Embedder | None = embedder if not isinstance(embedder, (str, type(None))) else None
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self._cache: EmbeddingCache | None = None
+        self.events = EventLog(self.home)
 
     # -- embedding -------------------------------------------------------------------------
 
@@ -181,6 +186,8 @@ class Memory:
     def cache(self) -> EmbeddingCache:
         """The shared embedding cache."""
         if self._cache is None:
+            from memlane.embed.cache import EmbeddingCache
+
             self._cache = EmbeddingCache(self._cache_dir / "embeddings.sqlite")
         return self._cache
 
@@ -256,6 +263,8 @@ class Memory:
             setattr(report, name, core_report[name])
         report.records_skipped = dict(core_report["records_skipped"])
         report.seconds = time.perf_counter() - started
+        self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
+                           chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded)
         return report
 
     def embed_pending(self, progress: Progress | None = None) -> int:
@@ -280,6 +289,8 @@ class Memory:
             keys, vectors, batch_hits = self._embed_chunks(rows, embedder)
             hits += batch_hits
             if keys:
+                import numpy as np
+
                 counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
                 flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
                 writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
@@ -337,6 +348,8 @@ class Memory:
         if meta.get("embedder_id") and self._embedder_spec != "none":
             embedder = self.embedder
             if embedder is not None:
+                import numpy as np
+
                 vector = np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32)
                 embedder_id = embedder.id
         raw = self._store.search(
@@ -353,13 +366,16 @@ class Memory:
             threshold=threshold,
             candidates=max(50, 5 * k),
         )
-        return [Hit._from_core(d) for d in raw]
+        hits = [Hit._from_core(d) for d in raw]
+        self.events.append("search", query=query, results=len(hits))
+        return hits
 
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""
         status = dict(self._store.status())
         cache = self._cache_dir / "embeddings.sqlite"
         status["embedding_cache"] = self.cache.summary() if cache.exists() else {"path": str(cache), "entries": 0}
+        status["memory_events"] = summarize_events(self.home)
         return status
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from memlane.brain.brain import Brain, Problem, Transaction, default_brain_dir
 from memlane.brain.distill import DistillResult, distill
 from memlane.brain.document import EVOLUTION_SCHEMA, MEMORY_SCHEMA, Document, Entry, Schema, SectionSpec, parse
 from memlane.brain.engines import BedrockEngine, DistillError, Distillation, Engine, ExtractiveEngine, Item, Session
-from memlane.brain.events import EventLog, summarize
+from memlane.events import EventLog, summarize
 from memlane.brain.guard import Finding, MemoryGuard, MemoryGuardError
 
 __all__ = [

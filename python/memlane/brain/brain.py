@@ -49,7 +49,7 @@ from memlane.brain.document import (
     new_document,
     parse,
 )
-from memlane.brain.events import EventLog
+from memlane.events import EventLog
 from memlane.brain.guard import MemoryGuard, MemoryGuardError
 
 MEMORY_FILE = "MEMORY.md"

@@ -24,7 +24,7 @@ from typing import Any
 from memlane._paths import default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
-from memlane.brain.events import format_summary, summarize
+from memlane.events import format_summary, summarize
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
