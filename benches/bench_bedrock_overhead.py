@@ -17,22 +17,27 @@ Run from the repository root:
 
     .venv/bin/python benches/bench_bedrock_overhead.py --calls 2000
 
-Output on the 2-core Xeon dev VM (Python 3.11, botocore 1.44.5, 1024 dims, 2,000-character
-texts, medians of 3 runs, machine otherwise idle):
+Output on the 2-core dev VM (Python 3.11, botocore 1.44.5, 1024 dims, 2,000-character
+texts, median of 3 runs of 2,000 calls; other sessions' jobs were intermittently busy on the
+same VM, and repeated runs varied by about 20%):
 
     mode     path      concurrency  calls  us/call  calls/s
-    stubber  raw                 1   2000      229     4366
-    stubber  embedder            1   2000      291     3436
-    stubber  embedder            8   2000      325     3077
-    stubber  embedder           32   2000      330     3030
-    wire     raw                 1   2000      681     1469
-    wire     embedder            1   2000      746     1340
-    wire     embedder            8   2000      859     1164
-    wire     embedder           32   2000      868     1152
+    stubber  raw                 1   2000      524     1909
+    stubber  embedder            1   2000      764     1309
+    stubber  embedder            8   2000     1017      983
+    stubber  embedder           32   2000     1167      857
+    wire     raw                 1   2000     1298      770
+    wire     embedder            1   2000     1445      692
+    wire     embedder            8   2000     1659      603
+    wire     embedder           32   2000     1809      553
 
-Threads do not cut CPU per call (the GIL serialises Python work); they overlap network
-waits, which are ~50-150 ms per real Titan call. So one process can keep ~1,100 calls/s
-going, an order of magnitude above Bedrock's default on-demand quota for this model.
+About half of a stubbed call is ``json.loads`` of the Titan body (1,024 floats, twice:
+``embedding`` and ``embeddingsByType``). Threads do not cut CPU per call (the GIL
+serialises the Python work, and handing it between 8-32 busy threads costs 15-50%); they
+exist to overlap network waits, ~50-150 ms per real Titan call. One process can still drive
+~550 calls/s (33,000 a minute) at concurrency 32, well above Bedrock's default on-demand
+requests-per-minute quota for this model (check yours in Service Quotas), so the quota, not
+this path, bounds an on-demand backfill.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -129,12 +134,10 @@ def run(mode: str, path: str, concurrency: int, texts: list[str], bodies: list[b
     stubber = stubbed(client, bodies, len(texts)) if mode == "stubber" else None
     if mode == "wire":
         wired(client, bodies)
-    timer: Callable[[], float]
     if path == "raw":
-        timer = lambda: time_raw(client, texts, dim)  # noqa: E731
+        elapsed = time_raw(client, texts, dim)
     else:
-        timer = lambda: time_embedder(client, texts, dim, concurrency)  # noqa: E731
-    elapsed = timer()
+        elapsed = time_embedder(client, texts, dim, concurrency)
     if stubber is not None:
         stubber.deactivate()
     return elapsed

@@ -239,12 +239,17 @@ def test_single_string_is_refused(stubbed) -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    [{"inputTextTokenCount": 1}, {"embedding": [0.0, 1.0], "inputTextTokenCount": 1}, {"embedding": [0.0] * 256, "inputTextTokenCount": 1}],
-    ids=["no-embedding", "wrong-dim", "zero-vector"],
+    [
+        {"inputTextTokenCount": 1},
+        {"embedding": [0.0, 1.0], "inputTextTokenCount": 1},
+        {"embedding": [0.0] * 256, "inputTextTokenCount": 1},
+        None,
+    ],
+    ids=["no-embedding", "wrong-dim", "zero-vector", "not-json"],
 )
-def test_malformed_response(stubbed, payload: dict[str, Any]) -> None:
+def test_malformed_response(stubbed, payload: dict[str, Any] | None) -> None:
     emb, stubber = stubbed(dimensions=256)
-    raw = json.dumps(payload).encode()
+    raw = json.dumps(payload).encode() if payload is not None else b"<html>gateway error</html>"
     stubber.add_response("invoke_model", {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"})
     with pytest.raises(BedrockError) as info:
         emb.embed_documents(["x"])
@@ -341,10 +346,10 @@ def test_jitter_and_cap() -> None:
 @pytest.mark.parametrize(
     ("code", "status", "message", "reason", "says"),
     [
-        ("AccessDeniedException", 403, "You don't have access to the model with the specified model ID.", "no-model-access", "Model access"),
+        ("AccessDeniedException", 403, "You don't have access to the model.", "no-model-access", "Model access"),
         ("ValidationException", 400, "The provided model identifier is invalid.", "wrong-region", "not available"),
         ("ResourceNotFoundException", 404, "Could not resolve the foundation model", "wrong-region", "region"),
-        ("UnrecognizedClientException", 403, "The security token included in the request is invalid.", "bad-credentials", "rejected the credentials"),
+        ("UnrecognizedClientException", 403, "The security token is invalid.", "bad-credentials", "rejected the credentials"),
         ("ExpiredTokenException", 403, "The security token included in the request is expired", "bad-credentials", "expired"),
         ("ValidationException", 400, "Malformed input request: expected maxLength: 50000", "invalid-request", "rejected the request"),
         ("ServiceQuotaExceededException", 400, "Your request exceeds the service quota", "quota", "quota"),
@@ -546,3 +551,20 @@ def test_real_bedrock(real_bedrock: str) -> None:
     assert emb.embed_query("which database does billing use?").shape == (256,)
     assert emb.usage.input_tokens > 0 and emb.usage.requests >= 4  # more if throttled
     emb.close()
+
+
+def test_index_reports_billed_tokens_and_cost(stubbed, tmp_path: Path) -> None:
+    import memlane
+    from conftest import generic_session, write_jsonl
+
+    pairs = [("why did the deploy fail?", "OOM-killed, exit code 137."), ("and billing?", "Postgres 16.")]
+    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", pairs))
+    emb, stubber = stubbed(dimensions=256, concurrency=1)
+    chunks = memlane._core.chunk_file(tmp_path / "t" / "a.jsonl")
+    for c in sorted(chunks, key=lambda c: c["key"]):  # the backfill embeds in key order
+        stubber.add_response("invoke_model", titan_response(vector_for(c["text"], 256), tokens=11), invoke_params(c["text"], 256))
+    report = memlane.open(tmp_path / "home", embedder=emb).index([tmp_path / "t"])
+    assert report.chunks_embedded == 2
+    assert report.embed_usage["input_tokens"] == 22
+    assert report.embed_usage["requests"] == 2
+    assert report.embed_usage["estimated_cost_usd"] > 0

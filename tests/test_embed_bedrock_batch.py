@@ -152,7 +152,10 @@ def test_write_job_input_exact_jsonl_and_record_list(aws) -> None:
         '{"recordId": "R0000000001", "modelInput": {"inputText": "quote \\" and \\u00e9", "dimensions": 256, "normalize": true}}\n'
     )
     (last,) = read_text(s3, "memlane/batch/j1/input/part-00001.jsonl").splitlines()
-    assert json.loads(last) == {"recordId": "R0000000002", "modelInput": {"inputText": cap_text(long_text), "dimensions": 256, "normalize": True}}
+    assert json.loads(last) == {
+        "recordId": "R0000000002",
+        "modelInput": {"inputText": cap_text(long_text), "dimensions": 256, "normalize": True},
+    }
     assert len(cap_text(long_text)) < len(long_text)  # capped exactly as on demand
     assert json.loads(read_text(s3, "memlane/batch/j1/records.json")) == ["h0", "h1", "h2"]
 
@@ -180,7 +183,9 @@ def test_submit_job_exact_request(aws) -> None:
             "roleArn": ROLE,
             "clientRequestToken": "memlane-run1-abcd-000",
             "modelId": "amazon.titan-embed-text-v2:0",
-            "inputDataConfig": {"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/input/", "s3InputFormat": "JSONL"}},
+            "inputDataConfig": {
+                "s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/input/", "s3InputFormat": "JSONL"}
+            },
             "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/output/"}},
             "timeoutDurationInHours": 48,
             "tags": [{"key": "app", "value": "memlane"}],
@@ -307,7 +312,9 @@ def test_run_batch_embedding_end_to_end(aws) -> None:
 def test_two_phases_and_resume_from_saved_jobs(aws) -> None:
     s3, bedrock, stubber = aws
     texts = ((f"h{i}", f"text number {i}") for i in range(40))  # a generator, read once
-    jobs, partial = prepare_jobs(s3, texts, bucket=BUCKET, prefix="p", dimensions=256, run_id="r", max_records_per_job=20, min_records_per_job=10)
+    jobs, partial = prepare_jobs(
+        s3, texts, bucket=BUCKET, prefix="p", dimensions=256, run_id="r", max_records_per_job=20, min_records_per_job=10
+    )
     assert [j.records for j in jobs] == [20, 20] and all(j.arn is None for j in jobs)
     assert partial.missing == {} and partial.vectors == {}
     stubber.add_response("create_model_invocation_job", {"jobArn": arn(0)})

@@ -61,7 +61,12 @@ def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
 def _open(args: argparse.Namespace, embedder: str) -> Any:
     import memlane
 
-    return memlane.open(args.home, embedder=embedder, quantization=getattr(args, "quantization", "f16"))
+    spec: Any = embedder
+    if embedder.startswith("bedrock"):
+        from memlane.embed import make_embedder
+
+        spec = make_embedder(embedder, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
+    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", "f16"))
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -78,6 +83,13 @@ def _cmd_index(args: argparse.Namespace) -> int:
         f"in {report.seconds:.2f}s: +{report.chunks_added} chunks, -{report.chunks_removed}, "
         f"{report.chunks_embedded} embedded ({report.embed_cache_hits} from cache); skipped records: {skipped}"
     )
+    if report.embed_usage:
+        u = report.embed_usage
+        text += (
+            f"\nbedrock: {u['input_tokens']:,} tokens billed over {u['requests']:,} requests ({u['retries']} retries, "
+            f"{u['capped_texts']} capped), about ${u['estimated_cost_usd']:.4f} at ${u['price_per_1k_tokens_usd']}/1k tokens "
+            "(list price, may change)"
+        )
     _emit(args, d, text)
     return 0
 
@@ -152,9 +164,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def embed_options(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--embed", default="local", help=f"{what}: local (default), local:int8, bedrock[:1024|512|256], none")
+        p.add_argument("--aws-region", help="Bedrock region (default: AWS_REGION / your AWS config)")
+        p.add_argument("--aws-profile", help="AWS profile for Bedrock")
+        p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")
+
     p = sub.add_parser("index", parents=[common(False)], help="index transcript files or folders (incremental)")
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine)")
-    p.add_argument("--embed", default="local", help="embedder: local (default), local:int8, none")
+    embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
     p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")
     p.set_defaults(func=_cmd_index)
@@ -168,12 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], default="weighted")
     p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
-    p.add_argument("--embed", default="local", help="embedder for the query (must match the index): local, local:int8, none")
+    embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
     p = sub.add_parser("embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)")
     p.add_argument("--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped")
-    p.add_argument("--embed", default="local", help="embedder: local (default), local:int8")
+    embed_options(p, "embedder")
     p.set_defaults(func=_cmd_embed)
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")

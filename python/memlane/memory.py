@@ -116,6 +116,7 @@ class IndexReport:
     bytes_parsed: int = 0
     seconds: float = 0.0
     keyword_seconds: float = 0.0
+    embed_usage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -257,8 +258,12 @@ class Memory:
             core_report = writer.commit()
             report.keyword_seconds = time.perf_counter() - started
             if embed and self.embedder is not None:
+                # Billed backends (Bedrock) expose cumulative usage; report this run's share.
+                before = getattr(self.embedder, "usage", None)
                 report.chunks_embedded, report.embed_cache_hits = self._backfill(writer, self.embedder, progress)
                 core_report = writer.commit()
+                if before is not None:
+                    report.embed_usage = (self.embedder.usage - before).to_dict()
         for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed"):
             setattr(report, name, core_report[name])
         report.records_skipped = dict(core_report["records_skipped"])

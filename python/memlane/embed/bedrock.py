@@ -613,7 +613,10 @@ class BedrockEmbedder:
                 exc_mod.TokenRetrievalError,
                 exc_mod.SSOError,
             ) as exc:
-                raise BedrockError("no-credentials", f"no usable AWS credentials ({exc}): {_NO_CREDENTIALS_HINT}") from None
+                message = f"no usable AWS credentials ({exc}): {_NO_CREDENTIALS_HINT}"
+                raise BedrockError("no-credentials", message) from None
+            except json.JSONDecodeError as exc:
+                raise BedrockError("invalid-response", f"Titan response is not JSON ({exc})") from None
             else:
                 return self._parse(payload)
             if self.retry.sleep is None:

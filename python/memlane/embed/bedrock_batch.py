@@ -204,7 +204,7 @@ def write_job_input(
         The job, not yet submitted.
 
     Example:
-        >>> job = write_job_input(s3, [("ab12", "hello")], bucket="b", prefix="memlane", job_name="j1")  # doctest: +SKIP
+        >>> job = write_job_input(s3, [("ab12", "hi")], bucket="b", prefix="memlane", job_name="j1")  # doctest: +SKIP
         >>> job.input_uri  # doctest: +SKIP
         's3://b/memlane/j1/input/'
     """
@@ -243,7 +243,12 @@ def write_job_input(
 
 
 def submit_job(
-    bedrock: Any, job: BatchJob, role_arn: str, *, timeout_hours: int | None = None, tags: Mapping[str, str] | None = None
+    bedrock: Any,
+    job: BatchJob,
+    role_arn: str,
+    *,
+    timeout_hours: int | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> BatchJob:
     """Create the model-invocation job (idempotent: the job name is the client request token).
 
@@ -383,7 +388,8 @@ def read_job_output(s3: Any, job: BatchJob, *, sink: Sink | None = None, flush_e
             output = record.get("modelOutput")
             if output is None:
                 error = record.get("error") or {}
-                result.missing[content_hash] = f"{error.get('errorCode', '?')}: {error.get('errorMessage', 'no output')}"
+                code, message = error.get("errorCode", "?"), error.get("errorMessage", "no output")
+                result.missing[content_hash] = f"{code}: {message}"
                 continue
             result.input_tokens += int(output.get("inputTextTokenCount", 0))
             vector = np.asarray(output.get("embedding", ()), dtype=np.float32)
@@ -546,7 +552,9 @@ def run_jobs(
 
     def finish_oldest() -> None:
         job = running.pop(0)
-        wait_for_job(bedrock, job, poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sleep=sleep, on_status=on_status)
+        wait_for_job(
+            bedrock, job, poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sleep=sleep, on_status=on_status
+        )
         result.merge(read_job_output(s3, job, sink=sink))
 
     for job in jobs:
