@@ -45,6 +45,7 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
     assert result["conversations"] == ["conv-a", "conv-b", "conv-c", "conv-d", "conv-e"]
     assert result["embedder"] == "none"
     assert result["file_sha256"] == sha256_file(FIXTURES / "locomo_mini.json")
+    assert result["core_sha256"] == sha256_file(memlane._core.__file__)
     assert result["parameters"]["k"] == [1, 3, 5, 10] and result["parameters"]["search_k"] == 10
     assert result["parameters"]["search"] == search_defaults()
     counts = result["counts"]
@@ -228,7 +229,7 @@ def test_cli_user_errors(tmp_path):
 def test_locomo_first_conversation_with_the_local_model(shared_data):
     path = shared_data / "locomo" / "locomo10.json"
     if not path.is_file():
-        pytest.skip(f"{path} not found")
+        pytest.skip(f"evaluation data not found at {path}")
     result = run_benchmark(load_dataset("locomo", path, "dev"), embedder="local", limit=1)
     assert result["conversations"] == ["conv-26"]
     assert result["embedder"].startswith("local/all-MiniLM-L6-v2/")

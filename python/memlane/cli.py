@@ -197,9 +197,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
 
+    from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.brain.cli import add_parsers as add_brain_parsers
 
     add_brain_parsers(sub, [common(False)])
+    add_bench_parser(sub, [common(False)])
     return parser
 
 

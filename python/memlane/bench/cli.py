@@ -141,7 +141,8 @@ def format_markdown(result: dict[str, Any]) -> str:
         f"## memlane bench {result['dataset']} (split {result['split']})",
         "",
         f"- embedder `{result['embedder']}`, memlane {result.get('memlane_version', '?')} at "
-        f"`{result['git_revision'][:12]}`{' (modified tree)' if result.get('git_dirty') else ''}",
+        f"`{result['git_revision'][:12]}`{' (modified tree)' if result.get('git_dirty') else ''}, "
+        f"native module sha256 `{result.get('core_sha256', '?')[:12]}`",
         f"- data sha256 `{result['file_sha256'][:16]}…`"
         + {True: " (matches the published file)", False: " (NOT the published file)", None: ""}[result.get("file_verified")],
         f"- {c['conversations']} conversations, {c['questions']} questions; scored "

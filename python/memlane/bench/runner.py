@@ -28,7 +28,7 @@ from typing import Any
 
 import memlane
 from memlane import _core
-from memlane.bench.datasets import GRANULARITIES, Dataset, Question
+from memlane.bench.datasets import GRANULARITIES, Dataset, Question, sha256_file
 from memlane.bench.metrics import aggregate, score, session_ranking, turn_ranking
 from memlane.embed import Embedder, make_embedder
 
@@ -205,6 +205,8 @@ def run_benchmark(
     search_k = ks[-1]
     emb, embedder_id = _embedder(embedder)
     revision, dirty = git_revision()
+    # HEAD alone does not say which engine ran: the native module may be built from a modified tree.
+    core_sha256 = sha256_file(_core.__file__)
 
     tally = _Tally(granularities, dataset.groups)
     counts: Counter[str] = Counter()
@@ -289,6 +291,7 @@ def run_benchmark(
         "git_revision": revision,
         "git_dirty": dirty,
         "memlane_version": memlane.__version__,
+        "core_sha256": core_sha256,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "parameters": {
             "k": ks,
