@@ -23,7 +23,7 @@ use super::clean;
 use super::lenient::{Block, Content, LBool, LStr, LTs, Obj};
 use super::lines::{self, LineSink};
 use super::tree::{self, Link};
-use super::turns::TurnBuilder;
+use super::turns::{Piece, TurnBuilder};
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -90,20 +90,6 @@ struct ToolUseResult<'a> {
 struct FileRef<'a> {
     #[serde(rename = "filePath", borrow)]
     file_path: LStr<'a>,
-}
-
-/// Something a line contributes to the assistant side of the conversation.
-enum Piece {
-    Text(String),
-    Call {
-        name: String,
-        summary: String,
-        files: Vec<String>,
-    },
-    Result {
-        text: String,
-        is_error: bool,
-    },
 }
 
 /// One kept record, already reduced to what the turns need.
@@ -291,14 +277,7 @@ fn assistant_content(node: &mut Node, content: &Content<'_>) {
                     }
                     "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                         let name = b.name.get().unwrap_or("unknown").to_owned();
-                        let summary = clean::tool_summary(&name, &b.input);
-                        let mut files = Vec::new();
-                        clean::tool_files(&name, &b.input, &mut files);
-                        node.pieces.push(Piece::Call {
-                            name,
-                            summary,
-                            files,
-                        });
+                        node.pieces.push(Piece::call(name, &b.input));
                     }
                     k if clean::is_image_kind(k) => {
                         node.pieces.push(Piece::Text(clean::IMAGE.to_owned()))
@@ -541,15 +520,7 @@ fn build_group(
         }
         let mut contributed = false;
         for p in &n.pieces {
-            match p {
-                Piece::Text(t) => b.text(t, n.ts, n.msg_id.as_deref()),
-                Piece::Call {
-                    name,
-                    summary,
-                    files,
-                } => b.tool_call(name, summary, files, n.ts, n.msg_id.as_deref()),
-                Piece::Result { text, is_error } => b.tool_result(text, *is_error, n.ts),
-            }
+            b.piece(p, n.ts, n.msg_id.as_deref());
             contributed = true;
         }
         if contributed {

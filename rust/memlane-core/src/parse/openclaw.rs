@@ -10,20 +10,7 @@ use crate::model::{Format, ParsedFile, Role, Session, Turn};
 use super::clean;
 use super::lines::{self, LineSink};
 use super::tree::{self, Link};
-use super::turns::TurnBuilder;
-
-enum Piece {
-    Text(String),
-    Call {
-        name: String,
-        summary: String,
-        files: Vec<String>,
-    },
-    Result {
-        text: String,
-        is_error: bool,
-    },
-}
+use super::turns::{Piece, TurnBuilder};
 
 struct Entry {
     id: Option<String>,
@@ -138,14 +125,7 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
                                         .or_else(|| b.get("input"))
                                         .unwrap_or(&Value::Null),
                                 );
-                                let summary = clean::tool_summary(&name, &args);
-                                let mut files = Vec::new();
-                                clean::tool_files(&name, &args, &mut files);
-                                e.pieces.push(Piece::Call {
-                                    name,
-                                    summary,
-                                    files,
-                                });
+                                e.pieces.push(Piece::call(name, &args));
                             }
                             k if clean::is_image_kind(k) => {
                                 e.pieces.push(Piece::Text(clean::IMAGE.to_owned()))
@@ -232,15 +212,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             });
         }
         for p in &e.pieces {
-            match p {
-                Piece::Text(t) => b.text(t, e.ts, None),
-                Piece::Call {
-                    name,
-                    summary,
-                    files,
-                } => b.tool_call(name, summary, files, e.ts, None),
-                Piece::Result { text, is_error } => b.tool_result(text, *is_error, e.ts),
-            }
+            b.piece(p, e.ts, None);
         }
         if !e.pieces.is_empty() {
             b.assistant_id(e.id.clone(), e.ts);

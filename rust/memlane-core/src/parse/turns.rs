@@ -4,9 +4,40 @@
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
+use serde_json::Value;
+
 use crate::model::{Role, Turn};
 
 use super::clean;
+
+/// Something a record contributes to the assistant side of the conversation (tree formats
+/// collect pieces per node, then replay the active branch through a [`TurnBuilder`]).
+pub(crate) enum Piece {
+    Text(String),
+    Call {
+        name: String,
+        summary: String,
+        files: Vec<String>,
+    },
+    Result {
+        text: String,
+        is_error: bool,
+    },
+}
+
+impl Piece {
+    /// A tool call rendered from its name and JSON input.
+    pub fn call(name: String, input: &Value) -> Piece {
+        let summary = clean::tool_summary(&name, input);
+        let mut files = Vec::new();
+        clean::tool_files(&name, input, &mut files);
+        Piece::Call {
+            name,
+            summary,
+            files,
+        }
+    }
+}
 
 /// Turn accumulator for one session.
 #[derive(Default)]
@@ -146,6 +177,19 @@ impl TurnBuilder {
     }
 
     /// A tool result (already capped), attached to the open assistant turn.
+    /// Feed one [`Piece`].
+    pub fn piece(&mut self, piece: &Piece, ts: Option<i64>, msg_id: Option<&str>) {
+        match piece {
+            Piece::Text(t) => self.text(t, ts, msg_id),
+            Piece::Call {
+                name,
+                summary,
+                files,
+            } => self.tool_call(name, summary, files, ts, msg_id),
+            Piece::Result { text, is_error } => self.tool_result(text, *is_error, ts),
+        }
+    }
+
     pub fn tool_result(&mut self, text: &str, is_error: bool, ts: Option<i64>) {
         let text = text.trim();
         if text.is_empty() {
