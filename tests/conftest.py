@@ -92,3 +92,20 @@ def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = 
 
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+AWS_TEST_REGION = "us-east-1"
+
+
+@pytest.fixture
+def fake_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Dummy credentials and region, and none of the user's AWS config, so nothing real is used."""
+    for name in list(os.environ):
+        if name.startswith("AWS_") and name != "AWS_CA_BUNDLE":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", AWS_TEST_REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

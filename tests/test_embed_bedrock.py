@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import subprocess
 import sys
@@ -44,26 +43,13 @@ from memlane.embed.bedrock import (  # noqa: E402
     cap_text,
     estimate_tokens,
 )
+from conftest import AWS_TEST_REGION  # noqa: E402
 from memlane.errors import MemlaneError  # noqa: E402
 
-REGION = "us-east-1"
+REGION = AWS_TEST_REGION
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Dummy credentials and region, and none of the user's AWS config, so nothing real is used."""
-    for name in list(os.environ):
-        if name.startswith("AWS_") and name != "AWS_CA_BUNDLE":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 _SESSION: list[Any] = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -37,22 +36,16 @@ from memlane.embed.bedrock_batch import (  # noqa: E402
     write_job_input,
 )
 
-REGION = "us-east-1"
+from conftest import AWS_TEST_REGION  # noqa: E402
+
+REGION = AWS_TEST_REGION
 BUCKET = "memlane-batch"
 ROLE = "arn:aws:iam::123456789012:role/BedrockBatch"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Any, Any, Stubber]]:
+def aws(fake_aws: None) -> Iterator[tuple[Any, Any, Stubber]]:
     """``(s3, bedrock, stubber)``: moto S3 with one bucket, and a Stubber-backed control-plane client."""
-    for name in list(os.environ):
-        if name.startswith("AWS_") and name != "AWS_CA_BUNDLE":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
     with moto.mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)
