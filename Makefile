@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 # Index the user's own agent transcripts when there are any, else the shared real samples.
 SAMPLES ?= ../shared/data/transcripts
-DEMO_PATHS ?= $(or $(wildcard $(HOME)/.claude/projects $(HOME)/.codex/sessions),$(SAMPLES))
+USER_TRANSCRIPTS := $(wildcard $(HOME)/.claude/projects/*/*.jsonl $(HOME)/.codex/sessions/*/*/*/*.jsonl*)
+DEMO_PATHS ?= $(if $(USER_TRANSCRIPTS),$(wildcard $(HOME)/.claude/projects $(HOME)/.codex/sessions),$(SAMPLES))
 DEMO_QUERY ?= why did the deploy fail with exit code 137
 RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
