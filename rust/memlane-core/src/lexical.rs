@@ -153,7 +153,9 @@ impl Lexical {
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
             .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
+            // Readers in other processes pick up commits by themselves; the writer of this
+            // process reloads explicitly after each commit, so searches never re-read meta.json.
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
             .try_into()?;
         Ok(Lexical {
             index,

@@ -318,35 +318,46 @@ impl Store {
     /// `EmbedderMismatch` when the query vector comes from another embedder than the
     /// index's vectors; index errors.
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
-        self.lexical.reload()?;
         let candidates = req.candidates.max(req.k);
-        let bm25 = self.lexical.search(&req.query, &req.filters, candidates)?;
         let vectors = self.vectors()?;
-        let mut ann = Vec::new();
-        let mut extra = HashMap::new();
-        let mut have_vectors = false;
-        if let (Some(qv), Some(index)) = (&req.vector, &vectors) {
-            if let Some(id) = &req.embedder_id {
-                self.check_embedder(id, qv.len())?;
+        let index = match (&req.vector, &vectors) {
+            (Some(qv), Some(index)) if !index.is_empty() => {
+                if let Some(id) = &req.embedder_id {
+                    self.check_embedder(id, qv.len())?;
+                }
+                Some((qv.as_slice(), index))
             }
-            if !index.is_empty() {
-                have_vectors = true;
+            _ => None,
+        };
+        // The keyword and vector searches are independent: run them on both cores.
+        let (bm25, ann) = rayon::join(
+            || self.lexical.search(&req.query, &req.filters, candidates),
+            || -> Result<Vec<(u64, f32)>> {
+                let Some((qv, index)) = index else {
+                    return Ok(Vec::new());
+                };
                 let allowed = if req.filters.is_empty() {
                     None
                 } else {
                     Some(self.lexical.filtered_keys(&req.filters)?)
                 };
-                ann = index.search(qv, candidates, allowed.as_ref())?;
-                let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
-                for (key, _) in &bm25 {
-                    if !in_ann.contains(key) {
-                        if let Some(sim) = index.similarity(*key, qv) {
-                            extra.insert(*key, sim);
-                        }
+                index.search(qv, candidates, allowed.as_ref())
+            },
+        );
+        let (bm25, ann) = (bm25?, ann?);
+        let mut extra = HashMap::new();
+        if let Some((qv, index)) = index {
+            // Keyword hits the ANN list missed still get their exact similarity.
+            let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
+            for (key, _) in &bm25 {
+                if !in_ann.contains(key) {
+                    if let Some(sim) = index.similarity(*key, qv) {
+                        extra.insert(*key, sim);
                     }
                 }
             }
         }
+        let have_vectors = index.is_some();
         let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
         fused.truncate(req.k);
         let keys: Vec<u64> = fused.iter().map(|f| f.key).collect();
