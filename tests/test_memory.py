@@ -216,3 +216,12 @@ def test_vectors_cross_as_float32_arrays(mem, corpus):
         with pytest.raises(TypeError, match="contiguous"):
             vecs = np.ones((10, 64), dtype=np.float32)[::2]
             w.add_vectors("fake/hash-bow/64", keys, np.ones(5, dtype=np.uint64), vecs)
+
+
+def test_indexing_one_file_never_drops_its_siblings(mem, corpus):
+    mem.index([corpus])
+    shutil.copy(corpus / "deploy.jsonl", corpus / "deploy.jsonl.bak.jsonl")
+    mem.index([corpus])
+    report = mem.index([corpus / "deploy.jsonl"])
+    assert (report.files_removed, report.chunks_removed) == (0, 0)
+    assert mem.status()["files"] == 3

@@ -498,7 +498,8 @@ impl Writer {
         for root in roots {
             let root = std::fs::canonicalize(root).map_err(|_| Error::NotFound(root.clone()))?;
             let files: Vec<PathBuf> = if root.is_file() {
-                root_prefixes.push(root.to_string_lossy().into_owned());
+                // A named file exists, so nothing under it can be gone; adding it as a
+                // prefix would wrongly cover siblings such as `a.jsonl.zst` of `a.jsonl`.
                 vec![root.clone()]
             } else {
                 let mut prefix = root.to_string_lossy().into_owned();
