@@ -12,6 +12,7 @@ def pytest_configure(config: pytest.Config) -> None:
 import hashlib  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -109,3 +110,34 @@ def fake_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+_BENCH_FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+
+
+def bench_fixture_dir() -> Path:
+    """The synthetic benchmark fixtures laid out under the datasets' own file names.
+
+    The files are stored under neutral names so nothing in the repository looks like a copy of
+    the licensed datasets; this builds the `beam/<n>/chat.json` and `realtalk/Chat_<n>_*.json`
+    layout the loaders expect, once per test session.
+    """
+    import atexit
+    import tempfile
+
+    global _BENCH_LAYOUT
+    if _BENCH_LAYOUT is None:
+        root = Path(tempfile.mkdtemp(prefix="memlane-bench-fixtures-"))
+        atexit.register(shutil.rmtree, root, True)
+        (root / "beam" / "1").mkdir(parents=True)
+        (root / "realtalk").mkdir()
+        for name in ("locomo_mini.json", "longmemeval_mini.json"):
+            shutil.copy(_BENCH_FIXTURES / name, root / name)
+        shutil.copy(_BENCH_FIXTURES / "beam_chat.json", root / "beam" / "1" / "chat.json")
+        shutil.copy(_BENCH_FIXTURES / "beam_probing_questions.json", root / "beam" / "1" / "probing_questions.json")
+        shutil.copy(_BENCH_FIXTURES / "realtalk_ann_bob.json", root / "realtalk" / "Chat_1_Ann_Bob.json")
+        _BENCH_LAYOUT = root
+    return _BENCH_LAYOUT
+
+
+_BENCH_LAYOUT: Path | None = None

@@ -21,7 +21,9 @@ from memlane.bench.datasets import (
     sha256_file,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+from conftest import bench_fixture_dir  # noqa: E402
+
+FIXTURES = bench_fixture_dir()
 KNOWN = {"D1:1", "D1:3", "D1:4", "D2:1", "D2:2", "D8:6", "D9:17", "D11:26", "D13:45", "D20:19", "D30:5"}
 
 

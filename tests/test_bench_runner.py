@@ -16,7 +16,9 @@ from memlane.bench.datasets import load_beam, load_dataset, load_locomo, load_lo
 from memlane.bench.metrics import aggregate
 from memlane.bench.runner import git_revision, run_benchmark, search_defaults
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+from conftest import bench_fixture_dir  # noqa: E402
+
+FIXTURES = bench_fixture_dir()
 
 
 @pytest.fixture
