@@ -414,5 +414,21 @@ def test_cache_file_reused_on_second_construction(
     again = LocalEmbedder(threads=1)
     assert again.onnx_path == path
     assert path.stat().st_mtime_ns == before
-    # One finished model file, no temporary files left behind.
-    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    # One finished model file and the fingerprint memo, no temporary files left behind.
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, "fingerprints.json"])
+
+
+def test_weights_fingerprint_is_memoised_until_the_file_changes(tmp_path, monkeypatch):
+    from memlane.embed import _bert_onnx
+
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights v1")
+    cache = tmp_path / "cache"
+    first = _bert_onnx._fingerprint(weights, cache)
+    reads = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: reads.append(self) or real_open(self, *a, **k))
+    assert _bert_onnx._fingerprint(weights, cache) == first
+    assert weights not in reads, "a memoised fingerprint must not re-read the weights"
+    weights.write_bytes(b"weights v2, longer")
+    assert _bert_onnx._fingerprint(weights, cache) != first
