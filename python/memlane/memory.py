@@ -195,8 +195,8 @@ class Memory:
     def _embed_chunks(self, rows: Sequence[tuple[int, str, str]], embedder: Embedder) -> tuple[list[int], list[np.ndarray], int]:
         """Vectors for (key, hash, text) rows: from the cache, else from the embedder."""
         cached = self.cache.get_many(embedder.id, (h for _, h, _ in rows))
-        missing = [(h, text) for _, h, text in rows if h not in cached]
-        missing = list(dict(missing).items())
+        # One request per distinct text: identical chunks share a content hash.
+        missing = list({h: text for _, h, text in rows if h not in cached}.items())
         if missing:
             fresh = embedder.embed_documents([text for _, text in missing])
             new = {h: v for (h, _), v in zip(missing, fresh)}
@@ -246,7 +246,10 @@ class Memory:
             batch: list[str] = []
             batch_bytes = 0
             for i, path in enumerate(todo):
-                size = Path(path).stat().st_size if Path(path).exists() else 0
+                try:
+                    size = Path(path).stat().st_size
+                except OSError:  # vanished since the scan; index_files counts it
+                    size = 0
                 batch.append(path)
                 batch_bytes += size
                 if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
