@@ -367,6 +367,35 @@ def _locomo_category(n: object) -> str:
     return f"{n}:{LOCOMO_CATEGORIES.get(n, 'unknown')}" if isinstance(n, int) else f"{n}:unknown"
 
 
+def _dialog_questions(
+    cid: str, qas: list[dict[str, Any]], turn_session: dict[str, str], category_of: Callable[[Any], str]
+) -> tuple[list[Question], Counter[str]]:
+    """Questions of a LoCoMo-shaped conversation (LoCoMo, REALTALK), with evidence normalised.
+
+    Returns the questions and the evidence problems counted by kind.
+    """
+    issues: Counter[str] = Counter()
+    questions = []
+    for i, qa in enumerate(qas):
+        raw = qa.get("evidence") or []
+        ids, found = normalise_evidence(raw if isinstance(raw, list) else [raw], turn_session)
+        issues.update(found)
+        issues["evidence_strings"] += len(raw) if isinstance(raw, list) else 1
+        sessions = frozenset(turn_session[t] for t in ids)
+        questions.append(
+            Question(
+                qid=f"{cid}/{i}",
+                text=str(qa.get("question", "")),
+                category=category_of(qa.get("category")),
+                gold_turns=frozenset(ids),
+                gold_sessions=sessions,
+                raw_evidence=raw,
+                skip=_question_skip(ids, sessions, not raw, abstention=False),
+            )
+        )
+    return questions, issues
+
+
 def _locomo_conversation(sample: dict[str, Any], position: int) -> Conversation:
     sid = str(sample.get("sample_id") or f"conv-{position}")
     conv = sample.get("conversation") or {}
@@ -379,25 +408,7 @@ def _locomo_conversation(sample: dict[str, Any], position: int) -> Conversation:
             if isinstance(turn, dict) and isinstance(turn.get("dia_id"), str):
                 # Same session id the native parser gives (rust parse/bench.rs).
                 turn_session[turn["dia_id"]] = f"{sid}:session_{int(m.group(1))}"
-    issues: Counter[str] = Counter()
-    questions = []
-    for i, qa in enumerate(sample.get("qa") or []):
-        raw = qa.get("evidence") or []
-        ids, found = normalise_evidence(raw if isinstance(raw, list) else [raw], turn_session)
-        issues.update(found)
-        issues["evidence_strings"] += len(raw) if isinstance(raw, list) else 1
-        sessions = frozenset(turn_session[t] for t in ids)
-        questions.append(
-            Question(
-                qid=f"{sid}/{i}",
-                text=str(qa.get("question", "")),
-                category=_locomo_category(qa.get("category")),
-                gold_turns=frozenset(ids),
-                gold_sessions=sessions,
-                raw_evidence=raw,
-                skip=_question_skip(ids, sessions, not raw, abstention=False),
-            )
-        )
+    questions, issues = _dialog_questions(sid, sample.get("qa") or [], turn_session, _locomo_category)
     return Conversation(cid=sid, questions=questions, fmt="locomo", payload=[sample], evidence_issues=issues)
 
 
@@ -515,26 +526,9 @@ def _realtalk_conversation(path: Path) -> Conversation:
             if ts:
                 record["timestamp"] = ts
             records.append(record)
-    issues: Counter[str] = Counter()
-    questions = []
-    for i, qa in enumerate(doc.get("qa") or []):
-        raw = qa.get("evidence") or []
-        ids, found = normalise_evidence(raw if isinstance(raw, list) else [raw], turn_session)
-        issues.update(found)
-        issues["evidence_strings"] += len(raw) if isinstance(raw, list) else 1
-        gold_sessions = frozenset(turn_session[t] for t in ids)
-        cat = qa.get("category")
-        questions.append(
-            Question(
-                qid=f"{cid}/{i}",
-                text=str(qa.get("question", "")),
-                category=f"{cat}:{REALTALK_CATEGORIES.get(cat, 'unknown')}",
-                gold_turns=frozenset(ids),
-                gold_sessions=gold_sessions,
-                raw_evidence=raw,
-                skip=_question_skip(ids, gold_sessions, not raw, abstention=False),
-            )
-        )
+    questions, issues = _dialog_questions(
+        cid, doc.get("qa") or [], turn_session, lambda cat: f"{cat}:{REALTALK_CATEGORIES.get(cat, 'unknown')}"
+    )
     return Conversation(cid=cid, questions=questions, fmt="generic", payload=records, evidence_issues=issues, conversion_issues=conversion)
 
 
