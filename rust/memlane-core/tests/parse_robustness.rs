@@ -20,6 +20,10 @@ fn roles(s: &Session) -> Vec<Role> {
     s.turns.iter().map(|t| t.role).collect()
 }
 
+fn texts(s: &Session) -> Vec<&str> {
+    s.turns.iter().map(|t| t.text.as_str()).collect()
+}
+
 fn jsonl(lines: &[Value]) -> String {
     let mut out = String::new();
     for l in lines {
@@ -228,12 +232,7 @@ fn oversize_line_is_skipped() {
     assert_eq!(p.skipped.get("oversize_line"), Some(&1));
     assert_eq!(p.skipped.len(), 1);
     assert_eq!(p.complete_bytes, doc.len() as u64);
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["before", "after"]);
+    assert_eq!(texts(&p.sessions[0]), ["before", "after"]);
 }
 
 #[test]
@@ -477,21 +476,14 @@ fn claude_last_prompt_leaf_wins_only_when_newest() {
     let mut lines = base.clone();
     lines.push(json!({"type": "last-prompt", "lastPrompt": "branch one", "leafUuid": "b1", "sessionId": "sess"}));
     let p = parse_as(jsonl(&lines).as_bytes(), "s.jsonl");
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["root", "answer", "branch one"]);
+    assert_eq!(texts(&p.sessions[0]), ["root", "answer", "branch one"]);
     // a message written after the pointer makes the pointer stale: newest leaf wins
     lines.push(cc_asst("a3", Some("b2"), "m3", json!("after two")));
     let p = parse_as(jsonl(&lines).as_bytes(), "s.jsonl");
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["root", "answer", "branch two", "after two"]);
+    assert_eq!(
+        texts(&p.sessions[0]),
+        ["root", "answer", "branch two", "after two"]
+    );
 }
 
 #[test]
@@ -589,12 +581,10 @@ fn gemini_upserts_rewinds_and_set_messages() {
         "/h/.gemini/tmp/x/chats/session-2026-01-01T00-00-g1.jsonl",
     );
     assert_eq!(p.format, Some(Format::Gemini));
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["first", "final answer", "second", "second answer"]);
+    assert_eq!(
+        texts(&p.sessions[0]),
+        ["first", "final answer", "second", "second answer"]
+    );
     assert_eq!(p.sessions[0].id, "g-1");
 
     let sub = doc.replace("\"kind\":\"main\"", "\"kind\":\"subagent\"");
@@ -611,12 +601,10 @@ fn gemini_upserts_rewinds_and_set_messages() {
         user("u4", "after"),
     ]));
     let p = parse_as(replaced.as_bytes(), "g.jsonl");
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["compressed context", "ack", "after"]);
+    assert_eq!(
+        texts(&p.sessions[0]),
+        ["compressed context", "ack", "after"]
+    );
 }
 
 #[test]
@@ -631,12 +619,10 @@ fn openclaw_follows_newest_branch() {
     ]);
     let p = parse_as(doc.as_bytes(), "x.jsonl");
     assert_eq!(p.format, Some(Format::Openclaw));
-    let texts: Vec<&str> = p.sessions[0]
-        .turns
-        .iter()
-        .map(|t| t.text.as_str())
-        .collect();
-    assert_eq!(texts, ["hello", "regenerated reply", "continue"]);
+    assert_eq!(
+        texts(&p.sessions[0]),
+        ["hello", "regenerated reply", "continue"]
+    );
 }
 
 #[test]
