@@ -131,6 +131,9 @@ pub struct ParsedFile {
     pub complete_bytes: u64,
     /// Format the file was parsed as (`None` when nothing was recognised).
     pub format: Option<Format>,
+    /// blake3 (32 hex chars) of the file's first `complete_bytes` bytes, set by
+    /// [`crate::parse::parse_file`] from the bytes it already read.
+    pub content_hash: Option<String>,
 }
 
 impl ParsedFile {

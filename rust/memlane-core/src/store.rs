@@ -818,7 +818,7 @@ impl ParsedSource {
     fn read(path: &Path, format: Option<Format>, budget: usize) -> Option<ParsedSource> {
         let meta = std::fs::metadata(path).ok()?;
         let parsed = parse::parse_file(path, format).ok()?;
-        let hash = file_hash(path, parsed.complete_bytes);
+        let hash = parsed.content_hash.clone().unwrap_or_default();
         let path_str = path.to_string_lossy();
         let chunks = parsed
             .sessions
@@ -832,24 +832,4 @@ impl ParsedSource {
             chunks,
         })
     }
-}
-
-/// blake3 of the first `len` bytes of a file (hex), or empty when unreadable.
-fn file_hash(path: &Path, len: u64) -> String {
-    use std::io::Read;
-    let Ok(file) = File::open(path) else {
-        return String::new();
-    };
-    let mut hasher = blake3::Hasher::new();
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, file).take(len);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                hasher.update(&buf[..n]);
-            }
-        }
-    }
-    hasher.finalize().to_hex()[..32].to_owned()
 }

@@ -700,11 +700,21 @@ fn whole_corpus_parses_and_every_turn_is_clean() {
     for f in &files {
         let p = parse_ok(f);
         let bytes = std::fs::read(f).unwrap();
-        // parse_file adds only the subagent title from the .meta.json sidecar.
+        // parse_file adds only the subagent title from the .meta.json sidecar and the hash of
+        // the complete bytes it read.
         let mut from_bytes = parse::parse_bytes(&bytes, f, None);
         for (a, b) in from_bytes.sessions.iter_mut().zip(&p.sessions) {
             a.title = a.title.take().or_else(|| b.title.clone());
         }
+        let complete = usize::try_from(p.complete_bytes).unwrap();
+        let expected_hash = blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned();
+        assert_eq!(
+            p.content_hash.as_deref(),
+            Some(expected_hash.as_str()),
+            "{}",
+            f.display()
+        );
+        from_bytes.content_hash.clone_from(&p.content_hash);
         assert_eq!(
             from_bytes,
             p,

@@ -194,6 +194,9 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
         });
     }
     let mut parsed = parse_bytes(&bytes, path, forced);
+    let complete =
+        usize::try_from(parsed.complete_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
+    parsed.content_hash = Some(blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned());
     if parsed.skipped.contains_key("invalid_zstd") {
         return Err(Error::Parse {
             path: path.to_path_buf(),
