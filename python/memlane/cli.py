@@ -144,7 +144,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"({status['vectors']} window vectors)\n"
         f"embedder    {status['embedder_id'] or '-'}\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
-        f"emb. cache  {cache.get('entries', 0)} entries, {cache.get('bytes', 0) / 1e6:.1f} MB at {cache['path']}\n"
+        f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "
+        f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
         f"events      {format_summary(status['memory_events'])}"
     )
     _emit(args, status, text)

@@ -382,7 +382,8 @@ class Memory:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""
         status = dict(self._store.status())
         cache = self._cache_dir / "embeddings.sqlite"
-        status["embedding_cache"] = self.cache.summary() if cache.exists() else {"path": str(cache), "entries": 0}
+        empty = {"path": str(cache), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}
+        status["embedding_cache"] = self.cache.summary() if cache.exists() else empty
         status["memory_events"] = summarize_events(self.home)
         return status
 

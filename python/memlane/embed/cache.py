@@ -5,6 +5,10 @@ rebuilt without a single new embedding call. SQLite gives atomic, concurrent-saf
 free; vectors are stored as float16 (what the HNSW index keeps by default), which halves the
 cache at no measurable recall cost.
 
+Hits and misses are counted in the database itself, for every process on the machine: each
+lookup adds its counts with one ``UPDATE ... SET n = n + ?``, which SQLite applies atomically
+however many processes write at once, so ``memlane status`` sees the lifetime totals.
+
 Example:
     >>> import numpy as np, tempfile, pathlib
     >>> cache = EmbeddingCache(pathlib.Path(tempfile.mkdtemp()) / "e.sqlite")
@@ -31,7 +35,12 @@ CREATE TABLE IF NOT EXISTS vectors (
     dim INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (embedder, hash)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    n INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters VALUES ('hits', 0), ('misses', 0);
 """
 # SQLite's default limit on host parameters per statement is 999 on old builds.
 _BATCH = 900
@@ -39,7 +48,7 @@ _BATCH = 900
 
 @dataclass
 class CacheStats:
-    """Hits and misses seen by this process, and what the cache holds."""
+    """Lookup hits and misses (of this process in :attr:`EmbeddingCache.stats`; of all, on disk)."""
 
     hits: int = 0
     misses: int = 0
@@ -56,7 +65,7 @@ class EmbeddingCache:
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._db.executescript(_SCHEMA)
 
     def get_many(self, embedder_id: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """Cached vectors (float32) for the hashes that are present."""
@@ -72,9 +81,17 @@ class EmbeddingCache:
                 )
                 for h, windows, dim, data in rows:
                     found[h] = np.frombuffer(data, dtype=np.float16).reshape(windows, dim).astype(np.float32)
+            if wanted:
+                self._count(hits=len(found), misses=len(wanted) - len(found))
         self.stats.hits += len(found)
         self.stats.misses += len(wanted) - len(found)
         return found
+
+    def _count(self, hits: int, misses: int) -> None:
+        """Add one lookup batch to the machine-wide counters (caller holds ``_lock``)."""
+        self._db.executemany(
+            "UPDATE counters SET n = n + ? WHERE name = ?", [(hits, "hits"), (misses, "misses")]
+        )
 
     def put_many(self, embedder_id: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Store vectors (one transaction; existing entries are kept)."""
@@ -87,18 +104,19 @@ class EmbeddingCache:
             self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
             self._db.execute("COMMIT")
 
+    def totals(self) -> CacheStats:
+        """Hits and misses of every process that ever used this cache file."""
+        with self._lock:
+            counts = dict(self._db.execute("SELECT name, n FROM counters").fetchall())
+        return CacheStats(hits=counts.get("hits", 0), misses=counts.get("misses", 0))
+
     def summary(self) -> dict[str, int | str]:
-        """Entries and bytes on disk, plus this process's hits and misses."""
+        """Entries and bytes on disk, and the lifetime hits and misses of all processes."""
         with self._lock:
             (entries,) = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
-        return {
-            "path": str(self.path),
-            "entries": entries,
-            "bytes": size,
-            "hits": self.stats.hits,
-            "misses": self.stats.misses,
-        }
+        totals = self.totals()
+        return {"path": str(self.path), "entries": entries, "bytes": size, "hits": totals.hits, "misses": totals.misses}
 
     def close(self) -> None:
         """Close the database."""
