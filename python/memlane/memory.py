@@ -146,7 +146,8 @@ class Memory:
 
     Args:
         home: Directory of the indexes (created if missing).
-        embedder: ``"local"`` (default, offline MiniLM), ``"local:int8"``, ``"none"`` for
+        embedder: ``"local"`` (default, offline MiniLM), ``"local:int8"``, ``"local:/model/dir"``
+            (a sentence-embedding model of your own), ``"bedrock[:dims]"``, ``"none"`` for
             keyword-only, or any object implementing :class:`memlane.embed.Embedder`.
         quantization: Vector storage for a new home: ``f16`` (default), ``i8`` or ``f32``.
         cache_dir: Shared embedding cache (default ``$MEMLANE_CACHE_DIR`` or ``~/.cache/memlane``).

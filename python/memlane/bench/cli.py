@@ -69,7 +69,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--split", choices=["dev", "test", "all"], help="LoCoMo only: dev = conversations 0-4, test = 5-9 (default), all")
     p.add_argument("--granularity", choices=[*GRANULARITIES, "both"], default="both", help="score at session, turn (dialog) or both (default)")
     p.add_argument("--k", type=_ks, default=list(DEFAULT_KS), help="cut-offs, comma-separated (default 1,3,5,10); queries ask for the largest")
-    p.add_argument("--embedder", default="local", help="local (default, MiniLM fp32), local:int8, or none (BM25 only)")
+    p.add_argument("--embedder", "--embed", default="local", help="local (default, MiniLM fp32), local:int8, local:MODEL_DIR, or none (BM25 only)")
     p.add_argument("--limit", type=int, help="run only the first N conversations (quick runs)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], help="search fusion (default: the product's)")
     p.add_argument("--vector-weight", type=float, help="vector weight in weighted fusion (default: the product's)")

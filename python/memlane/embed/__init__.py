@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -77,6 +78,15 @@ def _local(mode: str) -> Callable[..., Embedder]:
     return build
 
 
+def _local_dir(path: str) -> Callable[..., Embedder]:
+    def build(**kw: Any) -> Embedder:
+        from memlane.embed.local import LocalEmbedder
+
+        return LocalEmbedder(model_dir=path, **kw)
+
+    return build
+
+
 def _bedrock(dimensions: int) -> Callable[..., Embedder]:
     def build(**kw: Any) -> Embedder:
         # Imported here: boto3 loads only when a Bedrock embedder is actually built.
@@ -104,7 +114,8 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
 
     Args:
         spec: ``"local"`` (= ``"local:fp32"``, all-MiniLM-L6-v2 on onnxruntime),
-            ``"local:int8"`` (its int8-quantised export), or ``"bedrock"``
+            ``"local:int8"`` (its int8-quantised export), ``"local:DIR"`` (a sentence-embedding
+            model directory of your own, see :mod:`memlane.embed.model_dir`), or ``"bedrock"``
             (= ``"bedrock:1024"``), ``"bedrock:512"``, ``"bedrock:256"`` (Amazon Titan Text
             Embeddings V2 at that dimension; needs boto3 and AWS credentials).
         **kw: Passed to the backend's constructor (for local: ``threads``, ``batch_size``;
@@ -126,6 +137,11 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
         ValueError: unknown embedder spec 'nope'; accepted: local, local:fp32, local:int8...
     """
     factory = _FACTORIES.get(spec)
+    if factory is None and spec.startswith("local:"):
+        path = spec.removeprefix("local:")
+        if not os.path.isdir(os.path.expanduser(path)):
+            raise ValueError(f"unknown embedder spec {spec!r}: {path!r} is neither fp32, int8 nor a model directory")
+        factory = _local_dir(path)
     if factory is None:
-        raise ValueError(f"unknown embedder spec {spec!r}; accepted: {', '.join(_FACTORIES)}")
+        raise ValueError(f"unknown embedder spec {spec!r}; accepted: {', '.join(_FACTORIES)}, local:DIR")
     return factory(**kw)

@@ -299,14 +299,18 @@ def default_model_dir() -> Path:
     return default_cache_dir() / "models"
 
 
-def _fingerprint(path: Path, cache_dir: Path) -> str:
-    """Hash of the weights and builder version, memoised by (path, size, mtime).
+def file_fingerprint(path: Path, cache_dir: Path, salt: str) -> str:
+    """Hash of a file's bytes and ``salt``, memoised by (path, size, mtime, salt).
 
     Hashing 90 MB of weights costs ~0.17 s, paid by every `memlane search`; a reinstall
     changes size or mtime, so the memo never hides a changed model.
+
+    Example:
+        >>> file_fingerprint(Path("model.safetensors"), default_model_dir(), "memlane-weights-v1")  # doctest: +SKIP
+        '1a2b3c4d5e6f7a8b'
     """
     st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|v{BUILDER_VERSION}"
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{salt}"
     memo = cache_dir / "fingerprints.json"
     try:
         known = json.loads(memo.read_text())
@@ -314,7 +318,7 @@ def _fingerprint(path: Path, cache_dir: Path) -> str:
         known = {}
     if isinstance(known, dict) and isinstance(known.get(key), str):
         return known[key]
-    digest = hashlib.sha256(f"memlane-bert-onnx-v{BUILDER_VERSION}\0".encode())
+    digest = hashlib.sha256(f"{salt}\0".encode())
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
@@ -353,11 +357,14 @@ def ensure_bert_onnx(
     model_dir = Path(model_dir)
     weights = model_dir / "model.safetensors"
     target_dir = Path(cache_dir) if cache_dir is not None else default_model_dir()
-    target = target_dir / f"{name}-fp32-{_fingerprint(weights, target_dir)}.onnx"
+    fingerprint = file_fingerprint(weights, target_dir, f"memlane-bert-onnx-v{BUILDER_VERSION}")
+    target = target_dir / f"{name}-fp32-{fingerprint}.onnx"
     if target.is_file():
         return target
 
-    model = build_bert_onnx(read_safetensors(weights), BertConfig.from_json(model_dir / "config.json"))
+    # Checkpoints saved from a task model (BertForMaskedLM, ...) prefix the encoder's weights with "bert.".
+    tensors = {k.removeprefix("bert."): v for k, v in read_safetensors(weights).items()}
+    model = build_bert_onnx(tensors, BertConfig.from_json(model_dir / "config.json"))
     payload = model.SerializeToString()
     target_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target_dir)

