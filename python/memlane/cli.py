@@ -124,12 +124,54 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memlane.embed.batch_backfill import BatchRun
+
+    saved = BatchRun.load(Path(args.home).expanduser())
+    if args.embed is None:
+        # A batch run in progress names its embedder; resuming should not need it spelled out again.
+        args.embed = f"bedrock:{saved.embedder_id.rsplit('/', 1)[-1]}" if saved else "local"
+    if args.batch or (saved and args.embed.startswith("bedrock")):
+        return _embed_batch(args)
+    if args.batch_role or args.batch_only:
+        raise ValueError("--batch-role and --batch-only go with --batch s3://bucket/prefix")
     mem = _open(args, args.embed)
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
     started = time.perf_counter()
     done = mem.embed_pending(progress=bar)
     seconds = time.perf_counter() - started
     _emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
+    return 0
+
+
+def _embed_batch(args: argparse.Namespace) -> int:
+    from memlane.embed.bedrock_batch import make_batch_clients
+
+    if not args.embed.startswith("bedrock"):
+        raise ValueError(f"--batch runs Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
+    mem = _open(args, args.embed)
+    s3, bedrock = make_batch_clients(args.aws_region or mem.embedder.region, args.aws_profile)
+    last: dict[str, str] = {}
+
+    def on_status(job: Any, description: dict[str, Any]) -> None:
+        status = description.get("status", "")
+        if not args.json and last.get(job.name) != status:
+            last[job.name] = status
+            sys.stderr.write(f"batch job {job.name} ({job.records} records): {status}\n")
+
+    report = mem.embed_batch(
+        args.batch, args.batch_role, fill_on_demand=not args.batch_only, s3=s3, bedrock=bedrock,
+        progress=_Bar(enabled=sys.stderr.isatty() and not args.json), poll_seconds=args.poll_seconds, on_status=on_status,
+    )  # fmt: skip
+    text = (
+        f"{'resumed' if report.resumed else 'ran'} {report.jobs} batch jobs: {report.records} records, "
+        f"{report.embedded} vectors to the cache, {len(report.failed)} failed, {report.leftover} left over; "
+        f"{report.input_tokens:,} tokens, about ${report.estimated_cost_usd:.4f} at the batch list price\n"
+        f"index: {report.chunks_embedded} chunks embedded ({report.embedded_on_demand} on demand), "
+        f"{report.chunks_pending} still pending, in {report.seconds:.1f}s"
+    )
+    _emit(args, report.to_dict(), text)
     return 0
 
 
@@ -165,8 +207,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def embed_options(p: argparse.ArgumentParser, what: str) -> None:
-        p.add_argument("--embed", default="local", help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
+    def embed_options(p: argparse.ArgumentParser, what: str, default: str | None = "local") -> None:
+        p.add_argument("--embed", default=default, help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
         p.add_argument("--aws-region", help="Bedrock region (default: AWS_REGION / your AWS config)")
         p.add_argument("--aws-profile", help="AWS profile for Bedrock")
         p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")
@@ -192,7 +234,11 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)")
     p.add_argument("--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped")
-    embed_options(p, "embedder")
+    embed_options(p, "embedder (default: local, or the one of a batch run in progress)", default=None)
+    p.add_argument("--batch", metavar="S3_URI", help="Bedrock batch inference through s3://bucket/prefix (large archives; resumable)")
+    p.add_argument("--batch-role", metavar="ARN", help="IAM service role Bedrock assumes to read and write the --batch location")
+    p.add_argument("--batch-only", action="store_true", help="leave records the batch failed pending instead of embedding them on demand")
+    p.add_argument("--poll-seconds", type=float, default=60.0, help="pause between batch job status checks (default 60)")
     p.set_defaults(func=_cmd_embed)
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")

@@ -26,6 +26,7 @@ from memlane.events import summarize as summarize_events
 if TYPE_CHECKING:
     import numpy as np
 
+    from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
 
 # Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
@@ -193,18 +194,20 @@ class Memory:
             self._cache = EmbeddingCache(self._cache_dir / "embeddings.sqlite")
         return self._cache
 
-    def _embed_chunks(self, rows: Sequence[tuple[int, str, str]], embedder: Embedder) -> tuple[list[int], list[np.ndarray], int]:
-        """Vectors for (key, hash, text) rows: from the cache, else from the embedder."""
+    def _embed_chunks(
+        self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
+    ) -> tuple[list[int], list[np.ndarray], int]:
+        """Vectors for (key, hash, text) rows: from the cache, else from the embedder (unless ``cache_only``)."""
         cached = self.cache.get_many(embedder.id, (h for _, h, _ in rows))
         # One request per distinct text: identical chunks share a content hash.
         missing = list({h: text for _, h, text in rows if h not in cached}.items())
-        if missing:
+        if missing and not cache_only:
             fresh = embedder.embed_documents([text for _, text in missing])
             new = {h: v for (h, _), v in zip(missing, fresh)}
             self.cache.put_many(embedder.id, new)
             cached.update(new)
-        keys = [k for k, _, _ in rows]
-        return keys, [cached[h] for _, h, _ in rows], len(rows) - len(missing)
+        found = [(k, h) for k, h, _ in rows if h in cached]
+        return [k for k, _ in found], [cached[h] for _, h in found], len(rows) - len(missing)
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -289,13 +292,97 @@ class Memory:
             writer.commit()
         return done
 
-    def _backfill(self, writer: Any, embedder: Embedder, progress: Progress | None) -> tuple[int, int]:
+    def embed_batch(
+        self,
+        s3_uri: str | None = None,
+        role_arn: str | None = None,
+        *,
+        fill_on_demand: bool = True,
+        progress: Progress | None = None,
+        s3: Any = None,
+        bedrock: Any = None,
+        **options: Any,
+    ) -> BatchBackfillReport:
+        """Embed every chunk without a vector through Bedrock batch inference; resumable.
+
+        The first call streams the texts of pending chunks (cache hits left out) to
+        ``s3_uri`` as job inputs and saves the run in the home; every call then submits what
+        is not submitted, waits for the jobs and joins their outputs into the embedding cache,
+        and finally fills the index from the cache without a call. Interrupted, it resumes on
+        the next call (``s3_uri`` and ``role_arn`` may then be omitted): running jobs are
+        polled, not submitted again. Records a job failed, and the few texts left over below
+        Bedrock's minimum job size, are embedded on demand, or with ``fill_on_demand=False``
+        stay pending for a later :meth:`embed_pending`.
+
+        Args:
+            s3_uri: ``s3://bucket/prefix`` in the embedder's region (needed to start a run).
+            role_arn: IAM service role Bedrock assumes to read and write there (same).
+            fill_on_demand: Embed failed and leftover texts with on-demand calls.
+            progress: Optional callback; stage ``embed`` while the index is filled.
+            s3: S3 client (default: built for the embedder's region).
+            bedrock: ``bedrock`` control-plane client (same).
+            **options: ``poll_seconds``, ``timeout_seconds``, ``max_concurrent_jobs``, ``sleep``,
+                ``on_status`` for waiting; ``max_records_per_job``, ``min_records_per_job``
+                for a new run.
+
+        Returns:
+            What was done, with billed tokens and the cost estimate.
+
+        Raises:
+            ValueError: Not a Bedrock embedder, no run to resume and no ``s3_uri``/``role_arn``,
+                or a run of another embedder or location in progress.
+            EmbedderMismatchError: The home holds another embedder's vectors.
+            BatchJobError: A job failed (resubmitted on the next call) or timed out.
+        """
+        from memlane.embed.batch_backfill import BatchRun, pending_texts
+        from memlane.embed.bedrock_batch import make_batch_clients
+        from memlane.errors import EmbedderMismatchError
+
+        started = time.perf_counter()
+        embedder = self.embedder
+        if embedder is None or not embedder.id.startswith("bedrock/"):
+            raise ValueError(f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}")
+        home_embedder = self._store.status()["embedder_id"]  # fresh from disk (meta() is per-process)
+        if home_embedder and home_embedder != embedder.id:
+            raise EmbedderMismatchError(f"{self.home} holds vectors of {home_embedder}; a batch of {embedder.id} cannot go in it")
+        if s3 is None or bedrock is None:
+            built_s3, built_bedrock = make_batch_clients(embedder.region)  # type: ignore[attr-defined]
+            s3, bedrock = s3 or built_s3, bedrock or built_bedrock
+        start_options = {k: options.pop(k) for k in ("max_records_per_job", "min_records_per_job") if k in options}
+        run = BatchRun.load(self.home)
+        resumed = run is not None
+        if run is None:
+            if not s3_uri or not role_arn:
+                raise ValueError("no batch run to resume in this home: give an S3 location and an IAM role to start one")
+            with self._store.writer() as writer:
+                texts = pending_texts(writer, self.cache, embedder.id)
+                run = BatchRun.start(self.home, embedder, s3_uri, role_arn, texts=texts, cache=self.cache, s3=s3, **start_options)
+        elif run.embedder_id != embedder.id or (s3_uri or run.s3_uri) != run.s3_uri:
+            raise ValueError(
+                f"a batch run of {run.embedder_id} to {run.s3_uri} is in progress in this home: resume it with "
+                f"that embedder and location, or delete {run.path} to abandon it"
+            )
+        report = run.wait(cache=self.cache, s3=s3, bedrock=bedrock, **options)
+        report.resumed = resumed
+        with self._store.writer() as writer:
+            report.chunks_embedded, hits = self._backfill(writer, embedder, progress, cache_only=not fill_on_demand)
+            report.embedded_on_demand = report.chunks_embedded - hits if fill_on_demand else 0
+            writer.commit()
+            report.chunks_pending = len(writer.pending_vectors())
+        report.seconds = time.perf_counter() - started
+        self.events.append("embed_batch", jobs=report.jobs, records=report.records, failed=len(report.failed),
+                           chunks_embedded=report.chunks_embedded)
+        return report
+
+    def _backfill(
+        self, writer: Any, embedder: Embedder, progress: Progress | None, cache_only: bool = False
+    ) -> tuple[int, int]:
         pending = writer.pending_vectors()
         total, done, hits = len(pending), 0, 0
         for n, start in enumerate(range(0, total, _CHUNKS_PER_EMBED_BATCH), start=1):
             batch = [int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]]
             rows = writer.chunk_texts(batch)
-            keys, vectors, batch_hits = self._embed_chunks(rows, embedder)
+            keys, vectors, batch_hits = self._embed_chunks(rows, embedder, cache_only)
             hits += batch_hits
             if keys:
                 import numpy as np
@@ -303,7 +390,7 @@ class Memory:
                 counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
                 flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
                 writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
-            done += len(batch)
+            done += len(keys)
             if n % _EMBED_BATCHES_PER_COMMIT == 0:
                 writer.commit()
             if progress:

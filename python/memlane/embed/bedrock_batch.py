@@ -515,6 +515,7 @@ def run_jobs(
     sleep: Callable[[float], None] = time.sleep,
     on_status: Callable[[BatchJob, dict[str, Any]], None] | None = None,
     on_submit: Callable[[BatchJob], None] | None = None,
+    on_finish: Callable[[BatchJob, BatchResult], None] | None = None,
 ) -> BatchResult:
     """Phase 2: submit prepared jobs, wait for them and read their outputs.
 
@@ -534,6 +535,7 @@ def run_jobs(
         sleep: How to pause between polls.
         on_status: Called with each job status description.
         on_submit: Called with each job once it has an ARN (e.g. to save it for resuming).
+        on_finish: Called with each job and its result once its output is read (and sunk).
 
     Returns:
         Vectors (or a count, with ``sink``), record errors in ``missing``, tokens billed.
@@ -555,7 +557,10 @@ def run_jobs(
         wait_for_job(
             bedrock, job, poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sleep=sleep, on_status=on_status
         )
-        result.merge(read_job_output(s3, job, sink=sink))
+        finished = read_job_output(s3, job, sink=sink)
+        if on_finish is not None:
+            on_finish(job, finished)
+        result.merge(finished)
 
     for job in jobs:
         if len(running) >= max_concurrent_jobs:

@@ -87,6 +87,20 @@ class EmbeddingCache:
         self.stats.misses += len(wanted) - len(found)
         return found
 
+    def known(self, embedder_id: str, hashes: Iterable[str]) -> set[str]:
+        """The hashes that have vectors, without reading them or counting a lookup."""
+        wanted = list(dict.fromkeys(hashes))
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(wanted), _BATCH):
+                part = wanted[start : start + _BATCH]
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT hash FROM vectors WHERE embedder = ? AND hash IN ({marks})", [embedder_id, *part]
+                )
+                found.update(h for (h,) in rows)
+        return found
+
     def _count(self, hits: int, misses: int) -> None:
         """Add one lookup batch to the machine-wide counters (caller holds ``_lock``)."""
         self._db.executemany(
