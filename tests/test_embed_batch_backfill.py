@@ -227,11 +227,16 @@ def test_cli_batch_interrupted_then_resumed_by_plain_rerun(aws, runtime, home_wi
     assert "run it again to resume" in capsys.readouterr().err
     assert (home_with_chunks / STATE_FILE).exists()
 
+    assert main(["--home", home, "status"]) == 0
+    assert "batch run   0/1 jobs read, 1 submitted, 120 records via s3://" in capsys.readouterr().out
+
     assert main(["--home", home, "--json", "embed"]) == 0  # no --embed, no --batch: the saved run says which
     report = json.loads(capsys.readouterr().out)
-    assert opened == ["bedrock:256", "bedrock:256"]
+    assert opened == ["bedrock:256", "none", "bedrock:256"]  # index, status, resume
     assert report["resumed"] and (report["jobs"], report["records"], report["chunks_embedded"]) == (1, 120, 120)
     assert report["estimated_cost_usd"] > 0 and report["failed"] == {}
+    assert main(["--home", home, "--json", "status"]) == 0
+    assert json.loads(capsys.readouterr().out)["batch_run"] is None
 
     assert main(["--home", home, "embed", "--batch-role", ROLE]) == 2
     assert "go with --batch" in capsys.readouterr().err

@@ -190,6 +190,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
         f"events      {format_summary(status['memory_events'])}"
     )
+    if run := status["batch_run"]:
+        text += (
+            f"\nbatch run   {run['jobs_finished']}/{run['jobs']} jobs read, {run['jobs_submitted']} submitted, "
+            f"{run['records']} records via {run['s3_uri']}: `memlane embed` resumes it"
+        )
     _emit(args, status, text)
     return 0
 

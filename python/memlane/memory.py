@@ -472,6 +472,10 @@ class Memory:
         cache = self._cache_dir / "embeddings.sqlite"
         empty = {"path": str(cache), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}
         status["embedding_cache"] = self.cache.summary() if cache.exists() else empty
+        from memlane.embed.batch_backfill import BatchRun
+
+        run = BatchRun.load(self.home)
+        status["batch_run"] = run.summary() if run else None
         status["memory_events"] = summarize_events(self.home)
         return status
 

@@ -231,6 +231,18 @@ class BatchRun:
         run.save()
         return run
 
+    def summary(self) -> dict[str, Any]:
+        """What ``memlane status`` shows of a run in progress."""
+        return {
+            "state": str(self.path),
+            "embedder_id": self.embedder_id,
+            "s3_uri": self.s3_uri,
+            "jobs": len(self.jobs),
+            "jobs_submitted": sum(j.arn is not None for j in self.jobs),
+            "jobs_finished": len(self.finished),
+            "records": sum(j.records for j in self.jobs),
+        }
+
     def save(self) -> None:
         """Write the state atomically (a crash leaves the old or the new file, never half of one)."""
         state = {
