@@ -232,7 +232,7 @@ def test_cli_batch_interrupted_then_resumed_by_plain_rerun(aws, runtime, home_wi
 
     assert main(["--home", home, "--json", "embed"]) == 0  # no --embed, no --batch: the saved run says which
     report = json.loads(capsys.readouterr().out)
-    assert opened == ["bedrock:256", "none", "bedrock:256"]  # index, status, resume
+    assert opened == ["bedrock:256", "none", "bedrock:256"]  # first run, status, resume
     assert report["resumed"] and (report["jobs"], report["records"], report["chunks_embedded"]) == (1, 120, 120)
     assert report["estimated_cost_usd"] > 0 and report["failed"] == {}
     assert main(["--home", home, "--json", "status"]) == 0
