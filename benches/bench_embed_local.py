@@ -80,6 +80,7 @@ def make_queries(text: str, count: int, seed: int = 0) -> list[str]:
 
 def bench_mode(mode: str, threads: int | None, chunks: list[str], queries: list[str], repeats: int) -> dict[str, float]:
     """Build time, load time, document throughput and one-by-one query latency of one mode."""
+    from memlane.embed import local
     from memlane.embed.local import LocalEmbedder
 
     build_s = float("nan")
@@ -99,6 +100,8 @@ def bench_mode(mode: str, threads: int | None, chunks: list[str], queries: list[
                     os.environ["MEMLANE_CACHE_DIR"] = previous
         LocalEmbedder(mode=mode, threads=threads)  # make sure the real cache is warm
 
+    # A process shares one session per model; forget it so "load s" is what a fresh process pays.
+    local._RUNTIMES.clear()
     start = time.perf_counter()
     emb = LocalEmbedder(mode=mode, threads=threads)
     load_s = time.perf_counter() - start
