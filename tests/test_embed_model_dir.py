@@ -149,6 +149,29 @@ def test_pooling_matches_a_numpy_forward_pass(tmp_path: Path, pooling: str) -> N
     np.testing.assert_allclose(query, expected_vectors(emb, model_dir, "deploy failed", pooling)[0], atol=1e-4)
 
 
+@pytest.mark.model
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_same_vectors_as_sentence_transformers(tmp_path: Path, pooling: str) -> None:
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    model_dir = make_model_dir(tmp_path / "tiny-bert", pooling=pooling)
+    # What transformers' AutoTokenizer needs besides tokenizer.json; memlane reads neither.
+    (model_dir / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "BertTokenizerFast", "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+        "unk_token": "[UNK]", "mask_token": "[MASK]", "model_max_length": 40,
+    }))  # fmt: skip
+    (model_dir / "2_Normalize").mkdir()
+    reference = sentence_transformers.SentenceTransformer(str(model_dir), device="cpu")
+    short = TEXTS[:3]  # one window each: sentence-transformers truncates where memlane windows
+    expected = reference.encode(short, normalize_embeddings=True)
+    got = np.stack([v[0] for v in make_embedder(f"local:{model_dir}").embed_documents(short)])
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_onnx_subfolder_is_named_after_its_model(tmp_path: Path) -> None:
+    model_dir = make_model_dir(tmp_path / "bge-tiny" / "onnx", onnx=True)
+    assert make_embedder(f"local:{model_dir}").id.startswith("local/bge-tiny@")
+
+
 def test_cls_and_mean_give_different_vectors(tmp_path: Path) -> None:
     cls = make_embedder(f"local:{make_model_dir(tmp_path / 'a', pooling='cls')}")
     mean = make_embedder(f"local:{make_model_dir(tmp_path / 'b', pooling='mean')}")

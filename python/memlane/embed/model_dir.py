@@ -150,7 +150,8 @@ class ModelDir:
             )
         return cls(
             path=root,
-            name=root.resolve().name,
+            # The Hub's layout keeps exports in <model>/onnx/: name the model, not the folder.
+            name=root.resolve().parent.name if root.resolve().name == "onnx" else root.resolve().name,
             tokenizer=tokenizer,
             weights=weights,
             pooling=_pooling(root),
