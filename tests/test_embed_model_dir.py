@@ -236,6 +236,7 @@ def test_embedders_of_one_model_share_one_session(tmp_path: Path) -> None:
         (lambda d: (d / "model.safetensors").unlink(), "no model.onnx"),
         (lambda d: (d / "1_Pooling" / "config.json").write_text('{"pooling_mode_max_tokens": true}'), "pooling pooling_mode_max_tokens is not supported"),
         (lambda d: (d / "1_Pooling" / "config.json").write_text("{oops"), "not readable JSON"),
+        (lambda d: _write_safetensors(d / "model.safetensors", {"roberta.weight": np.ones(2, np.float32)}), "not a BERT encoder"),
     ],
 )
 def test_unusable_directories_say_why_in_one_line(tmp_path: Path, breakage, message: str) -> None:

@@ -164,7 +164,12 @@ class ModelDir:
             return self.weights
         from memlane.embed._bert_onnx import ensure_bert_onnx
 
-        return ensure_bert_onnx(self.path, self.name)
+        try:
+            return ensure_bert_onnx(self.path, self.name)
+        except KeyError as exc:
+            raise ValueError(
+                f"{self.weights}: not a BERT encoder (no weight {exc}); give an ONNX export (model.onnx) instead"
+            ) from None
 
     def fingerprint(self) -> str:
         """Hash of everything that shapes the vectors: weights, tokenizer, pooling, longest sequence.
