@@ -22,6 +22,7 @@ from memlane._paths import agent_transcript_dirs, default_cache_dir, default_hom
 from memlane.embed import Embedder, make_embedder
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
+from memlane.rerank import POOL, needs_rerank, rerank
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,6 +65,8 @@ class Hit:
         turn_end: Last turn index (inclusive).
         timestamp: ISO-8601 UTC time of the first turn, if known.
         heading: Heading (knowledge chunks), else empty.
+        superseded_by: Id of a newer hit in this result that says something else about the same
+            subject (present-state questions), so this one is an earlier statement; else None.
     """
 
     id: str
@@ -77,6 +80,7 @@ class Hit:
     turn_end: int
     timestamp: str | None
     heading: str
+    superseded_by: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -411,11 +415,14 @@ class Memory:
         fusion: str = "weighted",
         vector_weight: float = 0.6,
         threshold: float = 0.2,
+        recency: bool = True,
+        temporal: bool = True,
     ) -> list[Hit]:
-        """Hybrid search: BM25 and vector candidates fused, best first.
+        """Hybrid search: BM25 and vector candidates fused, best first, then ordered for time.
 
         If every fused score is under ``threshold`` the result is empty. Vectors are used when
-        the home has them and an embedder is configured; otherwise BM25 answers alone.
+        the home has them and an embedder is configured; otherwise BM25 answers alone. See
+        :mod:`memlane.rerank` for how ``recency`` and ``temporal`` reorder the fused hits.
 
         Args:
             query: Free text; code identifiers, paths and error codes match exactly.
@@ -427,6 +434,11 @@ class Memory:
             fusion: ``weighted`` (default) or ``rrf``.
             vector_weight: Weight of the vector score in weighted fusion (BM25 gets the rest).
             threshold: Empty-result threshold on the fused score.
+            recency: On present-state questions ("which database does billing use now?"), the
+                newest of several hits about the same subject ranks first; the older ones are
+                marked ``superseded_by``. Unique old facts never move for being old.
+            temporal: When the question names a time ("in January", "two weeks before May 7"),
+                hits dated near it rank higher (relative times read against the newest hit's date).
 
         Returns:
             Hits with provenance and score breakdown.
@@ -448,9 +460,11 @@ class Memory:
 
                 vector = np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32)
                 embedder_id = embedder.id
+        time_aware = (recency or temporal) and needs_rerank(query, recency=recency, temporal=temporal)
+        pool = max(k, POOL) if time_aware else k
         raw = self._store.search(
             query,
-            k=k,
+            k=pool,
             vector=vector,
             embedder_id=embedder_id,
             sources=list(sources) if sources else None,
@@ -460,11 +474,27 @@ class Memory:
             fusion=fusion,
             vector_weight=vector_weight,
             threshold=threshold,
-            candidates=max(50, 5 * k),
+            candidates=max(50, 5 * k, pool),
         )
         hits = [Hit._from_core(d) for d in raw]
+        if time_aware:
+            vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if recency else None
+            hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
         self.events.append("search", query=query, results=len(hits))
         return hits
+
+    def _unit_vectors(self, content_hashes: list[str], embedder_id: str | None) -> np.ndarray | None:
+        """One unit vector per chunk (its windows averaged) from the embedding cache, or None
+        when any is missing (then hits are compared by their words)."""
+        if embedder_id is None:
+            return None
+        import numpy as np
+
+        cached = self.cache.get_many(embedder_id, content_hashes)
+        if len(cached) < len(set(content_hashes)):
+            return None
+        rows = np.stack([cached[h].mean(axis=0) for h in content_hashes])
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""

@@ -74,6 +74,10 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--fusion", choices=["weighted", "rrf"], help="search fusion (default: the product's)")
     p.add_argument("--vector-weight", type=float, help="vector weight in weighted fusion (default: the product's)")
     p.add_argument("--threshold", type=float, help="empty-result threshold (default: the product's)")
+    p.add_argument("--no-recency", dest="recency", action="store_false", default=None,
+                   help="turn off current-first ordering of same-subject hits (to measure it)")
+    p.add_argument("--no-temporal", dest="temporal", action="store_false", default=None,
+                   help="turn off the boost of hits near a time the question names (to measure it)")
     p.add_argument("--out", help="result file (default bench-results/<dataset>-<split>-<timestamp>.json)")
     p.add_argument("--allow-unverified", action="store_true", help="LongMemEval: run a file whose sha256 is not a published one")
     p.set_defaults(func=run_cli)
@@ -91,7 +95,13 @@ def run_cli(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset, args.file, args.split, allow_unverified=args.allow_unverified)
     search = {
         name: value
-        for name, value in (("fusion", args.fusion), ("vector_weight", args.vector_weight), ("threshold", args.threshold))
+        for name, value in (
+            ("fusion", args.fusion),
+            ("vector_weight", args.vector_weight),
+            ("threshold", args.threshold),
+            ("recency", args.recency),
+            ("temporal", args.temporal),
+        )
         if value is not None
     }
     granularities = list(GRANULARITIES) if args.granularity == "both" else [args.granularity]

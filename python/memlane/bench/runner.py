@@ -36,7 +36,7 @@ __all__ = ["DEFAULT_KS", "default_result_path", "git_revision", "run_benchmark",
 
 DEFAULT_KS = (1, 3, 5, 10)
 # Search options a run may override; everything else stays at the product default.
-SEARCH_OPTIONS = ("fusion", "vector_weight", "threshold")
+SEARCH_OPTIONS = ("fusion", "vector_weight", "threshold", "recency", "temporal")
 
 Progress = Callable[[str], None]
 
@@ -48,7 +48,7 @@ def search_defaults() -> dict[str, Any]:
 
     Example:
         >>> sorted(search_defaults())
-        ['fusion', 'threshold', 'vector_weight']
+        ['fusion', 'recency', 'temporal', 'threshold', 'vector_weight']
     """
     params = inspect.signature(memlane.Memory.search).parameters
     return {name: params[name].default for name in SEARCH_OPTIONS}
@@ -173,7 +173,8 @@ def run_benchmark(
             :class:`memlane.embed.Embedder` instance.
         ks: Cut-offs; every query asks for ``max(ks)`` hits.
         granularities: Subset of ``("session", "turn")``.
-        search: Overrides of ``fusion``, ``vector_weight``, ``threshold`` (defaults: the product's).
+        search: Overrides of ``fusion``, ``vector_weight``, ``threshold``, ``recency``, ``temporal``
+            (defaults: the product's).
         limit: Only the first ``limit`` conversations (quick runs).
         progress: Called with one line per conversation.
 
