@@ -51,11 +51,17 @@ def run(embedder: str, k: int, verbose: bool) -> dict:
                 mem.index([Path(tmp) / "src" / fmt], format=fmt, embed=embedder != "none")
             chunks = mem.status()["chunks"]
             ranks: dict[str, dict[str, list[int | None]]] = {s: {} for s in SETTINGS}
+            marks = {"earlier_total": 0, "earlier_in_top_k": 0, "earlier_marked": 0}
             for q in corpus.queries:
                 for setting, options in SETTINGS.items():
                     hits = mem.search(q.text, k=k, **options)
                     rank = _rank(hits, q.answer)
                     ranks[setting].setdefault(q.kind, []).append(rank)
+                    if q.kind == "current" and setting == "on" and rank is not None:
+                        earlier = [h for h in hits if any(e in h.text for e in q.earlier)]
+                        marks["earlier_in_top_k"] += len(earlier)
+                        marks["earlier_total"] += len(q.earlier)
+                        marks["earlier_marked"] += sum(h.superseded_by == hits[rank - 1].id for h in earlier)
                     if verbose and setting == "on" and rank != 1:
                         print(f"[{q.kind}] rank {rank}: {q.text}", file=sys.stderr)
                         for i, h in enumerate(hits[:4], 1):
@@ -66,6 +72,7 @@ def run(embedder: str, k: int, verbose: bool) -> dict:
         "k": k,
         "files": len(corpus.files),
         "chunks": chunks,
+        "earlier_statements": marks,
         "results": {s: {kind: _summary(r, k) for kind, r in sorted(by_kind.items())} for s, by_kind in ranks.items()},
     }
 
@@ -90,6 +97,9 @@ def main() -> int:
         a, b = on[kind], off[kind]
         cells = " | ".join(f"{100 * a[m]:.1f} / {100 * b[m]:.1f}" for m in ("first", "recall@5", f"recall@{args.k}"))
         print(f"| {kind} | {a['queries']} | {cells} | {a['mrr']:.3f} / {b['mrr']:.3f} |")
+    m = result["earlier_statements"]
+    print(f"\nearlier statements of current-state answers: {m['earlier_in_top_k']} of {m['earlier_total']} in the top {args.k}, "
+          f"{m['earlier_marked']} of those marked superseded_by the current one")
     return 0
 
 

@@ -79,6 +79,30 @@ SUBJECTS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("Who leads payments on-call?", "Priya Raman is the on-call lead for payments this quarter."),
         ("Who do I page for payments incidents?", "Page Tomasz Nowak: he took over as on-call lead for payments from Priya."),
     ]),
+    ("What Python version do the services run on now?", "What Python version did the services run on in {month}?", [
+        ("Which Python do we target?", "All services run on Python 3.9; the Docker base image is python:3.9-slim."),
+        ("Can I use match statements?", "Yes, the services were upgraded to Python 3.12 last sprint, so pattern matching is fine."),
+    ]),
+    ("Where is the staging environment hosted currently?", "Where was staging hosted in {month}?", [
+        ("How do I reach staging?", "Staging is a single Hetzner VM, staging.acme.dev, deployed with docker compose."),
+        ("staging.acme.dev does not resolve", "Staging moved to a Kubernetes namespace on the shared EKS cluster; use stage.acme.internal."),
+    ]),
+    ("What is the API rate limit per client now?", "What was the API rate limit per client in {month}?", [
+        ("Are clients rate limited?", "Each API client may send 100 requests per minute; the gateway returns 429 beyond that."),
+        ("A partner hits 429 errors", "We raised the API rate limit to 600 requests per minute per client after the partner launch."),
+    ]),
+    ("Which monitoring tool does the team use at present?", "Which monitoring tool did the team use in {month}?", [
+        ("Where are the dashboards?", "Monitoring is Datadog: dashboards and monitors live in the acme-prod Datadog org."),
+        ("Why did the Datadog bill go away?", "We replaced Datadog with Grafana Cloud and Prometheus to cut costs; dashboards were ported."),
+    ]),
+    ("What is the test coverage threshold in CI now?", "What was the test coverage threshold in CI during {month}?", [
+        ("Does CI enforce coverage?", "CI fails when line coverage drops below 70 percent."),
+        ("My PR failed on coverage at 78%", "The coverage gate was raised to 80 percent, so 78 fails now; add tests."),
+    ]),
+    ("Which code review rule applies to merges now?", "Which code review rule applied to merges in {month}?", [
+        ("How many approvals does a PR need?", "One approving review is enough to merge into main."),
+        ("Why can't I merge with one approval?", "Branch protection now requires two approving reviews, one from a code owner, to merge into main."),
+    ]),
     ("Which auth provider handles login today?", "Which auth provider handled login in {month}?", [
         ("How does login work?", "Login goes through Auth0 with the universal login page and our tenant acme-prod."),
         ("Why is the login page different?", "Login moved from Auth0 to Keycloak, self-hosted at sso.acme.internal, to cut costs."),
@@ -125,6 +149,7 @@ class Query:
     text: str
     answer: str
     subject: int = -1
+    earlier: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -179,6 +204,15 @@ def _generic(sid: str, pairs: list[tuple[str, str]], start: datetime) -> list[di
 _WRITERS = {"claude-code": _claude, "codex": _codex, "generic": _generic}
 
 
+def write_session(root: Path, fmt: str, sid: str, pairs: list[tuple[str, str]], start: datetime) -> Path:
+    """Write one session of (user, assistant) pairs, three minutes apart, as a ``fmt`` transcript
+    under ``root/<fmt>/``; returns its path."""
+    path = root / fmt / f"{start:%Y-%m-%d}-{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in _WRITERS[fmt](sid, pairs, start)))
+    return path
+
+
 def write_corpus(root: Path, seed: int = 11, start: datetime = datetime(2026, 1, 5, 9, tzinfo=timezone.utc)) -> Corpus:
     """Write the corpus under ``root/<format>/`` and return its files and queries.
 
@@ -195,7 +229,7 @@ def write_corpus(root: Path, seed: int = 11, start: datetime = datetime(2026, 1,
             sessions.append((when, [pair]))
             if n < len(statements) - 1 or rng.random() < 0.5:
                 corpus.queries.append(Query("past", past_q.format(month=MONTHS[when.month - 1]), pair[1], s))
-        corpus.queries.append(Query("current", current_q, statements[-1][1], s))
+        corpus.queries.append(Query("current", current_q, statements[-1][1], s, [a for _, a in statements[:-1]]))
     for f, (question, pair) in enumerate(UNIQUE_FACTS):
         sessions.append((start + timedelta(days=rng.randint(0, 50), hours=rng.randint(0, 8)), [pair]))
         corpus.queries.append(Query("unique", question, pair[1]))
@@ -204,8 +238,5 @@ def write_corpus(root: Path, seed: int = 11, start: datetime = datetime(2026, 1,
         mixed = rng.sample(FILLER, 3) + pairs + rng.sample(FILLER, 2)
         fmt = FORMATS[i % len(FORMATS)]
         sid = f"{i:08x}-0000-4000-8000-{rng.getrandbits(48):012x}"
-        path = root / fmt / f"{when:%Y-%m-%d}-{sid}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in _WRITERS[fmt](sid, mixed, when)))
-        corpus.files.append(path)
+        corpus.files.append(write_session(root, fmt, sid, mixed, when))
     return corpus

@@ -101,7 +101,8 @@ def _format_hit(i: int, hit: Any) -> str:
     snippet = " ".join(hit.text.split())
     if len(snippet) > 300:
         snippet = snippet[:297] + "..."
-    return f"{i}. [{hit.score:.3f} {scores}] {where}\n   {hit.path}\n   {snippet}"
+    earlier = f"\n   earlier statement: superseded by {hit.superseded_by}" if hit.superseded_by else ""
+    return f"{i}. [{hit.score:.3f} {scores}] {hit.id} {where}\n   {hit.path}{earlier}\n   {snippet}"
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -117,6 +118,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
         until=args.until,
         fusion=args.fusion,
         threshold=args.threshold,
+        recency=args.recency,
+        temporal=args.temporal,
     )
     text = "\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)) or "no match above the threshold"
     _emit(args, [h.to_dict() for h in hits], text)
@@ -234,6 +237,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], default="weighted")
     p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
+    p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
+    p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 

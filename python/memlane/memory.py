@@ -493,7 +493,7 @@ class Memory:
         cached = self.cache.get_many(embedder_id, content_hashes)
         if len(cached) < len(set(content_hashes)):
             return None
-        rows = np.stack([cached[h].mean(axis=0) for h in content_hashes])
+        rows = np.stack([w[0] if len(w) == 1 else w.mean(axis=0) for w in (cached[h] for h in content_hashes)])
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
     def status(self) -> dict[str, Any]:

@@ -50,7 +50,7 @@ SAME_SUBJECT_FLOOR = 0.5
 RELEVANCE_RATIO = 0.5
 # Temporal affinity: bonus on the fused score for a hit dated inside the named window, how far
 # after the window a memory still counts as telling of it, and how fast the bonus fades outside.
-TIME_BONUS = 0.1
+TIME_BONUS = 0.3
 TIME_LAG = timedelta(days=7)
 TIME_SCALE = timedelta(days=14)
 
@@ -79,16 +79,16 @@ def _similarity(hits: list[Hit], vectors: np.ndarray | None) -> np.ndarray:
     return np.array([[len(a & b) / max(min(len(a), len(b)), 1) for b in words] for a in words], dtype=np.float32)
 
 
-def _same_subject(hits: list[Hit], vectors: np.ndarray | None) -> np.ndarray:
+def _same_subject(hits: list[Hit], vectors: np.ndarray | None) -> list[list[bool]]:
     """Boolean matrix: hit i and hit j say something about the same subject."""
     import numpy as np
 
     sims = _similarity(hits, vectors)
     background = sims[~np.eye(len(hits), dtype=bool)]
     if background.size < 2:
-        return np.zeros_like(sims, dtype=bool)
+        return [[False] * len(hits) for _ in hits]
     cut = max(SAME_SUBJECT_FLOOR, float(background.mean() + SAME_SUBJECT_SPREAD * background.std()))
-    return sims >= cut
+    return (sims >= cut).tolist()
 
 
 def _current_first(hits: list[Hit], vectors: np.ndarray | None) -> list[Hit]:
@@ -115,13 +115,14 @@ def _current_first(hits: list[Hit], vectors: np.ndarray | None) -> list[Hit]:
 
 
 def _time_affinity(hits: list[Hit], query: str) -> list[Hit]:
-    dates = [d for d in map(_when, hits) if d is not None]
+    whens = [_when(h) for h in hits]
+    dates = [d for d in whens if d is not None]
     window = time_window(query, max(dates)) if dates else None
     if window is None:
         return hits
     boosted = []
-    for hit in hits:
-        near = affinity(_when(hit), window, TIME_LAG, TIME_SCALE)
+    for hit, when in zip(hits, whens):
+        near = affinity(when, window, TIME_LAG, TIME_SCALE)
         boosted.append(replace(hit, score=round(hit.score + TIME_BONUS * near, 6), scores={**hit.scores, "time": round(near, 3)}))
     # Stable: hits with equal scores keep the fused order.
     return sorted(boosted, key=lambda h: -h.score)

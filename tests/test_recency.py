@@ -1,0 +1,143 @@
+"""Recency-aware search: the current statement first on present-state questions, the named time
+first on past ones, unique old facts untouched, through Memory.index → Memory.search."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FakeEmbedder
+
+import memlane
+from memlane.cli import main as cli_main
+from memlane.memory import Hit
+from memlane.rerank import rerank
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+from reversal_corpus import write_session  # noqa: E402
+
+OLD_DB = "Billing uses the MySQL database on host db-billing-01."
+NEW_DB = "Yes: billing uses the Postgres database now, on host db-billing-02."
+INVOICES = "The invoice job runs on the first day of each month at 02:00 UTC."
+FILLER = [
+    ("Can you review the README wording?", "Sure, I tightened the introduction and fixed two broken links."),
+    ("Lint is failing on main", "Ruff flagged an unused import in tools/report.py; removed it."),
+    ("Add a unit test for the parser", "Added tests with cases for empty input, unicode and a truncated line."),
+    ("Why is the laptop fan so loud?", "The file watcher was scanning node_modules; excluding it fixed it."),
+    ("Bump the version", "Version bumped to 2.4.1 in pyproject.toml and the changelog updated."),
+    ("Any idea for the team lunch?", "The ramen place near the office takes group bookings on Fridays."),
+    ("Rename the env var", "Renamed APP_DEBUG to APP_LOG_LEVEL in the three places that read it."),
+    ("Is the docs site down?", "A DNS propagation delay after the certificate renewal; it resolves again."),
+]
+
+
+def utc(m: int, d: int) -> datetime:
+    return datetime(2026, m, d, 9, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["fake", "none"])
+def mem(request, tmp_path):
+    """A home holding a decision reversed across formats, a unique old fact and filler."""
+    src = tmp_path / "src"
+    write_session(src, "claude-code", "s-jan", [FILLER[0], ("Which database does billing use?", OLD_DB), FILLER[1]], utc(1, 12))
+    write_session(src, "generic", "s-feb", [FILLER[2], ("When does the invoice job run?", INVOICES), FILLER[3]], utc(2, 3))
+    write_session(src, "codex", "s-mar", [FILLER[4], ("Is the billing database migration done?", NEW_DB), FILLER[5]], utc(3, 20))
+    write_session(src, "generic", "s-apr", [FILLER[6], FILLER[7]], utc(4, 2))
+    m = memlane.open(tmp_path / "home", embedder=FakeEmbedder() if request.param == "fake" else "none")
+    m.index([src])
+    return m
+
+
+def rank_of(hits: list[Hit], text: str) -> int:
+    return next(i for i, h in enumerate(hits) if text in h.text)
+
+
+def test_current_statement_first_and_earlier_one_marked(mem):
+    hits = mem.search("which database does billing use now?", k=5)
+    assert NEW_DB in hits[0].text
+    assert hits[0].superseded_by is None
+    old = hits[rank_of(hits, OLD_DB)]
+    assert old.superseded_by == hits[0].id
+    assert old.timestamp.startswith("2026-01-12") and hits[0].timestamp.startswith("2026-03-20")
+    # Without the feature the stale statement wins: its question is worded like the query.
+    plain = mem.search("which database does billing use now?", k=5, recency=False)
+    assert OLD_DB in plain[0].text
+    assert all(h.superseded_by is None for h in plain)
+
+
+def test_unique_old_fact_is_not_buried(mem):
+    on = mem.search("when does the invoice job run?", k=5)
+    off = mem.search("when does the invoice job run?", k=5, recency=False, temporal=False)
+    assert INVOICES in on[0].text and INVOICES in off[0].text
+    assert on[0].superseded_by is None
+
+
+def test_a_named_past_time_prefers_that_time(mem):
+    hits = mem.search("which database did billing use in January?", k=5)
+    assert OLD_DB in hits[0].text
+    assert hits[0].scores["time"] == 1.0
+    assert rank_of(hits, NEW_DB) > 0
+
+
+def test_questions_about_no_time_rank_as_plain_fusion(mem):
+    query = "billing database host"
+    on = mem.search(query, k=4)
+    off = mem.search(query, k=4, recency=False, temporal=False)
+    assert [h.to_dict() for h in on] == [h.to_dict() for h in off]
+
+
+def test_cli_search_shows_dates_and_marks_earlier_statements(mem, capsys):
+    code = cli_main(["search", "which database does billing use now?", "--home", str(mem.home), "--embed", "none", "-k", "5"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "2026-03-20 09:" in out and "2026-01-12 09:" in out
+    if "earlier statement: superseded by" in out:  # BM25-only queries from the CLI see the same grouping
+        first = out.split("\n2.")[0]
+        assert "Postgres" in first
+
+
+def _hit(i: int, score: float, when: str | None) -> Hit:
+    return Hit(id=f"h{i}", source="transcript", text=f"text {i}", score=score, scores={"bm25": None, "vector": score},
+               path="p", session_id=f"s{i}", turn_start=0, turn_end=1, timestamp=when, heading="")
+
+
+def _vectors(groups: list[int], dim: int = 32) -> np.ndarray:
+    """Unit vectors: hits with the same group number are near-identical, others orthogonal-ish."""
+    rng = np.random.default_rng(0)
+    bases = {g: rng.normal(size=dim) for g in set(groups)}
+    rows = np.stack([bases[g] + 0.05 * rng.normal(size=dim) for g in groups])
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_rerank_moves_only_the_newest_of_a_group_and_never_unique_hits():
+    hits = [
+        _hit(0, 0.9, "2026-01-01T00:00:00Z"),  # old statement
+        _hit(1, 0.8, "2025-06-01T00:00:00Z"),  # unique, older still
+        _hit(2, 0.7, "2026-04-01T00:00:00Z"),  # the newer statement of hit 0's subject
+        _hit(3, 0.6, None),  # undated: never grouped
+    ] + [_hit(i, 0.5 - i / 100, f"2026-0{1 + i % 5}-02T00:00:00Z") for i in range(4, 12)]
+    out = rerank(hits, "which database does billing use now?", _vectors([0, 1, 0, 0] + list(range(4, 12))))
+    assert [h.id for h in out[:4]] == ["h2", "h0", "h1", "h3"]
+    assert out[1].superseded_by == "h2" and out[0].superseded_by is None
+    assert all(h.superseded_by is None for h in out[2:])
+
+
+def test_rerank_keeps_a_much_weaker_newer_hit_below():
+    hits = [_hit(0, 0.9, "2026-01-01T00:00:00Z"), _hit(1, 0.3, "2026-04-01T00:00:00Z")]
+    hits += [_hit(i, 0.29 - i / 100, "2026-02-01T00:00:00Z") for i in range(2, 12)]
+    out = rerank(hits, "what is the cadence?", _vectors([0, 0] + list(range(2, 12))))
+    # A weak neighbour is about another aspect: it neither moves up nor marks the fact as stale.
+    assert [h.id for h in out[:2]] == ["h0", "h1"]
+    assert out[0].superseded_by is None
+
+
+def test_rerank_switches():
+    hits = [_hit(0, 0.9, "2026-01-01T00:00:00Z"), _hit(1, 0.8, "2026-04-01T00:00:00Z")]
+    hits += [_hit(i, 0.5 - i / 100, "2026-02-01T00:00:00Z") for i in range(2, 12)]
+    vectors = _vectors([0, 0] + list(range(2, 12)))
+    assert rerank(hits, "what is the cadence now?", vectors, recency=False) == hits
+    assert rerank(hits, "what was the cadence in April?", vectors, temporal=False) == hits
+    assert rerank(hits, "what was the cadence in April?", vectors)[0].id == "h1"
