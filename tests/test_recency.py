@@ -94,9 +94,9 @@ def test_cli_search_shows_dates_and_marks_earlier_statements(mem, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "2026-03-20 09:" in out and "2026-01-12 09:" in out
-    if "earlier statement: superseded by" in out:  # BM25-only queries from the CLI see the same grouping
-        first = out.split("\n2.")[0]
-        assert "Postgres" in first
+    first, rest = out.split("\n2. ", 1)
+    assert "Postgres" in first and "earlier statement" not in first
+    assert "MySQL" in rest and "earlier statement: superseded by " + first.split("] ")[1].split()[0] in rest
 
 
 def _hit(i: int, score: float, when: str | None) -> Hit:

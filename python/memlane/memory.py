@@ -22,7 +22,6 @@ from memlane._paths import agent_transcript_dirs, default_cache_dir, default_hom
 from memlane.embed import Embedder, make_embedder
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
-from memlane.rerank import POOL, needs_rerank, rerank
 
 if TYPE_CHECKING:
     import numpy as np
@@ -460,6 +459,9 @@ class Memory:
 
                 vector = np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32)
                 embedder_id = embedder.id
+        from memlane.rerank import POOL, needs_rerank, rerank  # compiles its regexes: only once searching
+        from memlane.temporal import asks_present_state
+
         time_aware = (recency or temporal) and needs_rerank(query, recency=recency, temporal=temporal)
         pool = max(k, POOL) if time_aware else k
         raw = self._store.search(
@@ -478,7 +480,9 @@ class Memory:
         )
         hits = [Hit._from_core(d) for d in raw]
         if time_aware:
-            vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if recency else None
+            # Same-subject grouping compares chunk vectors; only present-state questions group.
+            grouping = recency and asks_present_state(query)
+            vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if grouping else None
             hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
         self.events.append("search", query=query, results=len(hits))
         return hits

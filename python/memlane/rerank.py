@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["POOL", "needs_rerank", "rerank"]
 
 POOL = 30
-"""Fused candidates the reordering looks at for a top-k of at most 15 (the newest statement
-of a subject may rank well below the stale one before reordering)."""
+"""Fused candidates the reordering looks at (at least k): the newest statement of a subject
+may rank well below the stale one before reordering."""
 
 # Two chunks are about the same subject when their similarity (cosine of chunk vectors, or
 # without vectors the overlap of their words) stands out from the candidates' background: at
