@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
+    from memlane.recall import Recall
 
 # Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
 # smooth progress bar and prompt Ctrl-C.
@@ -499,6 +500,22 @@ class Memory:
             return None
         rows = np.stack([w[0] if len(w) == 1 else w.mean(axis=0) for w in (cached[h] for h in content_hashes)])
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+    def recall(
+        self,
+        query: str,
+        max_tokens: int = 15_000,
+        *,
+        half_life_days: float | None = None,
+        include_brain: bool = True,
+    ) -> Recall:
+        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``.
+
+        See :func:`memlane.recall.recall`.
+        """
+        from memlane.recall import recall
+
+        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain)
 
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""
