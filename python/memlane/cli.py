@@ -126,6 +126,20 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_recall(args: argparse.Namespace) -> int:
+    if args.max_tokens < 1:
+        raise ValueError("--max-tokens must be at least 1")
+    mem = _open(args, args.embed)
+    result = mem.recall(args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain)
+    if not result:
+        sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
+        if args.json:
+            _emit(args, result.to_dict(), "")
+        return 0
+    _emit(args, result.to_dict(), result.text.rstrip("\n"))
+    return 0
+
+
 def _cmd_embed(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -241,6 +255,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("recall", parents=[common(False)], help="what memory knows about a query, as one block to inject (with provenance)")
+    p.add_argument("query")
+    p.add_argument("--max-tokens", type=int, default=15_000, help="token budget of the block (default 15000)")
+    p.add_argument("--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)")
+    p.add_argument("--no-brain", action="store_true", help="leave out MEMORY.md and EVOLUTION.md entries")
+    embed_options(p, "embedder for the query (must match the index)")
+    p.set_defaults(func=_cmd_recall)
 
     p = sub.add_parser("embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)")
     p.add_argument("--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped")

@@ -1,20 +1,111 @@
-"""Recall inside the agent loop: a token-budgeted block of what memory knows about a query.
+"""Recall inside the agent loop: what memory knows about a query, as one token-budgeted block.
 
-Work in progress: the API below is the contract; the engine lands next.
+:func:`recall` gathers candidates from the brain (every MEMORY.md and EVOLUTION.md entry,
+archives included) and from a hybrid search over the knowledge library and the transcripts,
+then:
+
+1. drops every candidate whose relevance (the fused BM25 + vector score) is under the
+   threshold — if none is left the recall is empty: no recall beats wrong recall;
+2. weighs what is left: a superseded brain entry ×0.1; with ``half_life_days`` a dated item
+   ×0.5 per half-life of age (MEMORY.md entries and topic-named notes are evergreen; notes
+   named by a date, like ``DailyActivity/2026-04-02.md``, and transcripts decay);
+3. orders by maximal marginal relevance, collapsing near-duplicates (word-set Jaccard ≥ 0.8:
+   the same turns indexed twice, a note pasted into a chat) while distinct items stay;
+4. assembles the best items that fit ``max_tokens``, each under a provenance line:
+   ``path › heading · date`` for notes and brain entries, ``session … · turns a-b · date``
+   for transcripts.
+
+The always-injected part of memory is :func:`session_snapshot`, frozen per session so the
+prompt prefix stays byte-identical; :func:`focus_query` is the query asked before a session's
+first message.
+
+Example:
+    >>> import memlane, tempfile
+    >>> r = memlane.open(tempfile.mkdtemp(), embedder="none").recall("billing database")
+    >>> bool(r), r.text
+    (False, '')
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import contextlib
+import hashlib
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.memory import Memory
+    from memlane.brain import Brain, Entry
+    from memlane.memory import Hit, Memory
+
+DRIFT_CAVEAT = "Memory is a snapshot of the past: verify names, paths and flags before acting on them."
+"""The caveat every injected memory block carries."""
+
+DEFAULT_THRESHOLD = 0.2
+"""Relevance under which a candidate is dropped (the hybrid search's empty-result threshold)."""
+
+SUPERSEDED_WEIGHT = 0.1
+"""Weight of a superseded brain entry (the brain's :attr:`Entry.weight`)."""
+
+# Same fusion as the hybrid search's default (memlane-core hybrid.rs), so brain entries and
+# index hits are ranked on one scale.
+_VECTOR_WEIGHT = 0.6
+# MMR trade-off between relevance and novelty (1.0: relevance only), and the word-set
+# similarity from which two items count as the same text. Distinct turn pairs of one
+# conversation share well under half their words; re-indexed or pasted copies share nearly all.
+_MMR_LAMBDA = 0.7
+_DUPLICATE_SIMILARITY = 0.8
+# Hybrid candidates: at least 50 (so a small budget picks from the same pool as a large one,
+# and MMR has room to skip duplicates), more for big budgets: one per 150 tokens, a third of
+# a full transcript chunk.
+_TOKENS_PER_CANDIDATE = 150
+_MIN_CANDIDATES = 50
+_MAX_CANDIDATES = 200
+
+SNAPSHOT_DIR = "snapshots"
+# Snapshots unused for this long are pruned; a resumed session past that gets a fresh one
+# (its provider-side prompt cache is long gone anyway).
+_SNAPSHOT_MAX_AGE_S = 14 * 86_400
+_SNAPSHOT_MAX_COUNT = 256
+
+_WORD = re.compile(r"[a-z0-9]+")
+_DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens by the core's cheap estimate: four UTF-8 bytes per token, rounded up.
+
+    The same rule as ``memlane-core``'s ``chunk::estimate_tokens``, so chunk sizes and recall
+    budgets are counted alike.
+
+    Example:
+        >>> estimate_tokens("exit code 137")
+        4
+    """
+    return (len(text.encode("utf-8")) + 3) // 4
 
 
 @dataclass(frozen=True)
 class RecallItem:
-    """One recalled piece of memory with its provenance line."""
+    """One recalled piece of memory.
+
+    Attributes:
+        id: Chunk id, or the brain entry's key (``KD15``).
+        source: ``brain`` | ``knowledge`` | ``transcript``.
+        text: The text injected under the provenance line.
+        score: Final score: relevance × weight (superseded 0.1) × decay.
+        provenance: One line: ``MEMORY.md › Key Decisions › KD15 · 2026-04-02``,
+            ``notes/billing.md › Storage · 2026-04-10`` or ``session 0b5c… · turns 12-15 · 2026-04-02 14:03``.
+        timestamp: ISO date or time of the item, if known.
+        superseded: A brain entry another entry replaced.
+    """
 
     id: str
     source: str
@@ -31,12 +122,21 @@ class RecallItem:
 
 @dataclass(frozen=True)
 class Recall:
-    """The result of :meth:`memlane.Memory.recall`: the items and the assembled block."""
+    """The result of :meth:`memlane.Memory.recall`: the items and the block to inject.
+
+    ``str(recall)`` is the block; an empty recall is falsy and its text is ``""``.
+
+    Attributes:
+        query: The query asked.
+        items: What made it into the block, best first.
+        text: The assembled block (``""`` when nothing is relevant).
+        tokens: Estimated tokens of ``text`` (never more than the budget).
+    """
 
     query: str
-    items: list[RecallItem] = field(default_factory=list)
-    text: str = ""
-    tokens: int = 0
+    items: list[RecallItem]
+    text: str
+    tokens: int
 
     def __str__(self) -> str:
         return self.text
@@ -49,16 +149,468 @@ class Recall:
         return {"query": self.query, "tokens": self.tokens, "text": self.text, "items": [i.to_dict() for i in self.items]}
 
 
-def recall(mem: Memory, query: str, max_tokens: int = 15_000, *, half_life_days: float | None = None, include_brain: bool = True) -> Recall:
-    """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``."""
-    raise NotImplementedError
+@dataclass
+class _Candidate:
+    item: RecallItem
+    words: frozenset[str]
+    tokens: int
+
+
+# ---------------------------------------------------------------------------- weighting
+
+
+def _date_in_name(path: str) -> datetime | None:
+    m = _DATE_IN_NAME.search(Path(path).name)
+    if not m:
+        return None
+    with contextlib.suppress(ValueError):
+        return datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), tzinfo=timezone.utc)
+    return None
+
+
+def _parse_iso(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def decay(source: str, path: str, timestamp: str | None, now: datetime, half_life_days: float | None) -> float:
+    """The temporal weight of an item: 1.0 when evergreen or decay is off.
+
+    Brain entries and notes whose file name carries no date are evergreen; a date-named note
+    ages from the date in its name, a transcript from its timestamp.
+
+    Example:
+        >>> now = datetime(2026, 4, 30, tzinfo=timezone.utc)
+        >>> decay("knowledge", "DailyActivity/2026-04-20.md", None, now, 10.0)
+        0.5
+        >>> decay("knowledge", "notes/billing.md", "2020-01-01", now, 10.0)
+        1.0
+    """
+    if half_life_days is None or source == "brain":
+        return 1.0
+    when = _date_in_name(path)
+    if when is None:
+        if source == "knowledge":
+            return 1.0
+        when = _parse_iso(timestamp)
+    if when is None:
+        return 1.0
+    age_days = max(0.0, (now - when).total_seconds() / 86_400)
+    return 0.5 ** (age_days / half_life_days)
+
+
+# ---------------------------------------------------------------------------- provenance
+
+
+def _display_path(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path.startswith(home + os.sep) else path
+
+
+def _when(timestamp: str | None) -> str:
+    if not timestamp:
+        return "undated"
+    return timestamp[:16].replace("T", " ") + (" UTC" if len(timestamp) > 10 else "")
+
+
+def hit_provenance(hit: Hit) -> str:
+    """The provenance line of a search hit.
+
+    Example:
+        >>> from memlane.memory import Hit
+        >>> h = Hit("c1", "transcript", "...", 0.9, {}, "/x/s1.jsonl", "s1", 12, 15, "2026-04-02T14:03:00Z", "")
+        >>> hit_provenance(h)
+        'session s1 · turns 12-15 · 2026-04-02 14:03 UTC'
+    """
+    if hit.source == "transcript":
+        turns = f"turn {hit.turn_start}" if hit.turn_start == hit.turn_end else f"turns {hit.turn_start}-{hit.turn_end}"
+        return f"session {hit.session_id} · {turns} · {_when(hit.timestamp)}"
+    # A note's date is the one in its name, else its own (a file time: the day is enough).
+    named = _date_in_name(hit.path)
+    date = named.date().isoformat() if named else (hit.timestamp or "undated")[:10]
+    where = " › ".join(p for p in (_display_path(hit.path), hit.heading) if p)
+    return f"{where} · {date}"
+
+
+def entry_provenance(entry: Entry, brain_dir: Path) -> str:
+    """The provenance line of a brain entry: file › section › key · date · state."""
+    try:
+        where = str(Path(entry.source).relative_to(brain_dir))
+    except ValueError:
+        where = _display_path(entry.source)
+    line = f"{where} › {entry.section} › {entry.key} · {entry.date or 'undated'}"
+    if entry.superseded:
+        line += f" · superseded by {entry.superseded_by}" if entry.superseded_by else " · superseded"
+    elif entry.resolved:
+        line += f" · {entry.meta['status']}"
+    return line
+
+
+# ---------------------------------------------------------------------------- candidates
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def _candidate(item: RecallItem) -> _Candidate:
+    # Counted with a four-digit item number so the block's real numbering never exceeds it.
+    return _Candidate(item, _words(item.text), estimate_tokens(_render_item(9999, item)))
+
+
+def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime) -> list[_Candidate]:
+    hits = mem.search(query, k=k, sources=["transcript", "knowledge"], threshold=threshold)
+    out = []
+    for h in hits:
+        if h.score < threshold:
+            continue
+        score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
+        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), hit_provenance(h), h.timestamp, False)
+        out.append(_candidate(item))
+    return out
+
+
+def _content_terms(query: str) -> str:
+    from memlane.brain.brain import _STOPWORDS
+
+    return " ".join(w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS)
+
+
+def _brain_similarities(mem: Memory, query: str, entries: list[Entry]) -> list[float] | None:
+    """Cosine of the query with each entry, or ``None`` in keyword-only mode.
+
+    Entry vectors come from the embedding cache (keyed by content hash), so only new or
+    edited entries cost an embedding call.
+    """
+    if not entries or mem._embedder_spec == "none" or not mem._store.meta().get("embedder_id"):
+        return None
+    embedder = mem.embedder
+    if embedder is None:
+        return None
+    import numpy as np
+
+    texts = [_entry_embed_text(e) for e in entries]
+    rows = [(i, hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest(), t) for i, t in enumerate(texts)]
+    _, vectors, _ = mem._embed_chunks(rows, embedder)
+    q = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    return [float(np.max(v @ q)) for v in vectors]
+
+
+def _entry_embed_text(entry: Entry) -> str:
+    return " ".join([entry.text, *entry.aliases])
+
+
+def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -> list[_Candidate]:
+    entries = brain.entries(include_archived=True, evolution=True)
+    if not entries:
+        return []
+    # Brain.search scores the share of the query's IDF mass an entry matches; function words
+    # would dilute it, so only content terms are asked.
+    terms = _content_terms(query)
+    keyword = {e.key: s / e.weight for e, s in brain.search(terms, k=len(entries))} if terms else {}
+    sims = _brain_similarities(mem, query, entries)
+    out = []
+    for i, e in enumerate(entries):
+        kw = keyword.get(e.key, 0.0)
+        relevance = kw if sims is None else _VECTOR_WEIGHT * max(0.0, min(1.0, sims[i])) + (1 - _VECTOR_WEIGHT) * kw
+        if relevance < threshold:
+            continue
+        text = e.text + (f"\nDetail: {e.detail}" if e.detail else "")
+        weight = SUPERSEDED_WEIGHT if e.superseded else 1.0
+        item = RecallItem(e.key, "brain", text, round(relevance * weight, 6), entry_provenance(e, brain.dir), e.date, e.superseded)
+        out.append(_candidate(item))
+    return out
+
+
+# ---------------------------------------------------------------------------- selection
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity of two word sets (1.0 for two empty sets).
+
+    Example:
+        >>> similarity(frozenset("abc"), frozenset("abd"))
+        0.5
+    """
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def select(candidates: list[_Candidate], budget: int) -> list[_Candidate]:
+    """MMR order within ``budget`` tokens, near-duplicates of a chosen item dropped.
+
+    Each step takes the candidate with the best ``λ·score − (1−λ)·max similarity to the
+    chosen``; a candidate at least :data:`_DUPLICATE_SIMILARITY` similar to a chosen one is
+    dropped, and one too big for what is left of the budget is skipped.
+    """
+    pool = sorted(candidates, key=lambda c: -c.item.score)
+    max_sim = [0.0] * len(pool)
+    alive = [c.tokens <= budget for c in pool]
+    chosen: list[_Candidate] = []
+    left = budget
+    while True:
+        best, best_value = -1, -math.inf
+        for i, c in enumerate(pool):
+            if not alive[i]:
+                continue
+            value = _MMR_LAMBDA * c.item.score - (1 - _MMR_LAMBDA) * max_sim[i]
+            if value > best_value:
+                best, best_value = i, value
+        if best < 0:
+            return chosen
+        pick = pool[best]
+        alive[best] = False
+        chosen.append(pick)
+        left -= pick.tokens
+        for i, c in enumerate(pool):
+            if not alive[i]:
+                continue
+            if c.tokens > left:
+                alive[i] = False
+                continue
+            s = similarity(pick.words, c.words)
+            if s >= _DUPLICATE_SIMILARITY:
+                alive[i] = False
+            max_sim[i] = max(max_sim[i], s)
+
+
+# ---------------------------------------------------------------------------- assembly
+
+
+def _header(query: str) -> str:
+    q = " ".join(query.split())
+    if len(q) > 200:
+        q = q[:199] + "…"
+    return f"# Recalled memory · {q}\n{DRIFT_CAVEAT}\n"
+
+
+def _render_item(n: int, item: RecallItem) -> str:
+    return f"\n[{n}] {item.provenance}\n{item.text}\n"
+
+
+def recall(
+    mem: Memory,
+    query: str,
+    max_tokens: int = 15_000,
+    *,
+    half_life_days: float | None = None,
+    include_brain: bool = True,
+    threshold: float = DEFAULT_THRESHOLD,
+    now: datetime | None = None,
+) -> Recall:
+    """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``.
+
+    Args:
+        mem: The memory to recall from (its home's brain folder is read too).
+        query: Free text: the user's words, focus keywords, an error message.
+        max_tokens: Budget of the whole block by :func:`estimate_tokens`.
+        half_life_days: Temporal decay of dated items (``None``: off, the default).
+        include_brain: Also recall MEMORY.md and EVOLUTION.md entries.
+        threshold: Relevance under which a candidate is dropped.
+        now: The reference time of the decay (default: now).
+
+    Returns:
+        The recall; empty (``""``) when nothing clears the threshold or fits the budget.
+
+    Raises:
+        ValueError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0.
+    """
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    if half_life_days is not None and not half_life_days > 0:
+        raise ValueError("half_life_days must be positive")
+    if not query.strip():
+        return Recall(query, [], "", 0)
+    now = now or datetime.now(timezone.utc)
+    k = max(_MIN_CANDIDATES, min(_MAX_CANDIDATES, max_tokens // _TOKENS_PER_CANDIDATE))
+    candidates = _hit_candidates(mem, query, k, threshold, half_life_days, now)
+    if include_brain:
+        from memlane.brain import Brain
+
+        candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold)
+    header = _header(query)
+    chosen = select(candidates, max_tokens - estimate_tokens(header))
+    if not chosen:
+        return Recall(query, [], "", 0)
+    items = [c.item for c in chosen]
+    text = header + "".join(_render_item(n, it) for n, it in enumerate(items, 1))
+    return Recall(query, items, text, estimate_tokens(text))
+
+
+# ---------------------------------------------------------------------------- session start
+
+
+def _snapshot_path(mem: Memory, session_id: str) -> Path:
+    sid = session_id.strip()
+    if not sid:
+        raise ValueError("session id is empty")
+    name = sid if _SAFE_ID.match(sid) else hashlib.blake2b(sid.encode("utf-8"), digest_size=16).hexdigest()
+    return mem.home / SNAPSHOT_DIR / f"{name}.md"
+
+
+def _index_summary(mem: Memory) -> str:
+    s = mem._store.status()
+    if not s["chunks"]:
+        return "Nothing indexed yet: `memlane index` adds transcripts and notes."
+    vectors = "hybrid (keywords + vectors)" if s["chunks_with_vectors"] else "keywords only"
+    return (
+        f"{s['chunks']:,} chunks from {s['sessions']:,} sessions in {s['files']:,} files are searchable, {vectors}: "
+        "recall them on demand (`memlane recall QUERY`, or the memlane MCP tools)."
+    )
+
+
+def render_snapshot(mem: Memory, session_id: str) -> str:
+    """The always-injected block as of now: caveat, MEMORY.md, EVOLUTION.md, index summary."""
+    from memlane.brain import Brain
+
+    taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    brain = Brain(home=mem.home).inject().rstrip("\n")
+    parts = [
+        f"# memlane memory · session {session_id} · snapshot taken {taken}",
+        f"{DRIFT_CAVEAT} It was frozen when this session started; what is written during the session "
+        "is on disk and shows up in the next one.",
+        brain or "(MEMORY.md and EVOLUTION.md are empty.)",
+        "## Searchable memory\n" + _index_summary(mem),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _prune_snapshots(folder: Path, keep: Path) -> None:
+    cutoff = time.time() - _SNAPSHOT_MAX_AGE_S
+    snaps = []
+    for p in folder.glob("*.md"):
+        with contextlib.suppress(FileNotFoundError):
+            snaps.append((p.stat().st_mtime, p))
+    snaps.sort(reverse=True)
+    for n, (mtime, p) in enumerate(snaps):
+        if p != keep and (mtime < cutoff or n >= _SNAPSHOT_MAX_COUNT):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
 
 
 def session_snapshot(mem: Memory, session_id: str) -> str:
-    """The always-injected block (brain, evolution, index summary), frozen per session."""
-    raise NotImplementedError
+    """The always-injected block of a session, frozen at its first call.
+
+    The first call for a session id renders the brain (MEMORY.md and EVOLUTION.md in full),
+    a summary of the index and the drift caveat, and stores it as
+    ``<home>/snapshots/<session id>.md``; later calls return the stored text byte for byte,
+    whatever changed on disk since, so the prompt prefix stays cacheable. Snapshots unused
+    for 14 days, or beyond the 256 most recent, are pruned.
+
+    Raises:
+        ValueError: The session id is empty.
+
+    Example:
+        >>> import memlane, tempfile
+        >>> mem = memlane.open(tempfile.mkdtemp(), embedder="none")
+        >>> session_snapshot(mem, "s1") == session_snapshot(mem, "s1")
+        True
+    """
+    path = _snapshot_path(mem, session_id)
+    with contextlib.suppress(FileNotFoundError):
+        text = path.read_bytes().decode("utf-8")
+        os.utime(path)  # last use, for pruning
+        return text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = render_snapshot(mem, session_id)
+    fd, tmp = tempfile.mkstemp(prefix=".snapshot.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+        # link() refuses to overwrite: when two hooks of one session race, the first
+        # snapshot wins and both return it.
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return path.read_bytes().decode("utf-8")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _prune_snapshots(path.parent, path)
+    return text
+
+
+# ---------------------------------------------------------------------------- focus query
+
+_FOCUS_TERMS = 24
+_RECENT_SESSIONS = 2
+_USER_TURNS_PER_SESSION = 3
+
+
+def _claude_project_dir(cwd: str) -> Path:
+    # Claude Code's folder name for a project: the cwd with every non-alphanumeric made "-".
+    slug = re.sub(r"[^A-Za-z0-9]", "-", cwd)
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR", Path.home() / ".claude")) / "projects" / slug
+
+
+def _session_terms(path: Path) -> list[str]:
+    from memlane.brain.brain import keywords
+    from memlane.brain.distill import load_sessions
+    from memlane.brain.engines import files
+
+    try:
+        sessions = load_sessions(path)
+    except (ValueError, OSError):
+        return []
+    terms: list[str] = []
+    for s in sessions:
+        asks = [t["text"] for t in s.turns if t.get("role") == "user" and t.get("text", "").strip()]
+        for text in reversed(asks[-_USER_TURNS_PER_SESSION:]):
+            terms += keywords(text, 4)
+        terms += [Path(f).name for f in files(s)[-3:]]
+        if s.title:
+            terms += keywords(s.title, 3)
+    return terms
 
 
 def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None = None) -> str:
-    """The pre-session query: focus keywords from recent activity and open threads."""
-    raise NotImplementedError
+    """The pre-session query: keywords of what this project was busy with lately.
+
+    Derived, in this order, from:
+
+    1. the project folder's name (``cwd``);
+    2. the current transcript when the session is resumed (its last user turns);
+    3. the two most recent earlier sessions of the project: the sibling transcripts of
+       ``transcript_path`` (Claude Code keeps one folder per project), else the Claude Code
+       folder of ``cwd`` — their last three user turns, the files touched and the title;
+    4. the brain's active open threads (``OT`` entries);
+    5. the topics of the latest DailyActivity note.
+
+    Each text gives its telling words (identifiers, names, long words) by the brain's
+    :func:`~memlane.brain.brain.keywords`; the first 24 distinct ones are joined by spaces.
+    Returns ``""`` when nothing is known yet.
+
+    Example:
+        >>> import memlane, tempfile
+        >>> focus_query(memlane.open(tempfile.mkdtemp(), embedder="none"), cwd="/src/billing-service")
+        'billing-service'
+    """
+    from memlane.brain import Brain
+    from memlane.brain.brain import keywords
+
+    terms: list[str] = [Path(cwd).name] if cwd else []
+    current = Path(transcript_path).expanduser() if transcript_path else None
+    if current is not None and current.is_file():
+        terms += _session_terms(current)
+    folder = current.parent if current is not None else (_claude_project_dir(cwd) if cwd else None)
+    if folder is not None and folder.is_dir():
+        earlier = sorted((p for p in folder.glob("*.jsonl") if p != current), key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in earlier[:_RECENT_SESSIONS]:
+            terms += _session_terms(p)
+    brain = Brain(home=mem.home)
+    for e in brain.entries():
+        if e.prefix == "OT" and e.active:
+            terms += keywords(e.text, 4)
+    daily = sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []
+    if daily:
+        for line in daily[-1].read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("## ") and "|" in line:
+                terms += keywords(line.split("|", 1)[1], 3)
+    seen = list(dict.fromkeys(t.lower() for t in terms if t and t.strip()))
+    return " ".join(seen[:_FOCUS_TERMS])
