@@ -179,6 +179,7 @@ class Memory:
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self._cache: EmbeddingCache | None = None
         self.events = EventLog(self.home)
+        self._last_query: tuple[tuple[str, str], np.ndarray] | None = None
 
     # -- embedding -------------------------------------------------------------------------
 
@@ -197,6 +198,15 @@ class Memory:
 
             self._cache = EmbeddingCache(self._cache_dir / "embeddings.sqlite")
         return self._cache
+
+    def _query_vector(self, embedder: Embedder, query: str) -> np.ndarray:
+        """The query's vector; the last one is kept, so recall scores the brain and searches with one embedding."""
+        key = (embedder.id, query)
+        if self._last_query is None or self._last_query[0] != key:
+            import numpy as np
+
+            self._last_query = (key, np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32))
+        return self._last_query[1]
 
     def _embed_chunks(
         self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
@@ -456,9 +466,7 @@ class Memory:
         if meta.get("embedder_id") and self._embedder_spec != "none":
             embedder = self.embedder
             if embedder is not None:
-                import numpy as np
-
-                vector = np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32)
+                vector = self._query_vector(embedder, query)
                 embedder_id = embedder.id
         from memlane.rerank import POOL, needs_rerank, rerank  # compiles its regexes: only once searching
         from memlane.temporal import asks_present_state

@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memlane.brain import Brain, Entry
     from memlane.memory import Hit, Memory
 
@@ -62,9 +64,9 @@ _VECTOR_WEIGHT = 0.6
 _MMR_LAMBDA = 0.7
 _DUPLICATE_SIMILARITY = 0.8
 # Hybrid candidates: at least 50 (so a small budget picks from the same pool as a large one,
-# and MMR has room to skip duplicates), more for big budgets: one per 150 tokens, a third of
-# a full transcript chunk.
-_TOKENS_PER_CANDIDATE = 150
+# and MMR has room to skip duplicates), more for big budgets: one per 300 tokens, about two
+# candidates per full-size transcript chunk that fits.
+_TOKENS_PER_CANDIDATE = 300
 _MIN_CANDIDATES = 50
 _MAX_CANDIDATES = 200
 
@@ -275,47 +277,73 @@ def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life
     return out
 
 
-def _content_terms(query: str) -> str:
-    from memlane.brain.brain import _STOPWORDS
+@dataclass
+class _BrainView:
+    """The brain's entries as of one state of its files, with their vectors per embedder."""
 
-    return " ".join(w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS)
+    signature: tuple[tuple[str, int, int, int], ...]
+    entries: list[Entry]
+    vectors: dict[str, list[np.ndarray]]
 
 
-def _brain_similarities(mem: Memory, query: str, entries: list[Entry]) -> list[float] | None:
+# Parsed brains by folder: a long-lived process (the MCP server) parses and embeds the brain
+# once per change, not once per recall.
+_BRAIN_VIEWS: dict[Path, _BrainView] = {}
+
+
+def _brain_view(brain: Brain) -> _BrainView:
+    from memlane.brain.brain import EVOLUTION_FILE, MEMORY_FILE
+
+    files = [brain.dir / MEMORY_FILE, brain.dir / EVOLUTION_FILE]
+    if brain.archive_dir.is_dir():
+        files += sorted(brain.archive_dir.glob("*-archive-*.md"))
+    signature = []
+    for p in files:
+        with contextlib.suppress(FileNotFoundError):
+            st = p.stat()
+            # Writes replace the file atomically: a new inode even within one mtime tick.
+            signature.append((str(p), st.st_ino, st.st_mtime_ns, st.st_size))
+    view = _BRAIN_VIEWS.get(brain.dir)
+    if view is None or view.signature != tuple(signature):
+        view = _BrainView(tuple(signature), brain.entries(include_archived=True, evolution=True), {})
+        _BRAIN_VIEWS[brain.dir] = view
+    return view
+
+
+def _brain_similarities(mem: Memory, query: str, view: _BrainView) -> list[float] | None:
     """Cosine of the query with each entry, or ``None`` in keyword-only mode.
 
     Entry vectors come from the embedding cache (keyed by content hash), so only new or
     edited entries cost an embedding call.
     """
-    if not entries or mem._embedder_spec == "none" or not mem._store.meta().get("embedder_id"):
+    if not view.entries or mem._embedder_spec == "none" or not mem._store.meta().get("embedder_id"):
         return None
     embedder = mem.embedder
     if embedder is None:
         return None
-    import numpy as np
-
-    texts = [_entry_embed_text(e) for e in entries]
-    rows = [(i, hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest(), t) for i, t in enumerate(texts)]
-    _, vectors, _ = mem._embed_chunks(rows, embedder)
-    q = np.asarray(embedder.embed_query(query), dtype=np.float32)
-    return [float(np.max(v @ q)) for v in vectors]
-
-
-def _entry_embed_text(entry: Entry) -> str:
-    return " ".join([entry.text, *entry.aliases])
+    vectors = view.vectors.get(embedder.id)
+    if vectors is None:
+        texts = [" ".join([e.text, *e.aliases]) for e in view.entries]
+        rows = [(i, hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest(), t) for i, t in enumerate(texts)]
+        _, vectors, _ = mem._embed_chunks(rows, embedder)
+        view.vectors[embedder.id] = vectors
+    q = mem._query_vector(embedder, query)
+    return [float((v @ q).max()) for v in vectors]
 
 
 def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -> list[_Candidate]:
-    entries = brain.entries(include_archived=True, evolution=True)
-    if not entries:
+    from memlane.brain.brain import _STOPWORDS, keyword_scores
+
+    view = _brain_view(brain)
+    if not view.entries:
         return []
-    # Brain.search scores the share of the query's IDF mass an entry matches; function words
-    # would dilute it, so only content terms are asked.
-    terms = _content_terms(query)
-    keyword = {e.key: s / e.weight for e, s in brain.search(terms, k=len(entries))} if terms else {}
-    sims = _brain_similarities(mem, query, entries)
+    # The keyword score is the share of the query's IDF mass an entry matches: function words
+    # would dilute it, so only the content terms are scored.
+    terms = " ".join(w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS)
+    keyword = {e.key: s / e.weight for e, s in keyword_scores(view.entries, terms)} if terms else {}
+    sims = _brain_similarities(mem, query, view)
     out = []
-    for i, e in enumerate(entries):
+    for i, e in enumerate(view.entries):
         kw = keyword.get(e.key, 0.0)
         relevance = kw if sims is None else _VECTOR_WEIGHT * max(0.0, min(1.0, sims[i])) + (1 - _VECTOR_WEIGHT) * kw
         if relevance < threshold:
@@ -324,32 +352,40 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -
         weight = SUPERSEDED_WEIGHT if e.superseded else 1.0
         item = RecallItem(e.key, "brain", text, round(relevance * weight, 6), entry_provenance(e, brain.dir), e.date, e.superseded)
         out.append(_candidate(item))
+    brain.log("search", query=query, results=len(out), path=str(brain.dir))
     return out
 
 
 # ---------------------------------------------------------------------------- selection
 
 
-def similarity(a: frozenset[str], b: frozenset[str]) -> float:
-    """Jaccard similarity of two word sets (1.0 for two empty sets).
+def _bitsets(pool: list[_Candidate]) -> list[int]:
+    """Each candidate's word set as the bits of one int over the pool's vocabulary.
 
-    Example:
-        >>> similarity(frozenset("abc"), frozenset("abd"))
-        0.5
+    Jaccard over Python ints (``&`` and ``bit_count``) is about a hundred times faster than
+    over sets of strings, which matters: MMR compares every pick with every candidate left.
     """
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+    vocab: dict[str, int] = {}
+    out = []
+    for c in pool:
+        ids = [vocab.setdefault(w, len(vocab)) for w in c.words]
+        bits = bytearray((max(ids, default=0) >> 3) + 1)
+        for i in ids:
+            bits[i >> 3] |= 1 << (i & 7)
+        out.append(int.from_bytes(bits, "little"))
+    return out
 
 
 def select(candidates: list[_Candidate], budget: int) -> list[_Candidate]:
     """MMR order within ``budget`` tokens, near-duplicates of a chosen item dropped.
 
-    Each step takes the candidate with the best ``λ·score − (1−λ)·max similarity to the
-    chosen``; a candidate at least :data:`_DUPLICATE_SIMILARITY` similar to a chosen one is
-    dropped, and one too big for what is left of the budget is skipped.
+    Each step takes the candidate with the best ``λ·score − (1−λ)·max Jaccard similarity of
+    its words to the chosen``; a candidate at least :data:`_DUPLICATE_SIMILARITY` similar to a
+    chosen one is dropped, and one too big for what is left of the budget is skipped.
     """
     pool = sorted(candidates, key=lambda c: -c.item.score)
+    bits = _bitsets(pool)
+    sizes = [len(c.words) for c in pool]
     max_sim = [0.0] * len(pool)
     alive = [c.tokens <= budget for c in pool]
     chosen: list[_Candidate] = []
@@ -357,27 +393,27 @@ def select(candidates: list[_Candidate], budget: int) -> list[_Candidate]:
     while True:
         best, best_value = -1, -math.inf
         for i, c in enumerate(pool):
-            if not alive[i]:
-                continue
-            value = _MMR_LAMBDA * c.item.score - (1 - _MMR_LAMBDA) * max_sim[i]
-            if value > best_value:
-                best, best_value = i, value
+            if alive[i]:
+                value = _MMR_LAMBDA * c.item.score - (1 - _MMR_LAMBDA) * max_sim[i]
+                if value > best_value:
+                    best, best_value = i, value
         if best < 0:
             return chosen
-        pick = pool[best]
         alive[best] = False
-        chosen.append(pick)
-        left -= pick.tokens
+        chosen.append(pool[best])
+        left -= pool[best].tokens
         for i, c in enumerate(pool):
             if not alive[i]:
                 continue
             if c.tokens > left:
                 alive[i] = False
                 continue
-            s = similarity(pick.words, c.words)
-            if s >= _DUPLICATE_SIMILARITY:
+            shared = (bits[best] & bits[i]).bit_count()
+            union = sizes[best] + sizes[i] - shared
+            sim = shared / union if union else 1.0
+            if sim >= _DUPLICATE_SIMILARITY:
                 alive[i] = False
-            max_sim[i] = max(max_sim[i], s)
+            max_sim[i] = max(max_sim[i], sim)
 
 
 # ---------------------------------------------------------------------------- assembly

@@ -148,6 +148,27 @@ def index_line(entry: Entry) -> str:
     return f"- [{entry.key}] {entry.date or 'undated'} {desc}{state}{tail}\n"
 
 
+def keyword_scores(entries: list[Entry], query: str) -> list[tuple[Entry, float]]:
+    """Entries matching ``query``, best first: the share of the query's IDF mass each matches, times its weight.
+
+    Example:
+        >>> [(e.key, round(s, 2)) for e, s in keyword_scores([Entry("KD01", None, "Billing uses Postgres.")], "postgres")]
+        [('KD01', 1.0)]
+    """
+    docs = [set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries]
+    terms = list(dict.fromkeys(_TOKEN_RE.findall(query.lower())))
+    df = Counter(t for d in docs for t in d if t in terms)
+    idf = {t: math.log(1 + (len(docs) + 1) / (df[t] + 0.5)) for t in terms}
+    total = sum(idf.values()) or 1.0
+    scored = []
+    for e, d in zip(entries, docs):
+        s = sum(idf[t] for t in terms if t in d) / total * e.weight
+        if s > 0:
+            scored.append((e, s))
+    scored.sort(key=lambda x: (-x[1], x[0].key))
+    return scored
+
+
 def _age(e: Entry) -> tuple[str, int]:
     return (e.meta.get("valid_until") or e.date or "", e.number)
 
@@ -467,19 +488,7 @@ class Brain:
             >>> [(e.key, round(s, 2)) for e, s in b.search("postgres billing")]
             [('KD01', 1.0)]
         """
-        entries = self._all_entries(include_archived)
-        docs = [set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries]
-        terms = list(dict.fromkeys(_TOKEN_RE.findall(query.lower())))
-        df = Counter(t for d in docs for t in d if t in terms)
-        idf = {t: math.log(1 + (len(docs) + 1) / (df[t] + 0.5)) for t in terms}
-        total = sum(idf.values()) or 1.0
-        scored = []
-        for e, d in zip(entries, docs):
-            s = sum(idf[t] for t in terms if t in d) / total * e.weight
-            if s > 0:
-                scored.append((e, s))
-        scored.sort(key=lambda x: (-x[1], x[0].key))
-        out = scored[:k]
+        out = keyword_scores(self._all_entries(include_archived), query)[:k]
         self.log("search", query=query, results=len(out), path=str(self.dir))
         return out
 

@@ -1,0 +1,141 @@
+"""Recall latency on a generated home: `Memory.recall` end to end, against plain `Memory.search`.
+
+The home holds a generated Claude Code archive (benches/archive.py) and a brain of generated
+MEMORY.md entries (a tenth of them superseded). Queries are 2–6 words of the archive's
+vocabulary. Measured per query, warm, through the product API:
+
+  * `Memory.search(q, k=50)` — the hybrid candidates recall asks for;
+  * `Memory.recall(q, max_tokens)` — search + brain scoring + MMR + assembly;
+  * `session_snapshot` first call (renders and writes) and repeat call (reads).
+
+`--embed none` (default): keyword-only home and queries, so no embedding is timed.
+`--embed local`: the real local MiniLM embeds the archive (cached by content hash in
+~/.cache/memlane, so only a first run pays) and every query — query embedding is included in
+both search and recall latency, and reported on its own.
+
+Run: `python benches/bench_recall.py` (defaults: 300 files × 40 exchanges, 200 queries) or
+`python benches/bench_recall.py --embed local --files 40 --pairs 20`.
+Results print as a markdown table and are saved to bench-results/recall.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from archive import generate, words  # noqa: E402
+
+import memlane  # noqa: E402
+from memlane.brain import Brain  # noqa: E402
+from memlane.recall import session_snapshot  # noqa: E402
+
+SECTIONS = ["kd", "ll", "rc", "ot", "coe"]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def fill_brain(brain: Brain, entries: int, rng: random.Random) -> None:
+    """`entries` MEMORY.md entries of archive words, one in ten superseded by a newer one."""
+    caps = {s.upper(): None for s in SECTIONS}
+    brain.memory_schema = brain.memory_schema.with_caps(caps)
+    for i in range(entries):
+        section = SECTIONS[i % len(SECTIONS)]
+        text = " ".join(words(rng, rng.randint(8, 18))).capitalize() + "."
+        entry = brain.add(section, text, on=f"2026-0{1 + i % 6}-{1 + i % 28:02d}")
+        if i % 10 == 0 and section == "kd":
+            brain.supersede(entry.key, " ".join(words(rng, 12)).capitalize() + ".", on="2026-07-01")
+
+
+def timed(fn, *args, **kwargs) -> float:
+    t = time.perf_counter()
+    fn(*args, **kwargs)
+    return (time.perf_counter() - t) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=300)
+    ap.add_argument("--pairs", type=int, default=40, help="exchanges per file")
+    ap.add_argument("--brain", type=int, default=100, help="MEMORY.md entries")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--max-tokens", type=int, default=15_000)
+    ap.add_argument("--embed", choices=["none", "local"], default="none")
+    ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
+    ap.add_argument("--out", type=Path, default=Path("bench-results/recall.json"))
+    args = ap.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-bench-recall-"))
+    archive, home = work / "archive", work / "home"
+    size = generate(archive, args.files, args.pairs)
+    mem = memlane.open(home, embedder=args.embed)
+    t = time.perf_counter()
+    mem.index([archive], embed=args.embed != "none")
+    print(f"indexed {size / 1e6:.0f} MB in {time.perf_counter() - t:.0f}s at {work}", file=sys.stderr)
+    rng = random.Random(13)
+    fill_brain(Brain(home=home), args.brain, rng)
+    chunks = mem.status()["chunks"]
+
+    queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
+    for q in queries[:10]:  # warm: readers open, model loaded, brain vectors cached
+        mem.recall(q, args.max_tokens)
+    search_ms = [timed(mem.search, q, k=50) for q in queries]
+    recall_ms, items, tokens, empty = [], [], [], 0
+    for q in queries:
+        t = time.perf_counter()
+        r = mem.recall(q, args.max_tokens)
+        recall_ms.append((time.perf_counter() - t) * 1000)
+        items.append(len(r.items))
+        tokens.append(r.tokens)
+        empty += not r
+    embed_ms = [timed(mem.embedder.embed_query, q) for q in queries] if mem.embedder is not None else []
+
+    first_snapshot = timed(session_snapshot, mem, "bench-session")
+    repeat_snapshot = statistics.median(timed(session_snapshot, mem, "bench-session") for _ in range(50))
+
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "embed": args.embed,
+        "archive_mb": round(size / 1e6, 1),
+        "chunks": chunks,
+        "brain_entries": args.brain,
+        "queries": args.queries,
+        "max_tokens": args.max_tokens,
+        "search_k50_ms_p50": round(pct(search_ms, 0.5), 2),
+        "search_k50_ms_p99": round(pct(search_ms, 0.99), 2),
+        "recall_ms_p50": round(pct(recall_ms, 0.5), 2),
+        "recall_ms_p99": round(pct(recall_ms, 0.99), 2),
+        "query_embed_ms_p50": round(pct(embed_ms, 0.5), 2) if embed_ms else None,
+        "recall_items_median": statistics.median(items),
+        "recall_tokens_median": statistics.median(tokens),
+        "empty_recalls": empty,
+        "snapshot_first_ms": round(first_snapshot, 2),
+        "snapshot_repeat_ms_p50": round(repeat_snapshot, 3),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    mode = "keyword-only, no embedding" if args.embed == "none" else "local MiniLM, query embedding included"
+    print(f"\n{results['machine']}; {chunks} chunks ({results['archive_mb']} MB), {args.brain} brain entries; {mode}\n")
+    print("| measure | p50 | p99 |\n|---|---|---|")
+    print(f"| Memory.search k=50 | {results['search_k50_ms_p50']} ms | {results['search_k50_ms_p99']} ms |")
+    print(f"| Memory.recall max_tokens={args.max_tokens} | {results['recall_ms_p50']} ms | {results['recall_ms_p99']} ms |")
+    if embed_ms:
+        print(f"| query embedding alone | {results['query_embed_ms_p50']} ms | |")
+    print(f"| session_snapshot first / repeat | {results['snapshot_first_ms']} ms | {results['snapshot_repeat_ms_p50']} ms |")
+    print(f"\nrecall: median {results['recall_items_median']} items, {results['recall_tokens_median']} tokens; "
+          f"{empty} of {args.queries} empty")
+
+
+if __name__ == "__main__":
+    main()
