@@ -277,15 +277,23 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_status)
 
     from memlane.bench.cli import add_parser as add_bench_parser
+    from memlane.agents_cli import add_parsers as add_agent_parsers
     from memlane.brain.cli import add_parsers as add_brain_parsers
 
     add_brain_parsers(sub, [common(False)])
     add_bench_parser(sub, [common(False)])
+    add_agent_parsers(sub, [common(False)])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlane`` console script."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["hook"]:
+        # Hooks start a process per agent event: skip the full parser and its imports.
+        from memlane.hooks import main as hook_main
+
+        return hook_main(argv[1:])
     args = _parser().parse_args(argv)
     from memlane.errors import MemlaneError
 

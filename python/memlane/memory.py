@@ -525,6 +525,28 @@ class Memory:
 
         return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain)
 
+    def get(self, chunk_id: str) -> Hit | None:
+        """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
+
+        The returned hit's scores are empty: it was looked up, not matched.
+
+        Raises:
+            ValueError: ``chunk_id`` is not a hex chunk id.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").get("32c3114a17a2cb") is None
+            True
+        """
+        try:
+            key = int(chunk_id, 16)
+        except ValueError:
+            raise ValueError(f"{chunk_id!r} is not a chunk id (hex digits, as search and recall print them)") from None
+        found = self._store.get([key])
+        if not found:
+            return None
+        return Hit._from_core({**found[0], "score": 0.0, "bm25": None, "vector": None})
+
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""
         status = dict(self._store.status())

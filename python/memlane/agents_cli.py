@@ -1,0 +1,103 @@
+"""``memlane mcp``, ``hook``, ``install-hooks`` and ``doctor``: the agent-integration subcommands.
+
+``memlane.cli`` calls :func:`add_parsers`; ``memlane hook …`` is also dispatched before the
+full parser is built (:func:`memlane.hooks.main`), since a hook starts a process per event.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["install-hooks", "codex", "--notify"]).notify
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        json.dump(payload, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(text)
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from memlane.mcp import serve
+
+    serve(args.home, embedder=args.embed)
+    return 0
+
+
+def _cmd_hook(args: argparse.Namespace) -> int:
+    from memlane.hooks import run
+
+    return run(args)
+
+
+def _cmd_install_hooks(args: argparse.Namespace) -> int:
+    from memlane.setup_hooks import install_claude_code, install_codex
+
+    if args.client == "claude-code":
+        claude_json: Any = False if args.no_mcp else (args.claude_json or True)
+        report = install_claude_code(args.settings, home=args.home, claude_json=claude_json, embed=args.embed, distill=args.distill)
+    else:
+        if args.distill:
+            raise ValueError("--distill needs a session-end event, which Codex does not have: run `memlane distill` on its sessions")
+        report = install_codex(args.codex_home, home=args.home, mcp=not args.no_mcp, notify=args.notify, embed=args.embed)
+    lines = [f"wrote {p}" for p in report.changed] + [f"  backup {p}" for p in report.backups]
+    lines += [f"already up to date: {p}" for p in report.unchanged] + [f"note: {n}" for n in report.notes]
+    if report.changed:
+        lines.append("start a new session to load the hooks; `memlane doctor` checks the setup")
+    _emit(args, report.to_dict(), "\n".join(lines))
+    return 0
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from memlane.setup_hooks import doctor
+
+    checks = doctor(args.home, settings=args.settings, claude_json=args.claude_json, codex_home=args.codex_home)
+    errors = sum(c.level == "error" for c in checks)
+    text = "\n".join(f"{c.level:<8}{c.name:<22}{c.message}" for c in checks)
+    _emit(args, {"ok": errors == 0, "checks": [c.to_dict() for c in checks]}, text)
+    return 1 if errors else 0
+
+
+def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``mcp``, ``hook``, ``install-hooks`` and ``doctor`` to the main CLI's subparsers.
+
+    Args:
+        sub: The main parser's ``add_subparsers()`` object.
+        parents: Parsers carrying the global ``--home`` and ``--json`` options.
+    """
+    from memlane.hooks import add_arguments as add_hook_arguments
+
+    p = sub.add_parser("mcp", parents=list(parents), help="MCP server on stdio: recall, remember, supersede, get, status")
+    p.add_argument("--embed", default="local", help="query embedder: local (default), bedrock…, none (keyword-only)")
+    p.set_defaults(func=_cmd_mcp)
+
+    p = sub.add_parser("hook", parents=list(parents), help="handle an agent hook event (what install-hooks wires in)")
+    add_hook_arguments(p, parents)
+    p.set_defaults(func=_cmd_hook)
+
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--settings", help="Claude Code settings file (default ~/.claude/settings.json)")
+    where.add_argument("--claude-json", help="Claude Code user state file holding mcpServers (default ~/.claude.json)")
+    where.add_argument("--codex-home", help="Codex folder (default $CODEX_HOME or ~/.codex)")
+
+    p = sub.add_parser("install-hooks", parents=[*parents, where], help="wire memlane into Claude Code or Codex (idempotent, backs files up)")
+    p.add_argument("client", choices=["claude-code", "codex"])
+    p.add_argument("--embed", default="local", help="embedder the background indexer uses: local (default), bedrock…, none")
+    p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil each Claude Code session into MEMORY.md when it ends")
+    p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
+    p.add_argument("--notify", action="store_true", help="Codex: also set notify = [memlane …] (for Codex versions without hooks)")
+    p.set_defaults(func=_cmd_install_hooks)
+
+    p = sub.add_parser("doctor", parents=[*parents, where], help="check the setup: home, hooks, MCP server, transcript retention, queue")
+    p.set_defaults(func=_cmd_doctor)

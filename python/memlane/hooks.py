@@ -1,0 +1,420 @@
+"""Agent hooks: memory in when a session starts, transcripts queued for indexing when it stops.
+
+``memlane hook CLIENT EVENT`` reads the JSON payload the client sends (on stdin; Codex's
+``notify`` passes it as the last argument) and answers in the client's hook output format:
+
+- ``session-start`` prints the session's frozen brain snapshot plus a pre-session recall as
+  ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}``,
+  the shape both Claude Code and Codex inject into the model's context;
+- ``user-prompt-submit`` recalls on the first prompt of a session only (the user's own words
+  are the best query there is) and prints nothing when nothing clears the threshold or the
+  session has already had its first prompt;
+- ``stop``, ``session-end``, ``pre-compact`` and Codex ``notify`` write one entry per transcript
+  to ``<home>/queue/`` and start a detached worker (``memlane hook drain``); they return at
+  once and never block the agent.
+
+The worker holds ``<home>/queue/worker.lock``, indexes each queued transcript incrementally,
+distils it when the entry asks for it (``--distill`` on ``session-end``) and exits when the
+queue is empty. Entries are renamed to ``*.taken`` while they are worked on and deleted when
+done, so a crashed worker leaves them for the next one and a hook re-queuing the same file
+meanwhile is never lost.
+
+Hooks run with keyword-only recall: a hook is a fresh process per event, and loading the local
+embedding model costs about a second, far over the start-up budget. The MCP server, which lives
+as long as the session, recalls hybrid.
+
+A hook never exits 2: Claude Code reads exit 2 as "block" (it would erase a submitted prompt or
+keep a finished turn going). A bad payload prints one line on stderr and exits 1, which the
+clients report without interrupting the session.
+
+Example:
+    >>> import tempfile, json
+    >>> home = tempfile.mkdtemp()
+    >>> payload = {"session_id": "s1", "transcript_path": "/nonexistent/s1.jsonl", "hook_event_name": "Stop"}
+    >>> queue_entry(home, payload, client="claude-code", event="stop").name.endswith(".json")
+    True
+    >>> [e["session_id"] for e in pending(home)]
+    ['s1']
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CLIENTS = {
+    "claude-code": ("session-start", "user-prompt-submit", "stop", "session-end", "pre-compact"),
+    "codex": ("session-start", "user-prompt-submit", "stop", "notify"),
+}
+"""The events ``memlane hook`` handles, per client."""
+
+HOOK_EVENT_NAMES = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+    "pre-compact": "PreCompact",
+}
+"""Our event names → the clients' ``hook_event_name``."""
+
+QUEUE_DIR = "queue"
+_TAKEN = ".taken"
+_PROMPTED_DIR = "prompted"
+_MAX_ATTEMPTS = 3
+DEFAULT_MAX_TOKENS = 4000
+"""Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
+
+
+class HookInputError(ValueError):
+    """The payload on stdin is not the JSON object a client sends."""
+
+
+def read_payload(text: str) -> dict[str, Any]:
+    """The client's JSON payload as a dict.
+
+    Raises:
+        HookInputError: ``text`` is not a JSON object.
+
+    Example:
+        >>> read_payload('{"session_id": "abc", "hook_event_name": "SessionStart"}')["session_id"]
+        'abc'
+    """
+    try:
+        payload = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise HookInputError(f"the hook payload is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError(f"the hook payload must be a JSON object, not {type(payload).__name__}")
+    return payload
+
+
+def _context_output(event: str, text: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": text}}, ensure_ascii=False)
+
+
+def _open(home: str | os.PathLike[str]) -> Any:
+    import memlane
+
+    return memlane.open(home, embedder="none")
+
+
+# -- context in ---------------------------------------------------------------------------
+
+
+def session_start(home: str | os.PathLike[str], payload: dict[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> str | None:
+    """The SessionStart hook output: frozen snapshot plus pre-session recall (None if both are empty).
+
+    The snapshot is frozen per session id, so a resume or a compaction re-injects the same block.
+    """
+    from memlane.recall import focus_query, session_snapshot
+
+    with _open(home) as mem:
+        parts = []
+        if snapshot := session_snapshot(mem, str(payload.get("session_id") or "")).strip():
+            parts.append(snapshot)
+        query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
+        if query and (recalled := mem.recall(query, max_tokens=max_tokens)):
+            parts.append(str(recalled).strip())
+    if not parts:
+        return None
+    return _context_output("session-start", "\n\n".join(parts))
+
+
+def _first_prompt(home: Path, session_id: str) -> bool:
+    """Claim the session's first prompt (atomically: two racing hooks cannot both win)."""
+    folder = home / QUEUE_DIR / _PROMPTED_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:20]
+    try:
+        os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    return True
+
+
+def user_prompt_submit(home: str | os.PathLike[str], payload: dict[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> str | None:
+    """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold."""
+    prompt = str(payload.get("prompt") or "").strip()
+    session_id = str(payload.get("session_id") or "")
+    if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
+        return None
+    with _open(home) as mem:
+        recalled = mem.recall(prompt, max_tokens=max_tokens)
+    return _context_output("user-prompt-submit", str(recalled).strip()) if recalled else None
+
+
+# -- transcripts out: the queue -------------------------------------------------------------
+
+
+def _queue(home: str | os.PathLike[str]) -> Path:
+    return Path(home).expanduser() / QUEUE_DIR
+
+
+def codex_transcript(thread_id: str, codex_home: Path | None = None) -> Path | None:
+    """The rollout file of a Codex thread (``sessions/YYYY/MM/DD/rollout-…-<id>.jsonl``), if found."""
+    root = codex_home or Path(os.environ.get("CODEX_HOME", Path.home() / ".codex"))
+    if not thread_id:
+        return None
+    found = sorted((root / "sessions").glob(f"*/*/*/rollout-*{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def _transcript(payload: dict[str, Any], event: str) -> tuple[str | None, str]:
+    """(transcript path, session id) from a hook or notify payload."""
+    if event == "notify":  # Codex notify: hyphenated keys, no transcript path
+        thread = str(payload.get("thread-id") or "")
+        path = codex_transcript(thread)
+        if path is None:  # the sessions folder re-indexes incrementally: only the new file costs
+            folder = Path(os.environ.get("CODEX_HOME", Path.home() / ".codex")) / "sessions"
+            return (str(folder) if folder.is_dir() else None), thread
+        return str(path), thread
+    return payload.get("transcript_path") or None, str(payload.get("session_id") or "")
+
+
+def queue_entry(
+    home: str | os.PathLike[str],
+    payload: dict[str, Any],
+    *,
+    client: str,
+    event: str,
+    embed: str = "local",
+    distill: str | None = None,
+) -> Path | None:
+    """Queue the payload's transcript for indexing (and distillation); None if it names none.
+
+    One entry per transcript: a later event for the same file replaces the entry, keeping a
+    distillation an earlier event asked for.
+    """
+    path, session_id = _transcript(payload, event)
+    if not path:
+        return None
+    queue = _queue(home)
+    queue.mkdir(parents=True, exist_ok=True)
+    target = queue / f"{hashlib.sha1(path.encode('utf-8')).hexdigest()[:20]}.json"
+    entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
+             "distill": distill, "queued_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:
+        entry["distill"] = distill or json.loads(target.read_text(encoding="utf-8")).get("distill")
+    except (OSError, ValueError):
+        pass
+    _write_entry(target, entry)
+    return target
+
+
+def _write_entry(target: Path, entry: dict[str, Any]) -> None:
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entry, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def pending(home: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Queued entries not yet indexed (including those a crashed worker left taken)."""
+    out = []
+    for f in _entry_files(_queue(home)):
+        try:
+            out.append(json.loads(f.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _entry_files(queue: Path) -> list[Path]:
+    if not queue.is_dir():
+        return []
+    return sorted(p for p in queue.iterdir() if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json" + _TAKEN)) and not p.name.startswith("."))
+
+
+def spawn_worker(home: str | os.PathLike[str]) -> None:
+    """Start ``memlane hook drain`` detached: own session, no inherited stdio, output to the worker log."""
+    queue = _queue(home)
+    queue.mkdir(parents=True, exist_ok=True)
+    with open(queue / "worker.log", "ab") as log:
+        kwargs: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "close_fds": True, "cwd": str(queue)}
+        if sys.platform == "win32":
+            kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        else:
+            kwargs["start_new_session"] = True
+        subprocess.Popen([sys.executable, "-m", "memlane.cli", "hook", "drain", "--home", str(Path(home).expanduser())], **kwargs)
+
+
+@dataclass
+class DrainReport:
+    """What one ``memlane hook drain`` run did."""
+
+    indexed: list[str] = field(default_factory=list)
+    distilled: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    locked: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+def _log(queue: Path, message: str) -> None:
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with open(queue / "worker.log", "a", encoding="utf-8") as fh:
+        fh.write(f"{stamp} {message}\n")
+
+
+def drain(home: str | os.PathLike[str]) -> DrainReport:
+    """Index (and distil) every queued transcript, then return; a no-op if another worker runs.
+
+    After releasing the lock the queue is checked once more, so an entry queued while the last
+    pass was ending is not left waiting for the next hook.
+    """
+    from memlane.brain._fs import _try_lock, _unlock
+
+    queue = _queue(home)
+    queue.mkdir(parents=True, exist_ok=True)
+    report = DrainReport()
+    while True:
+        fd = os.open(queue / "worker.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _try_lock(fd):
+                report.locked = True
+                return report
+            try:
+                while (files := _entry_files(queue)) and _drain_pass(Path(home).expanduser(), queue, files, report):
+                    pass
+            finally:
+                _unlock(fd)
+        finally:
+            os.close(fd)
+        if report.locked or not _entry_files(queue):
+            return report
+
+
+def _drain_pass(home: Path, queue: Path, files: list[Path], report: DrainReport) -> bool:
+    """Work through ``files``; False if the home's index is locked (the rest stays queued)."""
+    from memlane.errors import IndexLockedError
+
+    for f in files:
+        taken = f if f.name.endswith(_TAKEN) else f.with_name(f.name + _TAKEN)
+        if taken is not f:
+            try:
+                os.replace(f, taken)
+            except FileNotFoundError:
+                continue
+        try:
+            entry = json.loads(taken.read_text(encoding="utf-8"))
+            path = entry["path"]
+        except (OSError, ValueError, KeyError, TypeError):
+            _log(queue, f"dropped unreadable entry {taken.name}")
+            taken.unlink(missing_ok=True)
+            continue
+        try:
+            _process(home, entry, report)
+        except FileNotFoundError:
+            _log(queue, f"dropped {path}: the transcript is gone")
+            report.dropped.append(path)
+        except IndexLockedError:
+            # Another writer (a manual `memlane index`) holds the home: the next hook's worker retries.
+            _log(queue, f"home locked by another writer; {path} stays queued")
+            if not f.exists():
+                os.replace(taken, f)
+            report.locked = True
+            return False
+        except Exception as exc:  # noqa: BLE001 - a worker must outlive any one bad transcript
+            entry["attempts"] = int(entry.get("attempts", 0)) + 1
+            _log(queue, f"failed {path} (attempt {entry['attempts']}): {type(exc).__name__}: {exc}")
+            if entry["attempts"] < _MAX_ATTEMPTS and not f.exists():
+                _write_entry(f, entry)
+            else:
+                report.failed.append(path)
+        taken.unlink(missing_ok=True)
+    return True
+
+
+def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
+    import memlane
+
+    path = entry["path"]
+    embed = entry.get("embed") or "local"
+    with memlane.open(home, embedder=embed) as mem:
+        r = mem.index([path], embed=embed != "none")
+    report.indexed.append(path)
+    _log(_queue(home), f"indexed {path}: +{r.chunks_added} chunks, {r.chunks_embedded} embedded")
+    if entry.get("distill"):
+        from memlane.brain import Brain, default_brain_dir
+        from memlane.brain.distill import distill
+
+        results = distill(path, brain=Brain(default_brain_dir(home), home=home), engine=entry["distill"])
+        report.distilled.append(path)
+        added = [k for res in results for k in res.added]
+        _log(_queue(home), f"distilled {path}: {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+    """The ``hook`` subcommand's arguments: ``CLIENT EVENT [PAYLOAD]`` or ``drain``."""
+    sub = parser.add_subparsers(dest="client", required=True, metavar="CLIENT")
+    for client, events in CLIENTS.items():
+        p = sub.add_parser(client, parents=list(parents), help=f"handle a {client} hook event (payload JSON on stdin)")
+        p.add_argument("event", choices=events)
+        p.add_argument("payload", nargs="?", help="the payload JSON (Codex notify passes it as an argument)")
+        p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})")
+        p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
+        p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil the session into MEMORY.md when it ends")
+    p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
+
+
+def run(args: argparse.Namespace, stdin: Any = None) -> int:
+    """Run a parsed ``memlane hook …`` command; returns the exit status."""
+    home = Path(args.home).expanduser()
+    if args.client == "drain":
+        report = drain(home)
+        if getattr(args, "json", False):
+            print(json.dumps(report.to_dict()))
+        return 0
+    event = args.event
+    try:
+        payload = read_payload(args.payload if args.payload is not None else (stdin or sys.stdin).read())
+    except HookInputError as exc:
+        sys.stderr.write(f"memlane hook {args.client} {event}: {exc}\n")
+        return 1
+    if event == "session-start":
+        out = session_start(home, payload, max_tokens=args.max_tokens)
+    elif event == "user-prompt-submit":
+        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens)
+    else:
+        distill = args.distill if event == "session-end" else None
+        if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
+            spawn_worker(home)
+        out = None
+    if out:
+        sys.stdout.write(out + "\n")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """``memlane hook …`` without building the full CLI: hooks start a process per event."""
+    from memlane._paths import default_home
+
+    def common(defaults: bool) -> argparse.ArgumentParser:
+        # As in memlane.cli: SUPPRESS in the subcommand so `--home` before or after it both work.
+        p = argparse.ArgumentParser(add_help=False)
+        p.add_argument("--home", default=str(default_home()) if defaults else argparse.SUPPRESS, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
+        p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout (drain)")
+        return p
+
+    parser = argparse.ArgumentParser(prog="memlane hook", description="Handle an agent hook event.", parents=[common(True)])
+    add_arguments(parser, [common(False)])
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback into the agent's UI
+        sys.stderr.write(f"memlane hook: {type(exc).__name__}: {exc}\n")
+        return 1
