@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import unicodedata
@@ -84,7 +85,7 @@ class Rule:
     Attributes:
         name: ``family.detail``, e.g. ``injection.ignore_instructions``; errors name it.
         description: One line for humans.
-        patterns: Compiled patterns; any match is a finding.
+        sources: The patterns' source text; any match of one is a finding.
         raw: Match the raw text (Unicode rules) instead of the normalised one.
         needles: Substrings one of which every match contains; a text with none of them
             skips the rule (most notes never mention sudoers, so why run its patterns).
@@ -92,14 +93,19 @@ class Rule:
 
     name: str
     description: str
-    patterns: tuple[re.Pattern[str], ...]
+    sources: tuple[str, ...]
     raw: bool = False
     needles: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        """The compiled patterns, built on first use: every hook process imports the guard, few write."""
+        flags = 0 if self.raw else re.IGNORECASE | re.MULTILINE
+        return tuple(re.compile(p, flags) for p in self.sources)
+
 
 def _rule(name: str, description: str, *patterns: str, raw: bool = False, needles: tuple[str, ...] = ()) -> Rule:
-    flags = 0 if raw else re.IGNORECASE | re.MULTILINE
-    return Rule(name, description, tuple(re.compile(p, flags) for p in patterns), raw, needles)
+    return Rule(name, description, patterns, raw, needles)
 
 
 RULES: tuple[Rule, ...] = (
