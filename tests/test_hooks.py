@@ -279,3 +279,19 @@ def test_codex_hooks_and_notify(env: dict[str, str], tmp_path: Path) -> None:
     context = json.loads(out.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart" and "# memlane memory" in context["additionalContext"]
     assert "freezegun" in context["additionalContext"]
+
+
+def test_first_prompt_markers_are_claimed_once_and_pruned(tmp_path: Path) -> None:
+    from memlane.hooks import _first_prompt
+
+    folder = tmp_path / "queue" / "prompted"
+    folder.mkdir(parents=True)
+    old = time.time() - 40 * 86400
+    for i in range(1001):
+        (folder / f"old{i}").touch()
+        os.utime(folder / f"old{i}", (old, old))
+    (folder / "recent").touch()
+    assert _first_prompt(tmp_path, "session-a") is True
+    assert _first_prompt(tmp_path, "session-a") is False
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(("old", "recent"))) == ["recent"]
+    assert len(list(folder.iterdir())) == 2

@@ -40,11 +40,13 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -69,6 +71,7 @@ HOOK_EVENT_NAMES = {
 QUEUE_DIR = "queue"
 _TAKEN = ".taken"
 _PROMPTED_DIR = "prompted"
+_MAX_PROMPTED = 1000
 _MAX_ATTEMPTS = 3
 DEFAULT_MAX_TOKENS = 4000
 """Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
@@ -138,6 +141,13 @@ def _first_prompt(home: Path, session_id: str) -> bool:
         os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except FileExistsError:
         return False
+    markers = list(folder.iterdir())
+    if len(markers) > _MAX_PROMPTED:  # one small file per session: forget sessions a month old
+        cutoff = time.time() - 30 * 86400
+        for m in markers:
+            with contextlib.suppress(OSError):
+                if m.stat().st_mtime < cutoff:
+                    m.unlink()
     return True
 
 
