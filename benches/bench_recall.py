@@ -16,6 +16,12 @@ both search and recall latency, and reported on its own.
 Run: `python benches/bench_recall.py` (defaults: 300 files × 40 exchanges, 200 queries) or
 `python benches/bench_recall.py --embed local --files 40 --pairs 20`.
 Results print as a markdown table and are saved to bench-results/recall.json.
+
+`--mmr-check ../shared/data/locomo/locomo10.json` instead checks that the near-duplicate
+collapse drops no distinct item, on LoCoMo dev (conversations 0–4) with the local embedder:
+every question's recall without a budget against the search candidates it was built from —
+candidates dropped, and gold turns the candidates held that the recall lost — plus the gold
+turns a 15,000-token recall keeps.
 """
 
 from __future__ import annotations
@@ -46,10 +52,9 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def fill_brain(brain: Brain, entries: int, rng: random.Random) -> None:
+def fill_brain(home: Path, entries: int, rng: random.Random) -> None:
     """`entries` MEMORY.md entries of archive words, one in ten superseded by a newer one."""
-    caps = {s.upper(): None for s in SECTIONS}
-    brain.memory_schema = brain.memory_schema.with_caps(caps)
+    brain = Brain(home=home, caps={s.upper(): None for s in SECTIONS})  # all stay in MEMORY.md
     for i in range(entries):
         section = SECTIONS[i % len(SECTIONS)]
         text = " ".join(words(rng, rng.randint(8, 18))).capitalize() + "."
@@ -64,6 +69,36 @@ def timed(fn, *args, **kwargs) -> float:
     return (time.perf_counter() - t) * 1000
 
 
+def mmr_check(path: Path, embed: str) -> None:
+    """Candidates and gold turns lost by the near-duplicate collapse, on LoCoMo dev."""
+    from memlane.bench.datasets import load_locomo
+
+    totals = {"questions": 0, "candidates": 0, "dropped": 0, "gold_in_candidates": 0, "gold_lost_by_collapse": 0,
+              "gold_in_15k_recall": 0, "gold": 0}
+    for conv in load_locomo(path, split="dev").conversations:
+        with tempfile.TemporaryDirectory(prefix="memlane-mmr-") as tmp:
+            src = conv.write(Path(tmp))
+            mem = memlane.open(Path(tmp) / "home", embedder=embed)
+            mem.index([src], format=conv.fmt, embed=embed != "none")
+            for q in conv.questions:
+                pool = [h for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"]) if h.score >= 0.2]
+                turns = {h.id: set(h.meta.get("turn_ids") or []) for h in pool}
+                unbounded = mem.recall(q.text, max_tokens=10**9, include_brain=False)
+                budgeted = mem.recall(q.text, max_tokens=15_000, include_brain=False)
+                in_pool = set().union(*turns.values()) & q.gold_turns
+                kept = set().union(*(turns[i.id] for i in unbounded.items)) & q.gold_turns
+                in_15k = set().union(*(turns[i.id] for i in budgeted.items if i.id in turns)) & q.gold_turns
+                totals["questions"] += 1
+                totals["candidates"] += len(pool)
+                totals["dropped"] += len(pool) - len(unbounded.items)
+                totals["gold"] += len(q.gold_turns)
+                totals["gold_in_candidates"] += len(in_pool)
+                totals["gold_lost_by_collapse"] += len(in_pool - kept)
+                totals["gold_in_15k_recall"] += len(in_15k)
+            mem.close()
+    print(json.dumps(totals, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=300)
@@ -74,7 +109,11 @@ def main() -> None:
     ap.add_argument("--embed", choices=["none", "local"], default="none")
     ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/recall.json"))
+    ap.add_argument("--mmr-check", type=Path, metavar="LOCOMO_JSON", help="check the near-duplicate collapse on LoCoMo dev instead")
     args = ap.parse_args()
+    if args.mmr_check:
+        mmr_check(args.mmr_check, "local" if args.embed == "none" else args.embed)
+        return
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-bench-recall-"))
     archive, home = work / "archive", work / "home"
@@ -84,7 +123,7 @@ def main() -> None:
     mem.index([archive], embed=args.embed != "none")
     print(f"indexed {size / 1e6:.0f} MB in {time.perf_counter() - t:.0f}s at {work}", file=sys.stderr)
     rng = random.Random(13)
-    fill_brain(Brain(home=home), args.brain, rng)
+    fill_brain(home, args.brain, rng)
     chunks = mem.status()["chunks"]
 
     queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
