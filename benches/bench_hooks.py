@@ -17,7 +17,7 @@ Wall clock is what the agent waits; CPU time (user + system of the shell and the
 getrusage) is what the hook costs whatever else the machine runs. The load average is printed
 with the results: on a shared machine wall clock grows with it.
 
-Run: `python benches/bench_hooks.py` (defaults: 670 files × 70 exchanges ≈ 100k chunks, 40 runs
+Run: `python benches/bench_hooks.py` (defaults: 930 files × 70 exchanges ≈ 100k chunks, 40 runs
 per hook). `--home DIR` keeps the generated home for a re-run (`--reuse`).
 Results print as a markdown table and are saved to bench-results/hooks.json.
 """
@@ -91,7 +91,7 @@ def summary(runs: tuple[list[float], list[float]]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--files", type=int, default=670)
+    ap.add_argument("--files", type=int, default=930)
     ap.add_argument("--pairs", type=int, default=70, help="exchanges per file")
     ap.add_argument("--entries", type=int, default=40, help="MEMORY.md entries")
     ap.add_argument("--runs", type=int, default=40, help="runs per hook")

@@ -122,7 +122,7 @@ class MemoryTools:
 
     def status(self) -> str:
         """Counts of the index and the brain, in a few lines."""
-        s = self.mem._store.status()
+        s = self.mem.status()
         entries = self.brain.entries(evolution=True)
         active = sum(e.active for e in entries)
         vectors = f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})" if s["chunks_with_vectors"] else "keywords only"
