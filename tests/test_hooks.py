@@ -295,3 +295,23 @@ def test_first_prompt_markers_are_claimed_once_and_pruned(tmp_path: Path) -> Non
     assert _first_prompt(tmp_path, "session-a") is False
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(("old", "recent"))) == ["recent"]
     assert len(list(folder.iterdir())) == 2
+
+
+def test_session_start_context_fits_claude_codes_10k_character_cap(env: dict[str, str], tmp_path: Path) -> None:
+    """Over 10,000 characters Claude Code shows the model a 2 KB preview: the hook must stay under."""
+    home = tmp_path / "memhome"
+    src = write_jsonl(tmp_path / "p" / "s.jsonl", generic_session("s", [(f"ledger question {i} about reconciliation", "answer " + "ledger reconciliation detail " * 40) for i in range(30)]))
+    memlane.open(home, embedder="none").index([src], embed=False)
+    brain = memlane.Brain(home / "brain", home=home, caps={"KD": None, "LL": None})
+    for i in range(60):
+        brain.add("KD" if i % 2 else "LL", f"Ledger rule {i}: reconcile the nightly batch against the bank feed before posting, see runbook section {i}.")
+    payload = session_start_payload("cap-1", "/work/ledger", tmp_path / "p" / "cap-1.jsonl")
+    r = memlane_cli(env, "hook", "claude-code", "session-start", "--home", str(home), stdin=json.dumps(payload))
+    context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 9500
+    assert all(f"[{k}]" in context for k in ("KD01", "KD30", "LL01", "LL30"))  # the compact index survives the cut
+    assert context.endswith("or `memlane brain show`.]") and "# Recalled memory" not in context
+
+    small = memlane_cli(env, "hook", "claude-code", "session-start", "--home", str(home), "--max-chars", "200000", stdin=json.dumps({**payload, "session_id": "cap-2"}))
+    big = json.loads(small.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(big) > 10_000 and "# Recalled memory" in big and "Ledger rule 59" in big

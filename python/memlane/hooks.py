@@ -5,7 +5,8 @@
 
 - ``session-start`` prints the session's frozen brain snapshot plus a pre-session recall as
   ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}``,
-  the shape both Claude Code and Codex inject into the model's context;
+  the shape both Claude Code and Codex inject into the model's context, at most 9,500
+  characters (Claude Code shows the model only a 2 KB preview of anything over 10,000);
 - ``user-prompt-submit`` recalls on the first prompt of a session only (the user's own words
   are the best query there is) and prints nothing when nothing clears the threshold or the
   session has already had its first prompt;
@@ -75,6 +76,11 @@ _MAX_PROMPTED = 1000
 _MAX_ATTEMPTS = 3
 DEFAULT_MAX_TOKENS = 4000
 """Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
+DEFAULT_MAX_CHARS = 9500
+"""Characters a hook injects at most: Claude Code replaces hook context over 10,000 characters
+with a file path and a 2 KB preview, so the model would see almost none of it."""
+_MIN_RECALL_TOKENS = 100
+_TRUNCATED = "\n\n[memlane: the rest of MEMORY.md did not fit the hook's size limit; read an entry in full with the memlane MCP `get` tool (its key, like KD07) or `memlane brain show`.]"
 
 
 class HookInputError(ValueError):
@@ -113,19 +119,36 @@ def _open(home: str | os.PathLike[str]) -> Any:
 # -- context in ---------------------------------------------------------------------------
 
 
-def session_start(home: str | os.PathLike[str], payload: dict[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> str | None:
+def _fit(text: str, limit: int) -> str:
+    """``text`` cut at a line boundary to at most ``limit`` characters, saying where the rest is."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - len(_TRUNCATED))].rsplit("\n", 1)[0]
+    return cut.rstrip() + _TRUNCATED
+
+
+def session_start(
+    home: str | os.PathLike[str],
+    payload: dict[str, Any],
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> str | None:
     """The SessionStart hook output: frozen snapshot plus pre-session recall (None if both are empty).
 
     The snapshot is frozen per session id, so a resume or a compaction re-injects the same block.
+    The whole context stays within ``max_chars``: the snapshot first (cut at a line if it must
+    be; MEMORY.md's compact index comes first, so the cut keeps it), then a recall in the room left.
     """
     from memlane.recall import focus_query, session_snapshot
 
     with _open(home) as mem:
-        parts = []
-        if snapshot := session_snapshot(mem, str(payload.get("session_id") or "")).strip():
-            parts.append(snapshot)
+        snapshot = _fit(session_snapshot(mem, str(payload.get("session_id") or "")).strip(), max_chars)
+        parts = [snapshot] if snapshot else []
+        room = max_chars - len(snapshot) - 2
+        budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
         query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
-        if query and (recalled := mem.recall(query, max_tokens=max_tokens)):
+        if query and budget >= _MIN_RECALL_TOKENS and (recalled := mem.recall(query, max_tokens=budget)):
             parts.append(str(recalled).strip())
     if not parts:
         return None
@@ -151,14 +174,20 @@ def _first_prompt(home: Path, session_id: str) -> bool:
     return True
 
 
-def user_prompt_submit(home: str | os.PathLike[str], payload: dict[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> str | None:
+def user_prompt_submit(
+    home: str | os.PathLike[str],
+    payload: dict[str, Any],
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> str | None:
     """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold."""
     prompt = str(payload.get("prompt") or "").strip()
     session_id = str(payload.get("session_id") or "")
     if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
         return None
     with _open(home) as mem:
-        recalled = mem.recall(prompt, max_tokens=max_tokens)
+        recalled = mem.recall(prompt, max_tokens=min(max_tokens, max_chars // 4))
     return _context_output("user-prompt-submit", str(recalled).strip()) if recalled else None
 
 
@@ -376,6 +405,7 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
         p.add_argument("event", choices=events)
         p.add_argument("payload", nargs="?", help="the payload JSON (Codex notify passes it as an argument)")
         p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})")
+        p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)")
         p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
         p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil the session into MEMORY.md when it ends")
     p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
@@ -396,9 +426,9 @@ def run(args: argparse.Namespace, stdin: Any = None) -> int:
         sys.stderr.write(f"memlane hook {args.client} {event}: {exc}\n")
         return 1
     if event == "session-start":
-        out = session_start(home, payload, max_tokens=args.max_tokens)
+        out = session_start(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars)
     elif event == "user-prompt-submit":
-        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens)
+        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars)
     else:
         distill = args.distill if event == "session-end" else None
         if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
