@@ -110,8 +110,13 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
     assert {c["level"] for c in checks.values()} == {"ok"}
     assert checks["home"]["message"].endswith("1 chunks from 1 files")
 
-    # A broken install (memlane moved) is an error.
     settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "disableAllHooks": True}))
+    code, checks = doctor(env, home)
+    assert code == 1 and "disableAllHooks" in checks["claude-code hooks"]["message"]
+    settings.write_text(json.dumps({k: v for k, v in json.loads(settings.read_text()).items() if k != "disableAllHooks"}))
+
+    # A broken install (memlane moved) is an error.
     settings.write_text(settings.read_text().replace("/memlane hook", "/gone/memlane hook"))
     code, checks = doctor(env, home)
     assert code == 1 and "hook command not found" in checks["claude-code hooks"]["message"]

@@ -349,6 +349,8 @@ def _check_hooks(name: str, path: Path, table: tuple[tuple[str, str, str | None,
     if len(missing) == len(table):
         return [Check(name, "error", f"no memlane hooks in {path}: run `memlane install-hooks {name.split()[0]}`")]
     checks = []
+    if data.get("disableAllHooks") is True:
+        checks.append(Check(name, "error", f"{path} sets disableAllHooks: true, so no hook runs"))
     if missing:
         checks.append(Check(name, "warning", f"{path} lacks memlane's {', '.join(missing)} hook(s): run `memlane install-hooks` again"))
     broken = sorted({c for cmds in found.values() for c in cmds if not _runnable(c)})
