@@ -315,3 +315,17 @@ def test_session_start_context_fits_claude_codes_10k_character_cap(env: dict[str
     small = memlane_cli(env, "hook", "claude-code", "session-start", "--home", str(home), "--max-chars", "200000", stdin=json.dumps({**payload, "session_id": "cap-2"}))
     big = json.loads(small.stdout)["hookSpecificOutput"]["additionalContext"]
     assert len(big) > 10_000 and "# Recalled memory" in big and "Ledger rule 59" in big
+
+
+def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> None:
+    from memlane.hooks import queue_entry
+
+    home = tmp_path / "h"
+    payload = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
+    first = queue_entry(home, payload, client="claude-code", event="session-end", distill="extractive")
+    data = json.loads(first.read_text())
+    data["queued_at"] = "2026-01-01T00:00:00+00:00"
+    first.write_text(json.dumps(data))
+    again = queue_entry(home, payload, client="claude-code", event="stop")
+    assert again == first and len(pending(home)) == 1
+    assert pending(home)[0] | {"event": "stop"} == {**data, "event": "stop"}

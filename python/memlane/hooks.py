@@ -74,6 +74,7 @@ _TAKEN = ".taken"
 _PROMPTED_DIR = "prompted"
 _MAX_PROMPTED = 1000
 _MAX_ATTEMPTS = 3
+_MAX_LOG_BYTES = 1 << 20
 DEFAULT_MAX_TOKENS = 4000
 """Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
 DEFAULT_MAX_CHARS = 9500
@@ -239,12 +240,14 @@ def queue_entry(
     queue = _queue(home)
     queue.mkdir(parents=True, exist_ok=True)
     target = queue / f"{hashlib.sha1(path.encode('utf-8')).hexdigest()[:20]}.json"
-    entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
-             "distill": distill, "queued_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     try:
-        entry["distill"] = distill or json.loads(target.read_text(encoding="utf-8")).get("distill")
+        earlier = json.loads(target.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        pass
+        earlier = {}
+    # The first queuing time stays: doctor flags an entry no worker has taken for an hour.
+    entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
+             "distill": distill or earlier.get("distill"),
+             "queued_at": earlier.get("queued_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
     _write_entry(target, entry)
     return target
 
@@ -302,7 +305,11 @@ class DrainReport:
 
 def _log(queue: Path, message: str) -> None:
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with open(queue / "worker.log", "a", encoding="utf-8") as fh:
+    log = queue / "worker.log"
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > _MAX_LOG_BYTES:  # one line per indexed turn adds up: keep the last two megabytes
+            os.replace(log, log.with_name("worker.log.1"))
+    with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"{stamp} {message}\n")
 
 
