@@ -329,3 +329,11 @@ def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> 
     again = queue_entry(home, payload, client="claude-code", event="stop")
     assert again == first and len(pending(home)) == 1
     assert pending(home)[0] | {"event": "stop"} == {**data, "event": "stop"}
+
+
+def test_a_failing_hook_exits_1_with_one_line_through_either_entry(env: dict[str, str], tmp_path: Path) -> None:
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})  # no session id
+    for args in (["hook", "claude-code", "session-start", "--home", str(tmp_path)], ["--home", str(tmp_path), "hook", "claude-code", "session-start"]):
+        r = memlane_cli(env, *args, stdin=payload)
+        assert r.returncode == 1 and r.stdout == ""
+        assert r.stderr == "memlane hook claude-code session-start: ValueError: session id is empty\n"

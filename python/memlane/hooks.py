@@ -419,7 +419,16 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
 
 
 def run(args: argparse.Namespace, stdin: Any = None) -> int:
-    """Run a parsed ``memlane hook …`` command; returns the exit status."""
+    """Run a parsed ``memlane hook …`` command; returns 0, or 1 with one line on stderr (never 2: "block")."""
+    try:
+        return _run(args, stdin)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback into the agent's UI
+        what = " ".join(x for x in (args.client, getattr(args, "event", None)) if x)
+        sys.stderr.write(f"memlane hook {what}: {type(exc).__name__}: {exc}\n")
+        return 1
+
+
+def _run(args: argparse.Namespace, stdin: Any) -> int:
     home = Path(args.home).expanduser()
     if args.client == "drain":
         report = drain(home)
@@ -459,9 +468,4 @@ def main(argv: Sequence[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="memlane hook", description="Handle an agent hook event.", parents=[common(True)])
     add_arguments(parser, [common(False)])
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback into the agent's UI
-        sys.stderr.write(f"memlane hook: {type(exc).__name__}: {exc}\n")
-        return 1
+    return run(parser.parse_args(argv))
