@@ -140,6 +140,32 @@ def test_superseded_brain_entries_weigh_a_tenth(tmp_path):
     assert kd01.provenance.endswith("· superseded by KD02")
 
 
+def test_recall_sees_brain_writes_at_once(tmp_path):
+    mem = memlane.open(tmp_path / "home", embedder="none")
+    brain = Brain(home=mem.home)
+    brain.add("kd", "Billing stores invoices in Postgres.", on="2026-04-01")
+    assert [i.id for i in mem.recall("billing invoices").items] == ["KD01"]
+    brain.add("ll", "Billing invoices need a retry on Stripe timeouts.", on="2026-04-02")
+    brain.supersede("KD01", "Billing stores invoices in DynamoDB.", on="2026-04-03")
+    r = mem.recall("billing invoices")
+    assert {i.id for i in r.items} == {"KD01", "KD02", "LL01"}
+    assert next(i for i in r.items if i.id == "KD01").superseded
+
+
+def test_hybrid_recall_embeds_the_query_once_and_brain_entries_once(mem, fake_embedder, monkeypatch):
+    Brain(home=mem.home).add("kd", "Billing stores invoices in Postgres.", on="2026-04-01")
+    queries = []
+    original = fake_embedder.embed_query
+    monkeypatch.setattr(fake_embedder, "embed_query", lambda text: queries.append(text) or original(text))
+    first = mem.recall("which database does billing use")
+    assert queries == ["which database does billing use"]
+    assert "KD01" in [i.id for i in first.items]
+    calls = fake_embedder.calls
+    mem.recall("billing invoices postgres")
+    assert fake_embedder.calls == calls  # brain vectors come from the cache
+    assert queries == ["which database does billing use", "billing invoices postgres"]
+
+
 def test_decay_is_off_by_default_and_spares_evergreen_items(tmp_path, monkeypatch):
     mem = memlane.open(tmp_path / "home", embedder="none")
     Brain(home=mem.home).add("kd", "Quarterly report numbers come from the ledger service.", on="2020-01-01")
