@@ -90,6 +90,7 @@ def test_install_then_next_session_starts_with_memory(env: dict[str, str], tmp_p
     settings, claude_json = claude / "settings.json", tmp_path / "user" / ".claude-state.json"
     r = memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--settings", str(settings), "--claude-json", str(claude_json), "--embed", "none")
     assert r.returncode == 0, r.stderr
+    wait_for_queue(home)  # the backfill of the (empty) projects folder
 
     # Session 1: the agent talks about the exporter, the model remembers a decision through MCP, the turn stops.
     cwd = str(tmp_path / "work" / "exporter-service")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_hooks import claude_session, env, memlane_cli  # noqa: F401 - env is a fixture
+from test_hooks import claude_session, env, memlane_cli, wait_for_queue  # noqa: F401 - env is a fixture
 
 import memlane
 
@@ -25,7 +25,7 @@ USER_SETTINGS = {
 
 
 def install(env: dict[str, str], home: Path, settings: Path, *extra: str):
-    return memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--settings", str(settings), "--claude-json", str(settings.parent / "state.json"), *extra)
+    return memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--settings", str(settings), "--claude-json", str(settings.parent / "state.json"), "--no-backfill", *extra)
 
 
 def test_install_keeps_user_entries_backs_up_and_is_idempotent(env: dict[str, str], tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_install_codex_writes_hooks_mcp_and_notify(env: dict[str, str], tmp_path
     codex = Path(env["CODEX_HOME"])
     (codex / "config.toml").write_text('model = "gpt-5.6-luna"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
     home = tmp_path / "h"
-    r = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify")
+    r = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--no-backfill")
     assert r.returncode == 0, r.stderr
     config = tomllib.loads((codex / "config.toml").read_text())
     assert config["model"] == "gpt-5.6-luna" and config["mcp_servers"]["docs"] == {"command": "docs-mcp"}
@@ -78,12 +78,12 @@ def test_install_codex_writes_hooks_mcp_and_notify(env: dict[str, str], tmp_path
     assert config["notify"][-4:] == ["--home", str(home), "codex", "notify"]
     assert sorted(json.loads((codex / "hooks.json").read_text())["hooks"]) == ["SessionStart", "Stop", "UserPromptSubmit"]
     text = (codex / "config.toml").read_text()
-    again = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--json")
+    again = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--no-backfill", "--json")
     assert json.loads(again.stdout)["changed"] == [] and (codex / "config.toml").read_text() == text
 
     # A notify program of the user's own is left alone (the Stop hook indexes anyway).
     (codex / "config.toml").write_text('notify = ["notify-send", "codex"]\n')
-    r = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify")
+    r = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--no-backfill")
     assert tomllib.loads((codex / "config.toml").read_text())["notify"] == ["notify-send", "codex"]
     assert "already has notify" in r.stdout
     assert memlane_cli(env, "install-hooks", "codex", "--distill", "extractive").returncode == 2
@@ -100,8 +100,8 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
     assert code == 1 and checks["claude-code hooks"]["level"] == "error" and checks["home"]["level"] == "warning"
     assert checks["codex hooks"]["level"] == "error" and checks["claude-code mcp"]["level"] == "warning"
 
-    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home)).returncode == 0
-    assert memlane_cli(env, "install-hooks", "codex", "--home", str(home)).returncode == 0
+    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-backfill").returncode == 0
+    assert memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--no-backfill").returncode == 0
     projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
     claude_session(projects / "-w" / "s1.jsonl", "s1", "/w", [("q", "a")])
     memlane.open(home, embedder="none").index([projects], embed=False)
@@ -124,7 +124,7 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
 
 def test_doctor_warns_before_claude_code_deletes_an_unindexed_transcript(env: dict[str, str], tmp_path: Path) -> None:
     home = tmp_path / "h"
-    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp").returncode == 0
+    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp", "--no-backfill").returncode == 0
     projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
     fresh = claude_session(projects / "-w" / "fresh.jsonl", "fresh", "/w", [("q1", "a1")])
     old = claude_session(projects / "-w" / "old.jsonl", "old", "/w", [("q2", "a2")])
@@ -161,3 +161,13 @@ def test_doctor_flags_a_queue_that_does_not_drain(env: dict[str, str], tmp_path:
     data["queued_at"] = (datetime.now(timezone.utc) - timedelta(minutes=queued_minutes_ago)).isoformat(timespec="seconds")
     entry.write_text(json.dumps(data))
     assert doctor(env, home)[1]["index queue"]["level"] == level
+
+
+def test_install_indexes_the_existing_transcripts_in_the_background(env: dict[str, str], tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
+    old = claude_session(projects / "-srv-billing" / "old.jsonl", "old", "/srv/billing", [("why did the invoice PDF render blank?", "wkhtmltopdf lacked fonts; install fonts-dejavu in the image")])
+    r = memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp", "--embed", "none")
+    assert r.returncode == 0 and f"indexing {projects} in the background" in r.stdout
+    wait_for_queue(home)
+    assert memlane.open(home, embedder="none").search("invoice PDF blank fonts")[0].path == str(old)

@@ -42,15 +42,21 @@ def _cmd_hook(args: argparse.Namespace) -> int:
 
 
 def _cmd_install_hooks(args: argparse.Namespace) -> int:
-    from memlane.setup_hooks import install_claude_code, install_codex
+    from pathlib import Path
+
+    from memlane.setup_hooks import claude_dir, codex_dir, install_claude_code, install_codex, queue_backfill
 
     if args.client == "claude-code":
         claude_json: Any = False if args.no_mcp else (args.claude_json or True)
         report = install_claude_code(args.settings, home=args.home, claude_json=claude_json, embed=args.embed, distill=args.distill)
+        transcripts = claude_dir() / "projects"
     else:
         if args.distill:
             raise ValueError("--distill needs a session-end event, which Codex does not have: run `memlane distill` on its sessions")
         report = install_codex(args.codex_home, home=args.home, mcp=not args.no_mcp, notify=args.notify, embed=args.embed)
+        transcripts = (Path(args.codex_home).expanduser() if args.codex_home else codex_dir()) / "sessions"
+    if not args.no_backfill and queue_backfill(args.home, transcripts, client=args.client, embed=args.embed):
+        report.notes.append(f"indexing {transcripts} in the background (resumable; `memlane doctor` shows the queue)")
     lines = [f"wrote {p}" for p in report.changed] + [f"  backup {p}" for p in report.backups]
     lines += [f"already up to date: {p}" for p in report.unchanged] + [f"note: {n}" for n in report.notes]
     if report.changed:
@@ -97,6 +103,7 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil each Claude Code session into MEMORY.md when it ends")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
     p.add_argument("--notify", action="store_true", help="Codex: also set notify = [memlane …] (for Codex versions without hooks)")
+    p.add_argument("--no-backfill", action="store_true", help="do not index the client's existing transcripts in the background")
     p.set_defaults(func=_cmd_install_hooks)
 
     p = sub.add_parser("doctor", parents=[*parents, where], help="check the setup: home, hooks, MCP server, transcript retention, queue")

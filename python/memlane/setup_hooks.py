@@ -305,6 +305,17 @@ def install_codex(
     return report
 
 
+def queue_backfill(home: str | PathLike[str], folder: Path, *, client: str, embed: str = "local") -> bool:
+    """Queue the client's existing transcripts for the background indexer and start it; False if there are none."""
+    from memlane.hooks import queue_entry, spawn_worker
+
+    if not folder.is_dir():
+        return False
+    queue_entry(home, {"transcript_path": str(folder), "session_id": ""}, client=client, event="backfill", embed=embed)
+    spawn_worker(home)
+    return True
+
+
 # -- doctor -------------------------------------------------------------------------------
 
 
@@ -396,7 +407,7 @@ def _retention(home: Path, settings: dict[str, Any], projects: Path, now: float)
         return Check("transcript retention", "warning",
                      f"{unindexed} transcript(s) not indexed yet, none near the {days}-day cleanup: the hooks queue them; `memlane index` catches up at once")
     level = "warning" if days < 7 else "ok"
-    return Check("transcript retention", level, f"every transcript is indexed; Claude Code keeps them {days} days (cleanupPeriodDays)")
+    return Check("transcript retention", level, f"no transcript waits to be indexed; Claude Code keeps them {days} days (cleanupPeriodDays)")
 
 
 def _check_queue(home: Path, now: float) -> Check:
