@@ -338,3 +338,29 @@ def test_a_failing_hook_exits_1_with_one_line_through_either_entry(env: dict[str
         r = memlane_cli(env, *args, stdin=payload)
         assert r.returncode == 1 and r.stdout == ""
         assert r.stderr == "memlane hook claude-code session-start: ValueError: session id is empty\n"
+
+
+def test_hooks_on_real_claude_code_transcripts(env: dict[str, str], tmp_path: Path, shared_data: Path) -> None:
+    """Real Claude Code session files (shared/data/transcripts) backfilled, then a new session in their project starts with them."""
+    import shutil
+
+    samples = sorted((shared_data / "transcripts" / "claude-code").glob("*.jsonl"))
+    assert samples, "no Claude Code samples in the shared data"
+    project = Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / "-project"
+    project.mkdir(parents=True)
+    for f in samples:
+        shutil.copy(f, project / f.name)
+    home = tmp_path / "memhome"
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--settings", str(settings), "--no-mcp", "--embed", "none").returncode == 0
+    wait_for_queue(home)
+    mem = memlane.open(home, embedder="none")
+    assert mem.status()["files"] == len(samples)
+    hit = mem.search("hello world function")[0]
+    out = run_hook(installed(settings, "SessionStart"), session_start_payload("real-1", "/project", project / "real-1.jsonl"), env)
+    context = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("# memlane memory · session real-1") and len(context) <= 9500
+    prompt = {"session_id": "real-1", "transcript_path": str(project / "real-1.jsonl"), "cwd": "/project", "permission_mode": "default",
+              "hook_event_name": "UserPromptSubmit", "prompt": "Create a hello world function again, like last time"}
+    first = json.loads(run_hook(installed(settings, "UserPromptSubmit"), prompt, env).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"session {hit.session_id}" in first and "hello" in first.lower()
