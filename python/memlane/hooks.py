@@ -29,7 +29,7 @@ keep a finished turn going). A bad payload prints one line on stderr and exits 1
 clients report without interrupting the session.
 
 Example:
-    >>> import tempfile, json
+    >>> import tempfile
     >>> home = tempfile.mkdtemp()
     >>> payload = {"session_id": "s1", "transcript_path": "/nonexistent/s1.jsonl", "hook_event_name": "Stop"}
     >>> queue_entry(home, payload, client="claude-code", event="stop").name.endswith(".json")
