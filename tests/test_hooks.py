@@ -332,6 +332,21 @@ def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> 
     assert pending(home)[0] | {"event": "stop"} == {**data, "event": "stop"}
 
 
+def test_claude_turns_index_keywords_and_session_ends_embed(tmp_path: Path) -> None:
+    from memlane.hooks import queue_entry
+
+    home = tmp_path / "h"
+    turn = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
+    queue_entry(home, turn, client="claude-code", event="stop")
+    assert pending(home)[0]["vectors"] is False  # no embedding model loaded on every turn
+    queue_entry(home, turn, client="claude-code", event="pre-compact")
+    queue_entry(home, turn, client="claude-code", event="stop")
+    assert pending(home)[0]["vectors"] is True  # a later turn keeps the embedding asked for
+    codex = {"session_id": "c", "transcript_path": str(tmp_path / "c.jsonl")}
+    queue_entry(home, codex, client="codex", event="stop")
+    assert {e["session_id"]: e["vectors"] for e in pending(home)}["c"] is True  # Codex has no session end
+
+
 def test_a_failing_hook_exits_1_with_one_line_through_either_entry(env: dict[str, str], tmp_path: Path) -> None:
     payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})  # no session id
     for args in (["hook", "claude-code", "session-start", "--home", str(tmp_path)], ["--home", str(tmp_path), "hook", "claude-code", "session-start"]):
@@ -364,3 +379,20 @@ def test_hooks_on_real_claude_code_transcripts(env: dict[str, str], tmp_path: Pa
               "hook_event_name": "UserPromptSubmit", "prompt": "Create a hello world function again, like last time"}
     first = json.loads(run_hook(installed(settings, "UserPromptSubmit"), prompt, env).stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"session {hit.session_id}" in first and "hello" in first.lower()
+
+
+@pytest.mark.model
+def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path: Path) -> None:
+    from memlane.hooks import drain, queue_entry
+
+    home = tmp_path / "h"
+    src = claude_session(tmp_path / "p" / "s.jsonl", "s", "/w", [("where do the exporter metrics go?", "to the ops Grafana board, panel exporter-lag")])
+    payload = {"session_id": "s", "transcript_path": str(src)}
+    queue_entry(home, payload, client="claude-code", event="stop", embed="local")
+    drain(home)
+    status = memlane.open(home, embedder="none").status()
+    assert status["chunks"] == 1 and status["chunks_with_vectors"] == 0
+    queue_entry(home, payload, client="claude-code", event="session-end", embed="local")
+    drain(home)
+    status = memlane.open(home, embedder="none").status()
+    assert status["chunks_with_vectors"] == 1 and status["embedder_id"]

@@ -232,7 +232,10 @@ def queue_entry(
     """Queue the payload's transcript for indexing (and distillation); None if it names none.
 
     One entry per transcript: a later event for the same file replaces the entry, keeping a
-    distillation an earlier event asked for.
+    distillation or an embedding an earlier event asked for. Claude Code's per-turn ``stop``
+    indexes keywords only (searchable at once, no embedding model loaded every turn); its
+    ``pre-compact`` and ``session-end`` embed whatever chunks still lack vectors. Codex has no
+    session-end event, so each of its turns embeds.
     """
     path, session_id = _transcript(payload, event)
     if not path:
@@ -246,6 +249,7 @@ def queue_entry(
         earlier = {}
     # The first queuing time stays: doctor flags an entry no worker has taken for an hour.
     entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
+             "vectors": not (client == "claude-code" and event == "stop") or bool(earlier.get("vectors")),
              "distill": distill or earlier.get("distill"),
              "queued_at": earlier.get("queued_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
     _write_entry(target, entry)
@@ -388,7 +392,7 @@ def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
     path = entry["path"]
     embed = entry.get("embed") or "local"
     with memlane.open(home, embedder=embed) as mem:
-        r = mem.index([path], embed=embed != "none")
+        r = mem.index([path], embed=embed != "none" and entry.get("vectors", True))
     report.indexed.append(path)
     _log(_queue(home), f"indexed {path}: +{r.chunks_added} chunks, {r.chunks_embedded} embedded")
     if entry.get("distill"):
