@@ -20,8 +20,9 @@ Results print as a markdown table and are saved to bench-results/recall.json.
 `--mmr-check ../shared/data/locomo/locomo10.json` instead checks that the near-duplicate
 collapse drops no distinct item, on LoCoMo dev (conversations 0–4) with the local embedder:
 every question's recall without a budget against the search candidates it was built from —
-candidates dropped, and gold turns the candidates held that the recall lost — plus the gold
-turns a 15,000-token recall keeps.
+candidates dropped, and gold turns the candidates held that the recall lost — then the gold
+turns recalls of 2k, 4k and 15k tokens keep for MMR λ of 0.5, 0.7, 0.85 and 1.0 (the sweep
+that chose the default; dev split only).
 """
 
 from __future__ import annotations
@@ -70,34 +71,51 @@ def timed(fn, *args, **kwargs) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
+SWEEP_LAMBDAS = (0.5, 0.7, 0.85, 1.0)
+SWEEP_BUDGETS = (2_000, 4_000, 15_000)
+
+
 def mmr_check(path: Path, embed: str) -> None:
-    """Candidates and gold turns lost by the near-duplicate collapse, on LoCoMo dev."""
+    """What the near-duplicate collapse drops, and gold turns kept by budget and MMR λ, on LoCoMo dev."""
+    import memlane.recall as recall_module
     from memlane.bench.datasets import load_locomo
 
-    totals = {"questions": 0, "candidates": 0, "dropped": 0, "gold_in_candidates": 0, "gold_lost_by_collapse": 0,
-              "gold_in_15k_recall": 0, "gold": 0}
+    default_lambda = recall_module._MMR_LAMBDA
+    totals = {"questions": 0, "candidates": 0, "dropped": 0, "gold": 0, "gold_in_candidates": 0, "gold_lost_by_collapse": 0}
+    kept_by = {(lam, budget): 0 for lam in SWEEP_LAMBDAS for budget in SWEEP_BUDGETS}
     for conv in load_locomo(path, split="dev").conversations:
         with tempfile.TemporaryDirectory(prefix="memlane-mmr-") as tmp:
             src = conv.write(Path(tmp))
             mem = memlane.open(Path(tmp) / "home", embedder=embed)
             mem.index([src], format=conv.fmt, embed=embed != "none")
             for q in conv.questions:
+                # The largest pool recall draws from (200 candidates), and the turns each holds.
                 pool = [h for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"]) if h.score >= 0.2]
                 turns = {h.id: set(h.meta.get("turn_ids") or []) for h in pool}
+
+                def gold_kept(r: memlane.recall.Recall, q=q, turns=turns) -> set[str]:
+                    return set().union(*(turns.get(i.id, set()) for i in r.items)) & q.gold_turns
+
+                recall_module._MMR_LAMBDA = default_lambda
                 unbounded = mem.recall(q.text, max_tokens=10**9, include_brain=False)
-                budgeted = mem.recall(q.text, max_tokens=15_000, include_brain=False)
                 in_pool = set().union(*turns.values()) & q.gold_turns
-                kept = set().union(*(turns[i.id] for i in unbounded.items)) & q.gold_turns
-                in_15k = set().union(*(turns[i.id] for i in budgeted.items if i.id in turns)) & q.gold_turns
                 totals["questions"] += 1
                 totals["candidates"] += len(pool)
                 totals["dropped"] += len(pool) - len(unbounded.items)
                 totals["gold"] += len(q.gold_turns)
                 totals["gold_in_candidates"] += len(in_pool)
-                totals["gold_lost_by_collapse"] += len(in_pool - kept)
-                totals["gold_in_15k_recall"] += len(in_15k)
+                totals["gold_lost_by_collapse"] += len(in_pool - gold_kept(unbounded))
+                for lam in SWEEP_LAMBDAS:
+                    recall_module._MMR_LAMBDA = lam
+                    for budget in SWEEP_BUDGETS:
+                        kept_by[(lam, budget)] += len(gold_kept(mem.recall(q.text, max_tokens=budget, include_brain=False)))
+            recall_module._MMR_LAMBDA = default_lambda
             mem.close()
     print(json.dumps(totals, indent=2))
+    print("\n| λ | " + " | ".join(f"{b:,} tokens" for b in SWEEP_BUDGETS) + " |\n|---|" + "---|" * len(SWEEP_BUDGETS))
+    for lam in SWEEP_LAMBDAS:
+        mark = " (default)" if lam == default_lambda else ""
+        print(f"| {lam}{mark} | " + " | ".join(f"{kept_by[(lam, b)]:,}" for b in SWEEP_BUDGETS) + " |")
 
 
 def main() -> None:
