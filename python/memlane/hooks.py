@@ -148,8 +148,9 @@ def session_start(
         parts = [snapshot] if snapshot else []
         room = max_chars - len(snapshot) - 2
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
+        # The snapshot carries the brain; the recall adds library and transcripts only.
         query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
-        if query and budget >= _MIN_RECALL_TOKENS and (recalled := mem.recall(query, max_tokens=budget)):
+        if query and budget >= _MIN_RECALL_TOKENS and (recalled := mem.recall(query, max_tokens=budget, include_brain=False)):
             parts.append(str(recalled).strip())
     if not parts:
         return None
@@ -187,8 +188,8 @@ def user_prompt_submit(
     session_id = str(payload.get("session_id") or "")
     if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
         return None
-    with _open(home) as mem:
-        recalled = mem.recall(prompt, max_tokens=min(max_tokens, max_chars // 4))
+    with _open(home) as mem:  # the session-start snapshot already holds the brain
+        recalled = mem.recall(prompt, max_tokens=min(max_tokens, max_chars // 4), include_brain=False)
     return _context_output("user-prompt-submit", str(recalled).strip()) if recalled else None
 
 
