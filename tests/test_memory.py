@@ -86,6 +86,45 @@ def test_append_adds_only_new_chunks_and_embeds_only_them(mem, corpus, fake_embe
     assert "rollback" in mem.search("pager alerts rollback", k=1)[0].text
 
 
+def claude_records(session_id: str, pairs: list[tuple[str, str]], parent: str | None = None, first: int = 0) -> list[dict]:
+    """Claude Code session lines: each prompt's uuid chains to the previous record."""
+    out = []
+    for i, (q, a) in enumerate(pairs, start=first):
+        ts = f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z"
+        for kind, uid, message in (
+            ("user", f"u{i}", {"role": "user", "content": q}),
+            ("assistant", f"a{i}", {"id": f"m{i}", "role": "assistant", "content": [{"type": "text", "text": a}]}),
+        ):
+            out.append({"type": kind, "uuid": uid, "parentUuid": parent, "sessionId": session_id, "timestamp": ts,
+                        "isSidechain": False, "message": message})
+            parent = uid
+    return out
+
+
+def test_claude_code_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
+    root = tmp_path / "projects"
+    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}") for i in range(40)]
+    path = write_jsonl(root / "s1.jsonl", claude_records("s1", pairs))
+    first = mem.index([root])
+    assert (first.chunks_added, first.files_resumed) == (40, 0)
+    size_before = path.stat().st_size
+    new = claude_records("s1", [("where is the pager config?", "In ops/pager.yaml since the rollback.")], parent="a39", first=40)
+    with path.open("a") as f:
+        import json
+
+        f.writelines(json.dumps(r) + "\n" for r in new)
+    report = mem.index([root])
+    assert (report.files_indexed, report.files_resumed) == (1, 1)
+    assert (report.chunks_added, report.chunks_removed) == (1, 0)
+    # Only the last exchange before the append and the new bytes are read again.
+    assert report.bytes_parsed < (path.stat().st_size - size_before) * 3
+    assert "ops/pager.yaml" in mem.search("pager config", k=1)[0].text
+    fresh = memlane.open(tmp_path / "fresh", embedder=fake_embedder)
+    fresh.index([root])
+    assert fresh.status()["chunks"] == mem.status()["chunks"] == 41
+    assert [h.id for h in fresh.search("shard node pager", k=41)] == [h.id for h in mem.search("shard node pager", k=41)]
+
+
 def test_deleted_file_loses_its_chunks(mem, corpus):
     mem.index([corpus])
     (corpus / "cooking.jsonl").unlink()

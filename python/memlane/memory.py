@@ -119,6 +119,7 @@ class IndexReport:
     embed_cache_hits: int = 0
     records_skipped: dict[str, int] = field(default_factory=dict)
     bytes_parsed: int = 0
+    files_resumed: int = 0
     seconds: float = 0.0
     keyword_seconds: float = 0.0
     embed_usage: dict[str, Any] | None = None
@@ -285,7 +286,8 @@ class Memory:
                 core_report = writer.commit()
                 if before is not None:
                     report.embed_usage = (self.embedder.usage - before).to_dict()
-        for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed"):
+        for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed",
+                     "files_resumed"):
             setattr(report, name, core_report[name])
         report.records_skipped = dict(core_report["records_skipped"])
         report.seconds = time.perf_counter() - started

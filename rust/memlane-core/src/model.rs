@@ -134,6 +134,9 @@ pub struct ParsedFile {
     /// blake3 (32 hex chars) of the file's first `complete_bytes` bytes, set by
     /// [`crate::parse::parse_file`] from the bytes it already read.
     pub content_hash: Option<String>,
+    /// Where a later run can parse only what is appended to the file, when it can.
+    #[serde(skip)]
+    pub resume: Option<crate::parse::ResumePoint>,
 }
 
 impl ParsedFile {

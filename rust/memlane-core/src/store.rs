@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::hybrid::{fuse, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
 use crate::model::{Format, ParsedFile};
-use crate::parse;
+use crate::parse::{self, ResumePoint};
 use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
 use rayon::prelude::*;
@@ -66,6 +66,19 @@ pub struct FileEntry {
     pub sessions: usize,
     /// Chunk keys this file contributes.
     pub keys: Vec<u64>,
+    /// Where the next run can parse only what was appended, when the format allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Resume>,
+}
+
+/// A [`ResumePoint`] and the chunks it leaves alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resume {
+    /// Where the parse resumes.
+    pub point: ResumePoint,
+    /// How many of the entry's first `keys` come from turns before `point.turn_base`: those
+    /// chunks are final and kept as they are.
+    pub head_keys: usize,
 }
 
 /// Per source file state of a whole home.
@@ -92,6 +105,9 @@ pub struct IndexReport {
     pub records_skipped: BTreeMap<String, u64>,
     /// Bytes parsed.
     pub bytes_parsed: u64,
+    /// Files of `files_indexed` that were parsed only from their last turn on, because
+    /// they had only grown.
+    pub files_resumed: u64,
 }
 
 impl IndexReport {
@@ -102,6 +118,7 @@ impl IndexReport {
         self.chunks_added += other.chunks_added;
         self.chunks_removed += other.chunks_removed;
         self.bytes_parsed += other.bytes_parsed;
+        self.files_resumed += other.files_resumed;
         for (k, v) in &other.records_skipped {
             *self.records_skipped.entry(k.clone()).or_insert(0) += v;
         }
@@ -589,9 +606,21 @@ impl Writer {
     pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
         let format = self.format;
         let budget = self.budget;
-        let parsed: Vec<(PathBuf, Option<ParsedSource>)> = paths
-            .par_iter()
-            .map(|path| (path.clone(), ParsedSource::read(path, format, budget)))
+        let jobs: Vec<(&PathBuf, Option<Prior>)> = paths
+            .iter()
+            .map(|path| {
+                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
+                (path, entry.and_then(Prior::of))
+            })
+            .collect();
+        let parsed: Vec<(PathBuf, Option<ParsedSource>)> = jobs
+            .into_par_iter()
+            .map(|(path, prior)| {
+                let source = prior
+                    .and_then(|p| ParsedSource::resume(path, format, budget, p))
+                    .or_else(|| ParsedSource::read(path, format, budget));
+                (path.clone(), source)
+            })
             .collect();
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
@@ -601,6 +630,9 @@ impl Writer {
                 parsed,
                 hash,
                 chunks,
+                retained,
+                parsed_bytes,
+                resumed,
             }) = result
             else {
                 *batch
@@ -610,12 +642,20 @@ impl Writer {
                 continue;
             };
             batch.files_indexed += 1;
-            batch.bytes_parsed += parsed.complete_bytes;
+            batch.bytes_parsed += parsed_bytes;
+            batch.files_resumed += u64::from(resumed);
             for (reason, n) in &parsed.skipped {
                 *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
             }
-            let mut new_keys: Vec<u64> = Vec::with_capacity(chunks.len());
-            let mut seen_here = HashSet::with_capacity(chunks.len());
+            let mut new_keys: Vec<u64> = Vec::with_capacity(retained.len() + chunks.len());
+            let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
+            for &key in &retained {
+                // Chunks of the turns before the resume point: already indexed, still ours.
+                if seen_here.insert(key) {
+                    new_keys.push(key);
+                    *self.refs.entry(key).or_insert(0) += 1;
+                }
+            }
             for chunk in &chunks {
                 if !seen_here.insert(chunk.key) {
                     continue;
@@ -646,6 +686,10 @@ impl Writer {
                     complete_bytes: parsed.complete_bytes,
                     format: parsed.format.map(|f| f.as_str().to_owned()),
                     sessions: parsed.sessions.len(),
+                    resume: parsed.resume.map(|point| Resume {
+                        head_keys: head_keys(&retained, &chunks, point.turn_base),
+                        point,
+                    }),
                     keys: new_keys,
                 },
             );
@@ -810,7 +854,45 @@ struct ParsedSource {
     meta: std::fs::Metadata,
     parsed: ParsedFile,
     hash: String,
+    /// Keys of chunks kept from the previous index of the file (a resumed parse).
+    retained: Vec<u64>,
+    /// New chunks, in session and turn order.
     chunks: Vec<Chunk>,
+    /// Bytes read and parsed to produce them.
+    parsed_bytes: u64,
+    /// Parsed from a resume point rather than from the start.
+    resumed: bool,
+}
+
+/// What a resumed parse needs from a file's manifest entry.
+struct Prior {
+    size: u64,
+    hash: String,
+    resume: Resume,
+    head: Vec<u64>,
+}
+
+impl Prior {
+    fn of(entry: &FileEntry) -> Option<Prior> {
+        let resume = entry.resume.clone()?;
+        Some(Prior {
+            size: entry.size,
+            hash: entry.hash.clone(),
+            head: entry.keys.get(..resume.head_keys)?.to_vec(),
+            resume,
+        })
+    }
+}
+
+/// How many distinct keys the chunks before turn `turn_base` contribute, `retained` first:
+/// the length of the prefix of the entry's keys that a later resume from `turn_base` keeps.
+fn head_keys(retained: &[u64], chunks: &[Chunk], turn_base: u32) -> usize {
+    let head = chunks
+        .iter()
+        .take_while(|c| c.turn_start < turn_base)
+        .map(|c| c.key);
+    let distinct: HashSet<u64> = retained.iter().copied().chain(head).collect();
+    distinct.len()
 }
 
 impl ParsedSource {
@@ -827,9 +909,48 @@ impl ParsedSource {
             .collect();
         Some(ParsedSource {
             meta,
+            parsed_bytes: parsed.complete_bytes,
             parsed,
             hash,
+            retained: Vec::new(),
             chunks,
+            resumed: false,
+        })
+    }
+
+    /// Parse only what was appended since `prior`; `None` when that cannot be done (the
+    /// file shrank, changed before its end, or its new records do not extend the session
+    /// alone): the caller then parses the whole file.
+    fn resume(
+        path: &Path,
+        format: Option<Format>,
+        budget: usize,
+        prior: Prior,
+    ) -> Option<ParsedSource> {
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.len() < prior.size {
+            return None;
+        }
+        let point = &prior.resume.point;
+        let parsed = parse::resume_file(path, point, format, &prior.hash).ok()??;
+        let path_str = path.to_string_lossy();
+        let mut chunks: Vec<Chunk> = parsed
+            .sessions
+            .iter()
+            .flat_map(|s| chunk_session(s, &path_str, budget))
+            .collect();
+        for c in &mut chunks {
+            c.turn_start = c.turn_start.saturating_add(point.turn_base);
+            c.turn_end = c.turn_end.saturating_add(point.turn_base);
+        }
+        Some(ParsedSource {
+            meta,
+            hash: parsed.content_hash.clone().unwrap_or_default(),
+            parsed_bytes: parsed.complete_bytes - point.offset,
+            parsed,
+            retained: prior.head,
+            chunks,
+            resumed: true,
         })
     }
 }

@@ -15,9 +15,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::model::{Format, ParsedFile, Role, Session};
+use crate::model::{Format, ParsedFile, Role, Session, Turn};
 
 use super::clean;
 use super::lenient::{Block, Content, LBool, LStr, LTs, Obj};
@@ -94,6 +94,8 @@ struct FileRef<'a> {
 
 /// One kept record, already reduced to what the turns need.
 struct Node {
+    /// Byte offset of the record's line in the parsed input.
+    offset: usize,
     uuid: Option<String>,
     link: Link,
     sidechain: bool,
@@ -114,6 +116,10 @@ struct Node {
 struct Sink {
     nodes: Vec<Node>,
     seen: HashSet<String>,
+    /// Offset of the line being parsed.
+    offset: usize,
+    /// A record was dropped because its uuid repeated an earlier one.
+    duplicates: bool,
     custom_title: Option<String>,
     ai_title: Option<String>,
     summary_title: Option<String>,
@@ -180,6 +186,7 @@ impl Sink {
         }
         if let Some(u) = &uuid {
             if !self.seen.insert(u.clone()) {
+                self.duplicates = true;
                 return;
             }
         }
@@ -192,6 +199,7 @@ impl Sink {
             None => Link::Root,
         };
         let mut node = Node {
+            offset: self.offset,
             uuid,
             link,
             sidechain: l.is_sidechain.0,
@@ -296,6 +304,10 @@ impl LineSink for Sink {
         self.take(l);
         Ok(())
     }
+
+    fn line_start(&mut self, offset: usize) {
+        self.offset = offset;
+    }
 }
 
 /// Where the nodes of one output session come from.
@@ -321,8 +333,9 @@ pub(crate) fn stem(path: &Path) -> String {
     s.to_owned()
 }
 
-/// Parse a Claude Code session file.
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+/// Parse a Claude Code session file; `Some` when a later append to it can be parsed alone
+/// (see [`resume`]).
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<Anchor> {
     let mut sink = Sink::default();
     lines::drive(bytes, out, &mut sink);
     let stem = stem(path);
@@ -405,6 +418,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         GroupKey::Foreign(_) => 2,
     });
 
+    let mut main_anchor = None;
     for key in order {
         let Some(members) = groups.get(&key) else {
             continue;
@@ -414,9 +428,13 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         } else {
             None
         };
-        let Some(turns) = build_group(nodes, members, explicit_leaf) else {
+        let Some(built) = build_group(nodes, members, explicit_leaf) else {
             continue;
         };
+        if key == GroupKey::Main && !built.explicit_leaf {
+            main_anchor = built.anchor;
+        }
+        let turns = built.turns;
         let (id, parent_id, title) = match &key {
             GroupKey::Main => {
                 let title = sink
@@ -443,6 +461,176 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             turns,
         });
     }
+
+    // Appends can be parsed alone only for a file that is one session, no sidechains of
+    // other agents, no dropped duplicate and a branch not pinned by `last-prompt`.
+    let single = groups.len() == 1 && groups.contains_key(&GroupKey::Main);
+    let plain = stem.starts_with("agent-") || !nodes.iter().any(|n| n.sidechain);
+    if !(single && plain && !sink.duplicates && out.sessions.len() == 1) {
+        return None;
+    }
+    let (node, turn_base) = main_anchor?;
+    Some(Anchor {
+        offset: nodes[node].offset,
+        turn_base,
+        state: Continuation {
+            primary: primary?,
+            session_id: main_id,
+            parent_id: main_parent,
+            linear: nodes.iter().all(|n| n.link == Link::Root),
+            known: fingerprints(nodes, Vec::new()),
+        },
+    })
+}
+
+/// Where a Claude Code file can be re-parsed from, and the state that parse continues from.
+pub(crate) struct Anchor {
+    /// Byte offset of the line of the record that opened the last turn group that can be
+    /// rebuilt alone: a human prompt or compaction summary on the active branch that
+    /// contributes nothing to the turn before it.
+    pub offset: usize,
+    /// Index of that group's first turn in the session.
+    pub turn_base: usize,
+    pub state: Continuation,
+}
+
+/// What parsing a Claude Code file from an [`Anchor`] needs to know about the bytes before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuation {
+    /// The session id records carry: a record with another one starts a foreign session.
+    primary: String,
+    /// Id of the one output session.
+    session_id: String,
+    /// Its parent, for a subagent transcript.
+    parent_id: Option<String>,
+    /// No record links to a parent, so every record is on the branch.
+    linear: bool,
+    /// Sorted 32-bit fingerprints of every record uuid and parent link so far. An appended
+    /// record whose uuid is among them would be dropped as a duplicate or re-route an older
+    /// link, so the append is not parsed alone; a fingerprint collision only costs a full
+    /// re-parse.
+    known: Vec<u32>,
+}
+
+fn fingerprint(id: &str) -> u32 {
+    let h = blake3::hash(id.as_bytes());
+    let b = h.as_bytes();
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// `known` plus the fingerprints of the uuids and parent links of `nodes`, sorted.
+fn fingerprints(nodes: &[Node], mut known: Vec<u32>) -> Vec<u32> {
+    for n in nodes {
+        known.extend(n.uuid.as_deref().map(fingerprint));
+        if let Link::To(p) = &n.link {
+            known.push(fingerprint(p));
+        }
+    }
+    known.sort_unstable();
+    known.dedup();
+    known
+}
+
+/// Parse `region`, the bytes of a Claude Code file from a previous [`Anchor`] on, of which
+/// the first `old_len` were part of the file when the anchor was taken (and are unchanged:
+/// the caller checks). Fills `out` with the session's turns from the anchor's turn on and
+/// returns the next anchor (offsets and turn index relative to `region` and to the anchor's
+/// turn), or `None` when the result could differ from parsing the whole file: a branch
+/// switch, rewind or link that leaves the region, a record of another session or agent, a
+/// repeated uuid, a `last-prompt` pin. The caller then parses the whole file.
+pub(crate) fn resume(
+    region: &[u8],
+    old_len: usize,
+    path: &Path,
+    state: &Continuation,
+    out: &mut ParsedFile,
+) -> Option<Anchor> {
+    if lines::bom_len(region) > 0 {
+        return None;
+    }
+    let mut sink = Sink::default();
+    lines::drive(region, out, &mut sink);
+    let nodes = &sink.nodes;
+    let first = nodes.first()?;
+    if first.offset != 0 || sink.duplicates {
+        return None;
+    }
+    let agent_file = stem(path).starts_with("agent-");
+    for n in nodes {
+        if !agent_file
+            && (n.sidechain || n.session_id.as_deref().is_some_and(|s| s != state.primary))
+        {
+            return None;
+        }
+        if n.offset >= old_len
+            && n.uuid
+                .as_deref()
+                .is_some_and(|u| state.known.binary_search(&fingerprint(u)).is_ok())
+        {
+            return None;
+        }
+    }
+    let leaf = nodes.iter().rposition(|n| n.is_message)?;
+    if sink.last_prompt.as_ref().is_some_and(|(_, at)| leaf < *at) {
+        return None;
+    }
+    let path_nodes = if state.linear {
+        if !nodes.iter().all(|n| n.link == Link::Root) {
+            return None;
+        }
+        (0..nodes.len()).collect()
+    } else {
+        branch_to_first(nodes, leaf)?
+    };
+    let (turns, anchor) = replay(nodes, &path_nodes);
+    let (node, turn_base) = anchor?;
+    let new_nodes = nodes.partition_point(|n| n.offset < old_len);
+    out.sessions.push(Session {
+        id: state.session_id.clone(),
+        parent_id: state.parent_id.clone(),
+        format: Some(Format::ClaudeCode),
+        cwd: None,
+        title: None,
+        turns,
+    });
+    Some(Anchor {
+        offset: nodes[node].offset,
+        turn_base,
+        state: Continuation {
+            known: fingerprints(&nodes[new_nodes..], state.known.clone()),
+            ..state.clone()
+        },
+    })
+}
+
+/// The active branch from `leaf` back to node 0, root first, when every step stays inside
+/// `nodes` (what [`tree::active_path`] walks in the whole file, given that node 0 is on it).
+fn branch_to_first(nodes: &[Node], leaf: usize) -> Option<Vec<usize>> {
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(u) = &n.uuid {
+            by_id.entry(u.as_str()).or_insert(i);
+        }
+    }
+    let mut visited = vec![false; nodes.len()];
+    let mut path = Vec::new();
+    let mut cur = leaf;
+    loop {
+        if std::mem::replace(&mut visited[cur], true) {
+            return None;
+        }
+        path.push(cur);
+        if cur == 0 {
+            break;
+        }
+        cur = match &nodes[cur].link {
+            Link::To(p) => *by_id.get(p.as_str())?,
+            Link::Previous => cur - 1,
+            Link::Root => return None,
+        };
+    }
+    path.reverse();
+    Some(path)
 }
 
 /// `(session id, parent id)` of a subagent transcript: `<parent>:agent-<id>`.
@@ -493,11 +681,20 @@ fn sidechain_roots(nodes: &[Node]) -> Vec<usize> {
     roots
 }
 
+/// The turns of one group of records, with what a later resume needs.
+struct Built {
+    turns: Vec<Turn>,
+    /// The branch was chosen by a `last-prompt` pointer.
+    explicit_leaf: bool,
+    /// (node index, turn index) of the last record a resume can start from.
+    anchor: Option<(usize, usize)>,
+}
+
 fn build_group(
     nodes: &[Node],
     members: &[usize],
     last_prompt: Option<&(String, usize)>,
-) -> Option<Vec<crate::model::Turn>> {
+) -> Option<Built> {
     let last_msg = members.iter().rposition(|&i| nodes[i].is_message)?;
     // A `last-prompt` pointer wins only if nothing conversational was written after it.
     let explicit = last_prompt.and_then(|(leaf, at)| {
@@ -510,11 +707,27 @@ fn build_group(
     });
     let ids: Vec<Option<&str>> = members.iter().map(|&i| nodes[i].uuid.as_deref()).collect();
     let links: Vec<Link> = members.iter().map(|&i| nodes[i].link.clone()).collect();
-    let path = tree::active_path(&ids, &links, Some(explicit.unwrap_or(last_msg)));
+    let path: Vec<usize> = tree::active_path(&ids, &links, Some(explicit.unwrap_or(last_msg)))
+        .into_iter()
+        .map(|local| members[local])
+        .collect();
+    let (turns, anchor) = replay(nodes, &path);
+    (!turns.is_empty()).then_some(Built {
+        turns,
+        explicit_leaf: explicit.is_some(),
+        anchor,
+    })
+}
 
+/// Turns of the records `path` (indices into `nodes`, in conversation order), and the last
+/// (node, turn index) where a fresh replay would build the same turns from there on: a record
+/// that opens a human or summary turn and adds nothing to the turn before it.
+fn replay(nodes: &[Node], path: &[usize]) -> (Vec<Turn>, Option<(usize, usize)>) {
     let mut b = TurnBuilder::default();
-    for local in path {
-        let n = &nodes[members[local]];
+    let mut anchor = None;
+    for &i in path {
+        let n = &nodes[i];
+        let before = b.len();
         if let Some(s) = &n.summary {
             b.push(Role::Summary, s.clone(), n.ts, n.uuid.clone());
         }
@@ -530,7 +743,15 @@ fn build_group(
         if let Some(h) = &n.human {
             b.push(Role::User, h.clone(), n.ts, n.uuid.clone());
         }
+        if !contributed && b.len() > before {
+            anchor = Some((i, before));
+        }
     }
-    let turns = b.finish();
-    (!turns.is_empty()).then_some(turns)
+    match anchor {
+        Some((node, raw)) => {
+            let (turns, turn) = b.finish_tracking(raw);
+            (turns, Some((node, turn)))
+        }
+        None => (b.finish(), None),
+    }
 }

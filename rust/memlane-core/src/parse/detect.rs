@@ -343,16 +343,31 @@ fn path_hint(path: &Path) -> Option<Format> {
 
 /// Recognise the format of `bytes` (the content of `path`).
 pub(crate) fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
+    detect_settled(bytes, path).0
+}
+
+/// [`detect`], and whether the answer is settled: it came from JSONL lines that bytes
+/// appended to the file later cannot change.
+pub(crate) fn detect_settled(bytes: &[u8], path: &Path) -> (Option<Format>, bool) {
     let body = &bytes[lines::bom_len(bytes)..];
-    let first = body.iter().copied().find(|b| !b.is_ascii_whitespace())?;
-    let found = match first {
-        b'[' => detect_document(bytes),
-        b'{' => {
-            let values = lines::sample_values(bytes, SAMPLE_LINES);
-            // Else maybe a pretty-printed JSON document (legacy Gemini session).
-            detect_lines(&values).or_else(|| detect_document(bytes))
-        }
-        _ => None,
+    let Some(first) = body.iter().copied().find(|b| !b.is_ascii_whitespace()) else {
+        return (None, false);
     };
-    found.or_else(|| if first == b'{' { path_hint(path) } else { None })
+    let (found, settled) = match first {
+        b'[' => (detect_document(bytes), false),
+        b'{' => {
+            let (values, settled) = lines::sample_values(bytes, SAMPLE_LINES);
+            match detect_lines(&values) {
+                Some(f) => (Some(f), settled),
+                // Else maybe a pretty-printed JSON document (legacy Gemini session).
+                None => (detect_document(bytes), false),
+            }
+        }
+        _ => (None, false),
+    };
+    match found {
+        Some(f) => (Some(f), settled),
+        None if first == b'{' => (path_hint(path), false),
+        None => (None, false),
+    }
 }

@@ -25,6 +25,10 @@ pub(crate) fn bom_len(bytes: &[u8]) -> usize {
 pub(crate) trait LineSink {
     /// Parse `line` (exact JSON text, no newline) and take in the record.
     fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error>;
+
+    /// The next [`LineSink::line`] call is for the line starting at byte `offset` of the
+    /// input (sinks that support resuming a file remember where their records came from).
+    fn line_start(&mut self, _offset: usize) {}
 }
 
 /// Why a line was rejected.
@@ -186,6 +190,7 @@ pub(crate) fn drive(bytes: &[u8], out: &mut ParsedFile, sink: &mut impl LineSink
             None => (bytes.len(), bytes.len(), false),
         };
         let raw = &bytes[pos..end];
+        let start = pos;
         pos = next;
         if raw.len() > MAX_LINE {
             if terminated {
@@ -201,6 +206,7 @@ pub(crate) fn drive(bytes: &[u8], out: &mut ParsedFile, sink: &mut impl LineSink
             }
             continue;
         }
+        sink.line_start(start);
         let result = if line[0] == b'{' {
             with_repair(line, |l| sink.line(l))
         } else {
@@ -224,15 +230,18 @@ pub(crate) fn drive(bytes: &[u8], out: &mut ParsedFile, sink: &mut impl LineSink
 }
 
 /// Up to `max` JSON values from the first non-empty lines (unparsable lines are passed over),
-/// for format detection.
-pub(crate) fn sample_values(bytes: &[u8], max: usize) -> Vec<serde_json::Value> {
+/// for format detection, and whether the sample is settled: it stopped at its limits on a
+/// terminated line, so bytes appended to `bytes` later cannot change it.
+pub(crate) fn sample_values(bytes: &[u8], max: usize) -> (Vec<serde_json::Value>, bool) {
     let mut out = Vec::new();
     let mut pos = bom_len(bytes);
     let mut looked = 0;
+    let mut last_end = 0;
     while pos < bytes.len() && out.len() < max && looked < max * 4 {
         let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
         let line = trim_ascii(&bytes[pos..end]);
         pos = end + 1;
+        last_end = end;
         if line.is_empty() || line.len() > MAX_LINE {
             continue;
         }
@@ -243,7 +252,8 @@ pub(crate) fn sample_values(bytes: &[u8], max: usize) -> Vec<serde_json::Value> 
             Ok(())
         });
     }
-    out
+    let settled = (out.len() == max || looked == max * 4) && last_end < bytes.len();
+    (out, settled)
 }
 
 /// Parse a whole JSON document (BOM stripped, repair on failure).

@@ -11,8 +11,10 @@
 //! newline, not valid JSON) is left out of [`ParsedFile::complete_bytes`] so the next run
 //! re-reads it. Files are parsed single-threaded: callers parallelise over files.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::{Format, ParsedFile};
@@ -148,18 +150,34 @@ pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedF
 }
 
 fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
-    let Some(format) = forced.or_else(|| detect::detect(bytes, path)) else {
-        return ParsedFile {
+    parse_plain_resumable(bytes, path, forced).0
+}
+
+/// [`parse_plain`], and where a later append can be parsed from, when the format allows it
+/// and the detected format cannot change with appended lines.
+fn parse_plain_resumable(
+    bytes: &[u8],
+    path: &Path,
+    forced: Option<Format>,
+) -> (ParsedFile, Option<claude::Anchor>) {
+    let (format, settled) = match forced {
+        Some(f) => (Some(f), true),
+        None => detect::detect_settled(bytes, path),
+    };
+    let Some(format) = format else {
+        let out = ParsedFile {
             complete_bytes: bytes.len() as u64,
             ..ParsedFile::default()
         };
+        return (out, None);
     };
     let mut out = ParsedFile {
         format: Some(format),
         ..ParsedFile::default()
     };
+    let mut anchor = None;
     match format {
-        Format::ClaudeCode => claude::parse(bytes, path, &mut out),
+        Format::ClaudeCode => anchor = claude::parse(bytes, path, &mut out),
         Format::Codex => codex::parse(bytes, path, &mut out),
         Format::Openclaw => openclaw::parse(bytes, path, &mut out),
         Format::Gemini => gemini::parse(bytes, path, &mut out),
@@ -167,7 +185,7 @@ fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile 
         Format::Longmemeval => bench::parse_longmemeval(bytes, &mut out),
         Format::Locomo => bench::parse_locomo(bytes, &mut out),
     }
-    out
+    (out, anchor.filter(|_| settled))
 }
 
 /// Read and parse one transcript file (`.jsonl`, `.json`, or zstd-compressed `.jsonl.zst`).
@@ -193,10 +211,15 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
             reason: "not a zstd stream".into(),
         });
     }
-    let mut parsed = parse_bytes(&bytes, path, forced);
+    let (mut parsed, anchor) = if bytes.starts_with(&ZSTD_MAGIC) {
+        (parse_bytes(&bytes, path, forced), None)
+    } else {
+        parse_plain_resumable(&bytes, path, forced)
+    };
     let complete =
         usize::try_from(parsed.complete_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
     parsed.content_hash = Some(blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned());
+    parsed.resume = anchor.and_then(|a| ResumePoint::new(&bytes[..complete], a, forced.is_some()));
     if parsed.skipped.contains_key("invalid_zstd") {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -205,6 +228,146 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
     }
     subagent_title(path, &mut parsed);
     Ok(parsed)
+}
+
+/// Bytes at the start of a file whose hash a resume checks (see [`ResumePoint`]).
+const HEAD_WINDOW: usize = 4096;
+
+fn short_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..32].to_owned()
+}
+
+/// Where a later run can continue parsing a file that only grew, and how it checks that the
+/// bytes it does not re-read are still the ones parsed (kept in the manifest).
+///
+/// A resume re-reads the file from `offset` (the line that opened the last turn group it can
+/// rebuild, so the last, possibly incomplete, turn pair is re-chunked when it completes) and
+/// checks that the bytes up to the old end hash to `tail_hash`, that the first
+/// [`HEAD_WINDOW`] bytes hash to `head_hash`, and that the file is not shorter. Hashing the
+/// whole prefix would mean reading it, which is what resuming avoids; the trade-off is that a
+/// rewrite that keeps the length, the first 4 KiB and the re-read tail but changes bytes in
+/// between goes unnoticed. Transcript writers only append or rewrite whole files (which
+/// change the head or the tail), so that case is accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumePoint {
+    /// Format the file was parsed as.
+    pub format: Format,
+    /// Whether that format was forced by the caller (else it was detected).
+    pub forced: bool,
+    /// Byte offset where the re-parse starts.
+    pub offset: u64,
+    /// Index, in the file's one session, of the first turn the re-parse rebuilds.
+    pub turn_base: u32,
+    /// End of the complete lines parsed so far.
+    pub complete_bytes: u64,
+    /// blake3 of the first `min(offset, HEAD_WINDOW)` bytes.
+    pub head_hash: String,
+    /// blake3 of the bytes from `offset` to `complete_bytes`.
+    pub tail_hash: String,
+    claude: claude::Continuation,
+}
+
+impl ResumePoint {
+    /// `complete`: the file's complete lines.
+    fn new(complete: &[u8], anchor: claude::Anchor, forced: bool) -> Option<ResumePoint> {
+        let head = anchor.offset.min(HEAD_WINDOW);
+        Some(ResumePoint {
+            format: Format::ClaudeCode,
+            forced,
+            offset: anchor.offset as u64,
+            turn_base: u32::try_from(anchor.turn_base).ok()?,
+            complete_bytes: complete.len() as u64,
+            head_hash: short_hash(&complete[..head]),
+            tail_hash: short_hash(complete.get(anchor.offset..)?),
+            claude: anchor.state,
+        })
+    }
+}
+
+/// Parse only what was appended to `path` since `point` was taken: the returned
+/// [`ParsedFile`] holds the session's turns from `point.turn_base` on (numbered from 0),
+/// `complete_bytes` for the whole file, `content_hash` chained from `old_hash`, and the next
+/// resume point.
+///
+/// `Ok(None)` when the file cannot be shown to have only grown, or the appended records
+/// cannot be parsed alone (see [`ResumePoint`]): the caller then parses the whole file.
+///
+/// # Errors
+/// [`Error::NotFound`] / [`Error::Io`] when the file cannot be read.
+pub fn resume_file(
+    path: &Path,
+    point: &ResumePoint,
+    forced: Option<Format>,
+    old_hash: &str,
+) -> Result<Option<ParsedFile>> {
+    let same_format = match forced {
+        Some(f) => f == point.format,
+        None => !point.forced,
+    };
+    let (Ok(offset), Ok(old_end)) = (
+        usize::try_from(point.offset),
+        usize::try_from(point.complete_bytes),
+    ) else {
+        return Ok(None);
+    };
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound(path.to_path_buf()))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !same_format || file.metadata()?.len() < point.complete_bytes {
+        return Ok(None);
+    }
+    let mut head = vec![0; offset.min(HEAD_WINDOW)];
+    file.read_exact(&mut head)?;
+    if short_hash(&head) != point.head_hash {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(point.offset))?;
+    let mut region = Vec::new();
+    file.read_to_end(&mut region)?;
+    let old_len = old_end - offset;
+    if region.len() < old_len || short_hash(&region[..old_len]) != point.tail_hash {
+        return Ok(None);
+    }
+    let mut parsed = ParsedFile {
+        format: Some(point.format),
+        ..ParsedFile::default()
+    };
+    let Some(anchor) = claude::resume(&region, old_len, path, &point.claude, &mut parsed) else {
+        return Ok(None);
+    };
+    let complete =
+        usize::try_from(parsed.complete_bytes).map_or(region.len(), |n| n.min(region.len()));
+    if complete < old_len {
+        return Ok(None);
+    }
+    let mut chained = blake3::Hasher::new();
+    chained.update(old_hash.as_bytes());
+    chained.update(&region[old_len..complete]);
+    parsed.content_hash = Some(chained.finalize().to_hex()[..32].to_owned());
+    parsed.complete_bytes = (offset + complete) as u64;
+    let next_offset = offset + anchor.offset;
+    let head_len = next_offset.min(HEAD_WINDOW);
+    if head_len > head.len() {
+        head.extend_from_slice(&region[..head_len - head.len()]);
+    }
+    parsed.resume = Some(ResumePoint {
+        format: point.format,
+        forced: point.forced,
+        offset: next_offset as u64,
+        turn_base: u32::try_from(anchor.turn_base)
+            .ok()
+            .and_then(|t| t.checked_add(point.turn_base))
+            .ok_or_else(|| Error::InvalidArgument("turn index overflow".into()))?,
+        complete_bytes: parsed.complete_bytes,
+        head_hash: short_hash(&head),
+        tail_hash: short_hash(&region[anchor.offset..complete]),
+        claude: anchor.state,
+    });
+    Ok(Some(parsed))
 }
 
 /// Title a subagent session from its `agent-<id>.meta.json` sidecar (`description`).

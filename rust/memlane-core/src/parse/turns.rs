@@ -215,6 +215,21 @@ impl TurnBuilder {
         }
     }
 
+    /// Turns opened so far (before [`TurnBuilder::finish`] drops empty ones).
+    pub fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// [`TurnBuilder::finish`], and where the turn opened as number `raw` (a
+    /// [`TurnBuilder::len`] taken earlier) ends up once empty turns are gone.
+    pub fn finish_tracking(self, raw: usize) -> (Vec<Turn>, usize) {
+        let dropped = self.turns[..raw.min(self.turns.len())]
+            .iter()
+            .filter(|t| t.text.trim().is_empty())
+            .count();
+        (self.finish(), raw - dropped)
+    }
+
     /// The turns, minus assistant turns that ended up with no text at all.
     pub fn finish(mut self) -> Vec<Turn> {
         self.turns.retain(|t| !t.text.trim().is_empty());
