@@ -109,7 +109,10 @@ fn context_quote(prev: &Turn, max_tokens: usize) -> Option<String> {
         cut += 1;
     }
     let tail = &text[cut..];
-    let tail = tail.split_once(char::is_whitespace).map_or(tail, |(_, rest)| rest).trim_start();
+    let tail = tail
+        .split_once(char::is_whitespace)
+        .map_or(tail, |(_, rest)| rest)
+        .trim_start();
     (!tail.is_empty()).then(|| format!("{label}: …{tail}\n\n"))
 }
 
@@ -357,7 +360,10 @@ mod tests {
             chunks[1].text,
             "Assistant: greeting\n\nUser: q1\n\nAssistant: a1\n\nAssistant: a1 more"
         );
-        assert_eq!(chunks[1].context_bytes as usize, "Assistant: greeting\n\n".len());
+        assert_eq!(
+            chunks[1].context_bytes as usize,
+            "Assistant: greeting\n\n".len()
+        );
         assert_eq!(chunks[0].context_bytes, 0);
         assert_eq!(chunks[1].role, "user+assistant");
     }
@@ -371,7 +377,11 @@ mod tests {
         let long = format!("{} the turtles?", "word ".repeat(200));
         let s = session(vec![
             with_id(Role::User, "Any pets?", "D2:10"),
-            with_id(Role::Assistant, "How long have you had your turtles?", "D2:11"),
+            with_id(
+                Role::Assistant,
+                "How long have you had your turtles?",
+                "D2:11",
+            ),
             with_id(Role::User, "About 3 years!", "D2:12"),
             with_id(Role::Assistant, &long, "D2:13"),
             with_id(Role::User, "ok", "D2:14"),
@@ -381,7 +391,9 @@ mod tests {
         assert_eq!(chunks[0].context_bytes, 0);
         // The answer is found through the question it answers, which it is not credited with.
         let quote = "Assistant: How long have you had your turtles?\n\n";
-        assert!(chunks[1].text.starts_with(&format!("{quote}User: About 3 years!")));
+        assert!(chunks[1]
+            .text
+            .starts_with(&format!("{quote}User: About 3 years!")));
         assert_eq!(chunks[1].context_bytes as usize, quote.len());
         assert_eq!(chunks[1].turn_ids, ["D2:12", "D2:13"]);
         assert_eq!((chunks[1].turn_start, chunks[1].turn_end), (2, 3));
@@ -402,7 +414,10 @@ mod tests {
             turn(Role::User, &"x".repeat(390)),
         ]);
         let chunks = chunk_session(&s, "p", 100);
-        assert_eq!(chunks[1].context_bytes, 0, "only 2 tokens of room were left");
+        assert_eq!(
+            chunks[1].context_bytes, 0,
+            "only 2 tokens of room were left"
+        );
         let roomy = chunk_session(&s, "p", 120);
         assert!(roomy[1].context_bytes > 0);
         assert!(estimate_tokens(&roomy[1].text) <= 120);
