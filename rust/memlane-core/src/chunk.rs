@@ -2,22 +2,12 @@
 //!
 //! A pair is never split unless one turn alone exceeds the budget; that turn is then cut at
 //! paragraph boundaries (then lines, then words) into consecutive parts.
-//!
-//! The first chunk of a group opens with the end of the turn before it (at most
-//! `CONTEXT_TOKENS`, within the budget's leftover room), so a reply is matched through what it
-//! replies to. That quote is context only: it is not among the chunk's turns or `turn_ids`.
 
 use crate::model::{Role, Session, Turn};
 use serde::{Deserialize, Serialize};
 
 /// Default chunk budget in estimated tokens.
 pub const DEFAULT_BUDGET_TOKENS: usize = 500;
-
-/// Most estimated tokens of the preceding turn's end that open a chunk as context: a reply
-/// like "I've had them for 3 years" is found through what it answers ("...your turtles?").
-pub const CONTEXT_TOKENS: usize = 48;
-/// Less room than this left under the budget and a chunk gets no context.
-const MIN_CONTEXT_TOKENS: usize = 8;
 
 /// Cheap token estimate: about four bytes of English per model token.
 #[must_use]
@@ -56,10 +46,8 @@ pub struct Chunk {
     pub tools: Vec<String>,
     /// Files mentioned.
     pub files: Vec<String>,
-    /// Source record ids of the turns (LoCoMo `dia_id`s, …); the context quote adds none.
+    /// Source record ids of the turns (LoCoMo `dia_id`s, …).
     pub turn_ids: Vec<String>,
-    /// Leading bytes of `text` that quote the end of the turn before `turn_start` (0: none).
-    pub context_bytes: u32,
     /// The rendered text that is indexed and embedded.
     pub text: String,
 }
@@ -85,35 +73,6 @@ fn speaker_label(turn: &Turn) -> &str {
         Role::Assistant => "Assistant",
         Role::Summary => "Summary",
     }
-}
-
-/// The end of `prev` rendered as a context paragraph of at most `max_tokens` (with its label
-/// and the paragraph break), cut at a word boundary; `None` when too little room is left.
-fn context_quote(prev: &Turn, max_tokens: usize) -> Option<String> {
-    let max_tokens = max_tokens.min(CONTEXT_TOKENS);
-    if max_tokens < MIN_CONTEXT_TOKENS {
-        return None;
-    }
-    let label = speaker_label(prev);
-    // Room for "<label>: …" and the "\n\n" that separates the quote from the chunk's own turns.
-    let room = (max_tokens * 4).checked_sub(label.len() + ": …\n\n".len())?;
-    let text = prev.text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    if text.len() <= room {
-        return Some(format!("{label}: {text}\n\n"));
-    }
-    let mut cut = text.len() - room;
-    while !text.is_char_boundary(cut) {
-        cut += 1;
-    }
-    let tail = &text[cut..];
-    let tail = tail
-        .split_once(char::is_whitespace)
-        .map_or(tail, |(_, rest)| rest)
-        .trim_start();
-    (!tail.is_empty()).then(|| format!("{label}: …{tail}\n\n"))
 }
 
 /// Split `text` into pieces of at most `budget` estimated tokens, preferring paragraph, then
@@ -241,17 +200,6 @@ pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk>
         };
         let n_parts = texts.len();
         for (part, (text, first, last)) in texts.into_iter().enumerate() {
-            let context = match (part, start.checked_sub(1)) {
-                (0, Some(prev)) => budget
-                    .checked_sub(estimate_tokens(&text))
-                    .and_then(|room| context_quote(&session.turns[prev], room)),
-                _ => None,
-            };
-            let context_bytes = context.as_ref().map_or(0, String::len);
-            let text = match context {
-                Some(quote) => quote + &text,
-                None => text,
-            };
             let covered = &session.turns[first..=last];
             chunks.push(build_chunk(
                 session,
@@ -261,7 +209,6 @@ pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk>
                 (first, last),
                 if n_parts > 1 { part } else { 0 },
                 text,
-                context_bytes,
             ));
         }
     }
@@ -276,7 +223,6 @@ fn build_chunk(
     (first, last): (usize, usize),
     part: usize,
     text: String,
-    context_bytes: usize,
 ) -> Chunk {
     let (key, content_hash) = content_key(&text);
     let mut roles: Vec<&str> = Vec::new();
@@ -316,7 +262,6 @@ fn build_chunk(
         tools,
         files,
         turn_ids,
-        context_bytes: u32::try_from(context_bytes).unwrap_or(u32::MAX),
         text,
     }
 }
@@ -358,69 +303,9 @@ mod tests {
         assert_eq!(chunks.len(), 5);
         assert_eq!(
             chunks[1].text,
-            "Assistant: greeting\n\nUser: q1\n\nAssistant: a1\n\nAssistant: a1 more"
+            "User: q1\n\nAssistant: a1\n\nAssistant: a1 more"
         );
-        assert_eq!(
-            chunks[1].context_bytes as usize,
-            "Assistant: greeting\n\n".len()
-        );
-        assert_eq!(chunks[0].context_bytes, 0);
         assert_eq!(chunks[1].role, "user+assistant");
-    }
-
-    #[test]
-    fn context_quotes_the_end_of_the_turn_before_and_credits_no_turn() {
-        let with_id = |role, text: &str, id: &str| Turn {
-            ids: vec![id.to_owned()],
-            ..turn(role, text)
-        };
-        let long = format!("{} the turtles?", "word ".repeat(200));
-        let s = session(vec![
-            with_id(Role::User, "Any pets?", "D2:10"),
-            with_id(
-                Role::Assistant,
-                "How long have you had your turtles?",
-                "D2:11",
-            ),
-            with_id(Role::User, "About 3 years!", "D2:12"),
-            with_id(Role::Assistant, &long, "D2:13"),
-            with_id(Role::User, "ok", "D2:14"),
-        ]);
-        let chunks = chunk_session(&s, "p", 500);
-        assert_eq!(chunks.len(), 3);
-        assert_eq!(chunks[0].context_bytes, 0);
-        // The answer is found through the question it answers, which it is not credited with.
-        let quote = "Assistant: How long have you had your turtles?\n\n";
-        assert!(chunks[1]
-            .text
-            .starts_with(&format!("{quote}User: About 3 years!")));
-        assert_eq!(chunks[1].context_bytes as usize, quote.len());
-        assert_eq!(chunks[1].turn_ids, ["D2:12", "D2:13"]);
-        assert_eq!((chunks[1].turn_start, chunks[1].turn_end), (2, 3));
-        // A long turn before is quoted by its end only, cut at a word boundary.
-        let last = &chunks[2];
-        let quote = &last.text[..last.context_bytes as usize];
-        assert!(quote.starts_with("Assistant: …word "), "{quote}");
-        assert!(quote.ends_with("the turtles?\n\n"), "{quote}");
-        assert!(estimate_tokens(quote) <= CONTEXT_TOKENS);
-        assert_eq!(&last.text[last.context_bytes as usize..], "User: ok");
-        assert_eq!(last.turn_ids, ["D2:14"]);
-    }
-
-    #[test]
-    fn context_never_pushes_a_chunk_over_budget() {
-        let s = session(vec![
-            turn(Role::Assistant, &"earlier ".repeat(50)),
-            turn(Role::User, &"x".repeat(390)),
-        ]);
-        let chunks = chunk_session(&s, "p", 100);
-        assert_eq!(
-            chunks[1].context_bytes, 0,
-            "only 2 tokens of room were left"
-        );
-        let roomy = chunk_session(&s, "p", 120);
-        assert!(roomy[1].context_bytes > 0);
-        assert!(estimate_tokens(&roomy[1].text) <= 120);
     }
 
     #[test]
