@@ -3,7 +3,7 @@
 //! A pair is never split unless one turn alone exceeds the budget; that turn is then cut at
 //! paragraph boundaries (then lines, then words) into consecutive parts.
 
-use crate::model::{Role, Session, Turn};
+use crate::model::{ParsedFile, Role, Session, Turn};
 use serde::{Deserialize, Serialize};
 
 /// Default chunk budget in estimated tokens.
@@ -50,6 +50,15 @@ pub struct Chunk {
     pub turn_ids: Vec<String>,
     /// The rendered text that is indexed and embedded.
     pub text: String,
+    /// `transcript` | `knowledge`.
+    #[serde(default)]
+    pub source: String,
+    /// Heading context of a knowledge chunk (`Title › Section`), else empty.
+    #[serde(default)]
+    pub heading: String,
+    /// Metadata stored instead of the transcript fields (knowledge chunks), else null.
+    #[serde(default)]
+    pub meta: serde_json::Value,
 }
 
 /// Hash `text` into (key, content hash hex).
@@ -263,7 +272,23 @@ fn build_chunk(
         files,
         turn_ids,
         text,
+        source: "transcript".to_owned(),
+        heading: String::new(),
+        meta: serde_json::Value::Null,
     }
+}
+
+/// Chunk everything one parsed file holds: its sessions' turn pairs, or its note's sections.
+#[must_use]
+pub fn chunk_parsed(parsed: &ParsedFile, path: &str, budget: usize) -> Vec<Chunk> {
+    if let Some(note) = &parsed.note {
+        return crate::knowledge::chunk_note(note, path, budget);
+    }
+    parsed
+        .sessions
+        .iter()
+        .flat_map(|s| chunk_session(s, path, budget))
+        .collect()
 }
 
 #[cfg(test)]

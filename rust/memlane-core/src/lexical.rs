@@ -211,13 +211,17 @@ impl Lexical {
         doc.add_text(f.role, &chunk.role);
         doc.add_text(f.format, &chunk.format);
         doc.add_text(f.hash, &chunk.content_hash);
-        let meta = serde_json::json!({
-            "tools": chunk.tools,
-            "files": chunk.files,
-            "turn_ids": chunk.turn_ids,
-            "parent_session_id": chunk.parent_session_id,
-            "part": chunk.part,
-        });
+        let meta = if chunk.meta.is_object() {
+            chunk.meta.clone()
+        } else {
+            serde_json::json!({
+                "tools": chunk.tools,
+                "files": chunk.files,
+                "turn_ids": chunk.turn_ids,
+                "parent_session_id": chunk.parent_session_id,
+                "part": chunk.part,
+            })
+        };
         doc.add_text(f.meta, meta.to_string());
         doc
     }

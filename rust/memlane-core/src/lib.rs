@@ -3,11 +3,13 @@
 //! Parses agent transcripts into [`model::Session`]s, chunks them into turn pairs
 //! ([`chunk`]), and keeps a tantivy BM25 index ([`lexical`]) and a usearch HNSW index
 //! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
+//! Markdown notes take the same road as sections ([`parse::markdown`], [`knowledge`]).
 #![warn(missing_docs)]
 
 pub mod chunk;
 pub mod error;
 pub mod hybrid;
+pub mod knowledge;
 pub mod lexical;
 pub mod model;
 pub mod parse;

@@ -46,11 +46,13 @@ pub enum Format {
     Longmemeval,
     /// LoCoMo benchmark file (array of samples with `conversation`).
     Locomo,
+    /// A markdown note of the knowledge library (`.md`, `.markdown`): sections, not turns.
+    Markdown,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Codex,
         Format::Openclaw,
         Format::Gemini,
@@ -58,6 +60,7 @@ impl Format {
         Format::Longmemeval,
         Format::Locomo,
         Format::Generic,
+        Format::Markdown,
     ];
 
     /// The name used on the command line (`--format`) and in the index.
@@ -71,6 +74,7 @@ impl Format {
             Format::Generic => "generic",
             Format::Longmemeval => "longmemeval",
             Format::Locomo => "locomo",
+            Format::Markdown => "markdown",
         }
     }
 
@@ -137,6 +141,9 @@ pub struct ParsedFile {
     /// Where a later run can parse only what is appended to the file, when it can.
     #[serde(skip)]
     pub resume: Option<crate::parse::ResumePoint>,
+    /// The note, when the file is markdown (then `sessions` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<Note>,
 }
 
 impl ParsedFile {
@@ -144,4 +151,59 @@ impl ParsedFile {
     pub fn skip(&mut self, reason: &str) {
         *self.skipped.entry(reason.to_owned()).or_insert(0) += 1;
     }
+}
+
+/// What kind of note a markdown file is; it decides how entries are split and dated
+/// (see [`crate::parse::markdown`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoteKind {
+    /// A design, a note, anything else: one section per `#`/`##` heading.
+    #[default]
+    Note,
+    /// A dated journal (`DailyActivity/YYYY-MM-DD.md`, any file named by a date): also one
+    /// entry per `HH:MM` heading, timestamped with the file's date and that time.
+    Daily,
+    /// A list of separate entries (under a `signals/` folder or `type: signal`): one entry
+    /// per top-level list item and per `###`-or-deeper heading.
+    Signal,
+}
+
+/// A markdown note split into sections (lines are numbered from 1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// Frontmatter `title`, else the first `#` heading, else the file stem.
+    pub title: String,
+    /// How the note was split.
+    pub kind: NoteKind,
+    /// Frontmatter fields: strings, lists of strings, nested blocks as raw text.
+    pub frontmatter: serde_json::Map<String, serde_json::Value>,
+    /// Frontmatter `tags` (without `#`).
+    pub tags: Vec<String>,
+    /// The note's date (frontmatter `date`, else a `YYYY-MM-DD` file name), ms since epoch.
+    pub timestamp: Option<i64>,
+    /// Lines taken by the frontmatter block (0 when there is none).
+    pub frontmatter_lines: u32,
+    /// Lines in the file.
+    pub lines: u32,
+    /// Sections in file order; together with the frontmatter they cover every line once.
+    pub sections: Vec<Section>,
+}
+
+/// One heading's section, or one entry of a daily or signal note.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    /// Context from the root down: the note's title (or current `#` heading), the `##`
+    /// heading, the entry heading; rendered as `A › B › C`.
+    pub heading: Vec<String>,
+    /// First line (1-based).
+    pub line_start: u32,
+    /// Last line (inclusive).
+    pub line_end: u32,
+    /// The lines, joined with `\n` (carriage returns removed).
+    pub text: String,
+    /// Entry time, else the note's date, ms since epoch.
+    pub timestamp: Option<i64>,
+    /// Inline `#tags` of these lines (outside code).
+    pub tags: Vec<String>,
 }

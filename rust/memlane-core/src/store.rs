@@ -12,7 +12,7 @@
 //! Write order on commit is tantivy → vectors → manifest, each atomic. A crash between them
 //! leaves chunks the manifest does not reference; the next commit collects them.
 
-use crate::chunk::{chunk_session, Chunk, DEFAULT_BUDGET_TOKENS};
+use crate::chunk::{chunk_parsed, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
 use crate::hybrid::{fuse, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
@@ -528,7 +528,7 @@ impl Writer {
                     .follow_links(false)
                     .into_iter()
                     .filter_map(std::result::Result::ok)
-                    .filter(|e| e.file_type().is_file() && parse::is_transcript_candidate(e.path()))
+                    .filter(|e| e.file_type().is_file() && parse::is_candidate(e.path(), self.format))
                     .map(walkdir::DirEntry::into_path)
                     .collect()
             };
@@ -663,7 +663,7 @@ impl Writer {
                 new_keys.push(chunk.key);
                 *self.refs.entry(chunk.key).or_insert(0) += 1;
                 if self.present.insert(chunk.key) {
-                    let doc = self.store.lexical.document(chunk, "transcript", "");
+                    let doc = self.store.lexical.document(chunk, &chunk.source, &chunk.heading);
                     self.tantivy.add_document(doc)?;
                     self.report.chunks_added += 1;
                     self.lexical_dirty = true;
@@ -901,12 +901,7 @@ impl ParsedSource {
         let meta = std::fs::metadata(path).ok()?;
         let parsed = parse::parse_file(path, format).ok()?;
         let hash = parsed.content_hash.clone().unwrap_or_default();
-        let path_str = path.to_string_lossy();
-        let chunks = parsed
-            .sessions
-            .iter()
-            .flat_map(|s| chunk_session(s, &path_str, budget))
-            .collect();
+        let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
         Some(ParsedSource {
             meta,
             parsed_bytes: parsed.complete_bytes,

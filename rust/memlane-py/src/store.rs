@@ -1,7 +1,7 @@
 //! `Store` (readers) and `Writer` (the one writer) for Python.
 
 use crate::errors::to_py;
-use memlane_core::chunk::{chunk_session, DEFAULT_BUDGET_TOKENS};
+use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
 use memlane_core::hybrid::Fusion;
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
@@ -327,12 +327,7 @@ pub fn chunk_file(
     let format = parse_format(format)?;
     let chunks = detached(py, || {
         let parsed = parse::parse_file(&path, format)?;
-        let p = path.to_string_lossy();
-        Ok(parsed
-            .sessions
-            .iter()
-            .flat_map(|s| chunk_session(s, &p, budget))
-            .collect::<Vec<_>>())
+        Ok(chunk_parsed(&parsed, &path.to_string_lossy(), budget))
     })?;
     json_to_py(py, &chunks)
 }

@@ -3,7 +3,9 @@
 //!
 //! Supported: Claude Code, Codex (envelope and pre-envelope, plain or `.jsonl.zst`),
 //! OpenClaw/pi, Gemini CLI (JSONL upsert log and legacy JSON), generic role/content lines,
-//! LongMemEval and LoCoMo. See `shared/FORMATS.md` for the formats themselves.
+//! LongMemEval and LoCoMo. See `shared/FORMATS.md` for the formats themselves. Markdown notes
+//! (`.md`, `.markdown`, recognised by extension) become a [`Note`](crate::model::Note) of
+//! sections instead (see [`markdown`]).
 //!
 //! Robustness contract: [`parse_bytes`] never panics and never fails. Bad lines are counted
 //! in [`ParsedFile::skipped`] (`invalid_json`, `invalid_record`, `oversize_line`, …) and
@@ -28,6 +30,7 @@ mod gemini;
 mod generic;
 mod lenient;
 mod lines;
+pub mod markdown;
 mod openclaw;
 mod tree;
 mod turns;
@@ -96,10 +99,25 @@ pub fn is_transcript_candidate(path: &Path) -> bool {
     false
 }
 
+/// Whether a directory walk should open `path` when indexing as `forced` (all formats when
+/// `None`): forcing a format also narrows the walk to that format's files.
+#[must_use]
+pub fn is_candidate(path: &Path, forced: Option<Format>) -> bool {
+    match forced {
+        Some(Format::Markdown) => markdown::is_note_candidate(path),
+        Some(_) => is_transcript_candidate(path),
+        None => is_transcript_candidate(path) || markdown::is_note_candidate(path),
+    }
+}
+
 /// Recognise the transcript format of `bytes` (the content of `path`; the path is only a
-/// tie-breaker, e.g. `rollout-*.jsonl`). `None` when it is no supported format.
+/// tie-breaker, e.g. `rollout-*.jsonl`). `None` when it is no supported format. Markdown is
+/// recognised by its extension alone.
 #[must_use]
 pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
+    if markdown::has_markdown_extension(path) {
+        return Some(Format::Markdown);
+    }
     if bytes.starts_with(&ZSTD_MAGIC) {
         return decompress(bytes)
             .ok()
@@ -160,7 +178,9 @@ fn parse_plain_resumable(
     path: &Path,
     forced: Option<Format>,
 ) -> (ParsedFile, Option<claude::Anchor>) {
-    let (format, settled) = match forced {
+    // A markdown note is known by its name; appending to it can never change that.
+    let by_name = markdown::has_markdown_extension(path).then_some(Format::Markdown);
+    let (format, settled) = match forced.or(by_name) {
         Some(f) => (Some(f), true),
         None => detect::detect_settled(bytes, path),
     };
@@ -184,6 +204,7 @@ fn parse_plain_resumable(
         Format::Generic => generic::parse(bytes, path, &mut out),
         Format::Longmemeval => bench::parse_longmemeval(bytes, &mut out),
         Format::Locomo => bench::parse_locomo(bytes, &mut out),
+        Format::Markdown => markdown::parse(bytes, path, &mut out),
     }
     (out, anchor.filter(|_| settled))
 }
