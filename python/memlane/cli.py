@@ -15,8 +15,9 @@ from typing import Any
 
 from memlane._paths import agent_transcript_dirs, default_home
 from memlane.events import format_summary
+from memlane.knowledge import library_dirs
 
-_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo"]
+_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo", "markdown"]
 
 
 class _Bar:
@@ -70,9 +71,9 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    paths = args.paths or [str(p) for p in agent_transcript_dirs()]
+    paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
     if not paths:
-        raise ValueError("no transcript folders found (~/.claude/projects, ~/.codex/sessions, …): name the paths to index")
+        raise ValueError("no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index")
     mem = _open(args, args.embed)
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
     report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
@@ -96,7 +97,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 def _format_hit(i: int, hit: Any) -> str:
     when = hit.timestamp[:16].replace("T", " ") if hit.timestamp else "undated"
-    where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
+    if hit.source == "knowledge":
+        where = f"{hit.heading} · lines {hit.meta.get('line_start')}-{hit.meta.get('line_end')} · {when}"
+    else:
+        where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
     scores = " ".join(f"{k}={v:.2f}" for k, v in hit.scores.items() if v is not None)
     snippet = " ".join(hit.text.split())
     if len(snippet) > 300:
@@ -235,8 +239,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--aws-profile", help="AWS profile for Bedrock")
         p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")
 
-    p = sub.add_parser("index", parents=[common(False)], help="index transcript files or folders (incremental)")
-    p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine)")
+    p = sub.add_parser("index", parents=[common(False)], help="index transcripts and markdown notes, files or folders (incremental)")
+    p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
     p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")

@@ -22,6 +22,7 @@ from memlane._paths import agent_transcript_dirs, default_cache_dir, default_hom
 from memlane.embed import Embedder, make_embedder
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
+from memlane.knowledge import library_dirs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,11 +61,12 @@ class Hit:
         score: Fused score used for ranking.
         scores: Breakdown: ``bm25`` (normalised to the query's best) and ``vector`` (cosine).
         path: Source file.
-        session_id: Session the turns belong to.
-        turn_start: First turn index in the session.
+        session_id: Session the turns belong to (empty for knowledge chunks).
+        turn_start: First turn index in the session (knowledge: the section's index in its note).
         turn_end: Last turn index (inclusive).
-        timestamp: ISO-8601 UTC time of the first turn, if known.
-        heading: Heading (knowledge chunks), else empty.
+        timestamp: ISO-8601 UTC time of the first turn (knowledge: of the entry or note), if known.
+        heading: Heading path ``Title › Section`` (knowledge chunks), else empty; knowledge chunks
+            also carry ``kind``, ``title``, ``tags``, ``frontmatter``, ``line_start``/``line_end`` in ``meta``.
         superseded_by: Id of a newer hit in this result that says something else about the same
             subject (present-state questions), so this one is an earlier statement; else None.
     """
@@ -234,17 +236,20 @@ class Memory:
         format: str | None = None,
         progress: Progress | None = None,
     ) -> IndexReport:
-        """Index transcript files and folders incrementally.
+        """Index transcript files, markdown notes and folders of both incrementally.
 
-        New and changed files are parsed and chunked; unchanged ones cost a stat; files gone
-        from a folder lose their chunks. Keyword search sees the new chunks as soon as parsing
+        New and changed files are parsed and chunked (markdown by section, see
+        :mod:`memlane.knowledge`); unchanged ones cost a stat; files gone from a folder lose
+        their chunks. Keyword search sees the new chunks as soon as parsing
         ends; then chunks without vectors are embedded (cache first) unless ``embed`` is false.
 
         Args:
-            paths: Files or folders; default: the agent transcript folders on this machine.
+            paths: Files or folders; default: the agent transcript folders on this machine and
+                the knowledge library (:func:`memlane.knowledge.library_dirs`).
             embed: Embed new chunks after the keyword index is committed.
             format: Force a format (``claude-code``, ``codex``, ``openclaw``, ``gemini``,
-                ``generic``, ``longmemeval``, ``locomo``) instead of auto-detection.
+                ``generic``, ``longmemeval``, ``locomo``, ``markdown``) instead of
+                auto-detection; folder walks then take only that format's files.
             progress: Optional callback ``(stage, done, total)``.
 
         Returns:
@@ -255,7 +260,9 @@ class Memory:
             FileNotFoundError: A path does not exist.
         """
         started = time.perf_counter()
-        roots = [str(Path(p).expanduser()) for p in paths] if paths is not None else [str(p) for p in agent_transcript_dirs()]
+        if paths is None:
+            paths = [*agent_transcript_dirs(), *library_dirs(self.home)]
+        roots = [str(Path(p).expanduser()) for p in paths]
         report = IndexReport()
         with self._store.writer(format) as writer:
             plan = writer.scan(roots)

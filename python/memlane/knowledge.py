@@ -1,0 +1,36 @@
+"""The knowledge library (DESIGN.md §1, level L3): where memlane looks for markdown notes.
+
+The Rust core does the work: a ``.md``/``.markdown`` file found by ``Memory.index`` is split into
+sections (``#``/``##`` headings; ``## HH:MM`` entries in ``DailyActivity/YYYY-MM-DD.md`` and
+other date-named notes; one entry per item in ``signals/`` notes), each chunk keeps its file,
+heading path, time, frontmatter and tags, and is searched with ``source="knowledge"`` beside
+the transcripts. The brain's own files (``MEMORY.md``, ``EVOLUTION.md``, ``Archives/``) are
+skipped by folder walks: the brain injects them whole, so indexing them would store them twice.
+
+Example:
+    >>> import os, tempfile
+    >>> os.environ["MEMLANE_LIBRARY"] = tempfile.mkdtemp()
+    >>> library_dirs(tempfile.mkdtemp())[0] == __import__("pathlib").Path(os.environ.pop("MEMLANE_LIBRARY"))
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from os import PathLike
+from pathlib import Path
+
+LIBRARY_ENV = "MEMLANE_LIBRARY"
+
+
+def library_dirs(home: str | PathLike[str] | None = None) -> list[Path]:
+    """Markdown folders indexed when no path is named: ``$MEMLANE_LIBRARY`` (``os.pathsep``-separated),
+    then the brain folder of ``home`` for its DailyActivity notes; only those that exist."""
+    from memlane.brain.brain import default_brain_dir
+
+    named = [Path(p).expanduser() for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p.strip()]
+    found: list[Path] = []
+    for folder in [*named, default_brain_dir(home)]:
+        if folder.is_dir() and folder not in found:
+            found.append(folder)
+    return found
