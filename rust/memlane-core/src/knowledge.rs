@@ -47,7 +47,11 @@ pub fn chunk_note(note: &Note, path: &str, budget: usize) -> Vec<Chunk> {
         for (first, last) in pack(&lines, room) {
             let body = lines[first..=last].join("\n");
             if estimate_tokens(&body) > room {
-                parts.extend(split_text(&body, room).into_iter().map(|p| (first, last, p)));
+                parts.extend(
+                    split_text(&body, room)
+                        .into_iter()
+                        .map(|p| (first, last, p)),
+                );
             } else {
                 parts.push((first, last, body));
             }
@@ -198,7 +202,13 @@ mod tests {
             "Billing › Storage\n\n## Storage\nPostgres, then DynamoDB."
         );
         assert_eq!(c[1].source, "knowledge");
-        assert_eq!((c[1].meta["line_start"].as_u64(), c[1].meta["line_end"].as_u64()), (Some(5), Some(6)));
+        assert_eq!(
+            (
+                c[1].meta["line_start"].as_u64(),
+                c[1].meta["line_end"].as_u64()
+            ),
+            (Some(5), Some(6))
+        );
         assert_eq!(c[1].turn_start, 1);
     }
 
@@ -210,7 +220,10 @@ mod tests {
         let c = chunks("/lib/n.md", &text, 100);
         assert!(c.len() >= 3, "{}", c.len());
         assert!(c.iter().all(|c| c.heading == "n › Big"));
-        assert!(c.iter().any(|c| c.text.contains(code)), "code block cut apart");
+        assert!(
+            c.iter().any(|c| c.text.contains(code)),
+            "code block cut apart"
+        );
         let parts: Vec<u64> = c.iter().map(|c| c.meta["part"].as_u64().unwrap()).collect();
         assert_eq!(parts, (0..c.len() as u64).collect::<Vec<_>>());
     }
@@ -223,7 +236,10 @@ mod tests {
         assert_eq!(a[0].content_hash, b[0].content_hash);
         assert_ne!(a[0].key, b[0].key);
         assert_ne!(a[0].key, moved[0].key);
-        assert_eq!(a[0].key, chunks("/lib/a.md", "# T\n\nsame text\n", 500)[0].key);
+        assert_eq!(
+            a[0].key,
+            chunks("/lib/a.md", "# T\n\nsame text\n", 500)[0].key
+        );
     }
 
     #[test]

@@ -35,6 +35,10 @@ const LEXICAL_DIR: &str = "lexical";
 const VECTORS_FILE: &str = "vectors.usearch";
 const LOCK_FILE: &str = "write.lock";
 const FORMAT_VERSION: u32 = 1;
+/// Segments under this many chunks count as small: a sync of a few files makes one.
+const SMALL_SEGMENT_DOCS: u32 = 1_000;
+/// Small segments tolerated before a commit merges them into one.
+const MAX_SMALL_SEGMENTS: usize = 8;
 
 /// What built the vectors of a home.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -477,6 +481,11 @@ impl Writer {
             }
             other => other,
         })?;
+        // Small segments form their own merge layer: by default every segment under 10k docs
+        // is one layer, so a few one-file syncs would re-merge a whole large segment.
+        let mut policy = tantivy::indexer::LogMergePolicy::default();
+        policy.set_min_layer_size(SMALL_SEGMENT_DOCS);
+        tantivy.set_merge_policy(Box::new(policy));
         store.lexical.reload()?;
         let manifest: Manifest = read_json(&store.home.join(MANIFEST_FILE))?;
         let mut refs: HashMap<u64, u32> = HashMap::new();
@@ -528,7 +537,9 @@ impl Writer {
                     .follow_links(false)
                     .into_iter()
                     .filter_map(std::result::Result::ok)
-                    .filter(|e| e.file_type().is_file() && parse::is_candidate(e.path(), self.format))
+                    .filter(|e| {
+                        e.file_type().is_file() && parse::is_candidate(e.path(), self.format)
+                    })
                     .map(walkdir::DirEntry::into_path)
                     .collect()
             };
@@ -663,7 +674,10 @@ impl Writer {
                 new_keys.push(chunk.key);
                 *self.refs.entry(chunk.key).or_insert(0) += 1;
                 if self.present.insert(chunk.key) {
-                    let doc = self.store.lexical.document(chunk, &chunk.source, &chunk.heading);
+                    let doc = self
+                        .store
+                        .lexical
+                        .document(chunk, &chunk.source, &chunk.heading);
                     self.tantivy.add_document(doc)?;
                     self.report.chunks_added += 1;
                     self.lexical_dirty = true;
@@ -818,6 +832,7 @@ impl Writer {
             }
         }
         if self.lexical_dirty {
+            self.merge_small_segments()?;
             self.tantivy.commit()?;
             self.store.lexical.reload()?;
             self.lexical_dirty = false;
@@ -846,6 +861,29 @@ impl Writer {
             self.manifest_dirty = false;
         }
         Ok(self.report.clone())
+    }
+}
+
+impl Writer {
+    /// Merge the committed small segments that syncs leave behind, and wait for it. tantivy's
+    /// own background merges die with the writer, which a sync drops right after committing,
+    /// so without this every sync would add a segment that each later commit and search
+    /// opens. Done before the commit, whose new segments then stay under the policy's
+    /// threshold and start no background merge to be killed half-way.
+    fn merge_small_segments(&mut self) -> Result<()> {
+        let small: Vec<tantivy::index::SegmentId> = self
+            .tantivy
+            .index()
+            .searchable_segment_metas()?
+            .iter()
+            .filter(|m| m.num_docs() < SMALL_SEGMENT_DOCS)
+            .map(tantivy::index::SegmentMeta::id)
+            .collect();
+        if small.len() >= MAX_SMALL_SEGMENTS {
+            // Refused only when a background merge already holds some of them: harmless.
+            let _ = self.tantivy.merge(&small).wait();
+        }
+        Ok(())
     }
 }
 

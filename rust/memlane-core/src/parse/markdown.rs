@@ -122,8 +122,10 @@ fn split_note(lines: &[&str], path: &Path) -> Note {
         .or(stem_date);
     let declared = fm_str("type").map(str::to_ascii_lowercase);
     let in_folder = |name: &str| {
-        path.parent()
-            .is_some_and(|p| p.components().any(|c| c.as_os_str().eq_ignore_ascii_case(name)))
+        path.parent().is_some_and(|p| {
+            p.components()
+                .any(|c| c.as_os_str().eq_ignore_ascii_case(name))
+        })
     };
     let kind = match declared.as_deref() {
         Some("signal" | "signals") => NoteKind::Signal,
@@ -564,8 +566,7 @@ fn parse_frontmatter(lines: &[&str]) -> Map<String, Value> {
                     .map(Value::String)
                     .collect(),
             )
-        } else if rest.is_empty() && !block.is_empty() && block.iter().all(|l| l.starts_with('-'))
-        {
+        } else if rest.is_empty() && !block.is_empty() && block.iter().all(|l| l.starts_with('-')) {
             Value::Array(
                 block
                     .iter()
@@ -599,10 +600,7 @@ fn frontmatter_tags(value: &Value) -> Vec<String> {
             .filter_map(Value::as_str)
             .map(str::to_owned)
             .collect(),
-        Value::String(s) => s
-            .split([',', ' '])
-            .map(str::to_owned)
-            .collect(),
+        Value::String(s) => s.split([',', ' ']).map(str::to_owned).collect(),
         _ => Vec::new(),
     };
     let mut tags = Vec::new();
@@ -633,7 +631,8 @@ fn inline_tags(lines: &[&str]) -> Vec<String> {
                     .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/'))
                     .collect();
                 let tag = tag.trim_end_matches(['-', '/']);
-                if tag.chars().next().is_some_and(char::is_alphabetic) && !tags.iter().any(|t| t == tag)
+                if tag.chars().next().is_some_and(char::is_alphabetic)
+                    && !tags.iter().any(|t| t == tag)
                 {
                     tags.push(tag.to_owned());
                 }
@@ -693,7 +692,8 @@ mod tests {
 
     #[test]
     fn notes_split_at_h1_and_h2_only() {
-        let text = "# Design\nintro\n## Storage\ntext\n### Detail\nstays\n# Appendix\n## Links\nurl\n";
+        let text =
+            "# Design\nintro\n## Storage\ntext\n### Detail\nstays\n# Appendix\n## Links\nurl\n";
         let (n, _) = note("/lib/design.md", text.as_bytes());
         assert_eq!(n.kind, NoteKind::Note);
         assert_eq!(n.title, "Design");
@@ -702,7 +702,10 @@ mod tests {
             ["Design", "Design › Storage", "Appendix › Links"]
         );
         assert_eq!(n.sections[1].text, "## Storage\ntext\n### Detail\nstays");
-        assert_eq!(n.sections[2].line_start, 7, "`# Appendix` folds into its child");
+        assert_eq!(
+            n.sections[2].line_start, 7,
+            "`# Appendix` folds into its child"
+        );
         assert!(n.sections.iter().all(|s| s.timestamp.is_none()));
     }
 
@@ -714,7 +717,10 @@ mod tests {
         assert_eq!(n.title, "Billing: design");
         assert_eq!(n.timestamp, Some(ms("2026-03-02")));
         assert_eq!(n.tags, ["billing", "db"]);
-        assert_eq!(n.frontmatter["aliases"], serde_json::json!(["payments", "invoices"]));
+        assert_eq!(
+            n.frontmatter["aliases"],
+            serde_json::json!(["payments", "invoices"])
+        );
         assert_eq!(n.frontmatter["summary"], "two\nlines");
         assert_eq!(headings(&n), ["Billing: design › Choice"]);
         assert_eq!(n.sections[0].line_start, 12);
@@ -767,7 +773,10 @@ mod tests {
 
     #[test]
     fn crlf_and_bom_are_handled() {
-        let (n, _) = note("/lib/w.md", "\u{feff}# T\r\n\r\n## A\r\nline\r\n".as_bytes());
+        let (n, _) = note(
+            "/lib/w.md",
+            "\u{feff}# T\r\n\r\n## A\r\nline\r\n".as_bytes(),
+        );
         assert_eq!(headings(&n), ["T › A"]);
         assert_eq!(n.sections[0].text, "# T\n\n## A\nline");
         assert_eq!(n.lines, 4);
@@ -795,7 +804,10 @@ mod tests {
                 "Signals › 2026-04-02",
             ]
         );
-        assert_eq!(n.sections[0].text, "# Signals\n\n## 2026-04-02\n- pager fired twice\n  continued line\n  - nested");
+        assert_eq!(
+            n.sections[0].text,
+            "# Signals\n\n## 2026-04-02\n- pager fired twice\n  continued line\n  - nested"
+        );
         assert_eq!(n.sections[0].timestamp, Some(ms("2026-04-02")));
         assert_eq!(n.sections[1].timestamp, Some(ms("2026-04-03")));
         let (typed, _) = note("/lib/ops.md", b"---\ntype: signal\n---\n- a\n- b\n");
@@ -805,10 +817,21 @@ mod tests {
 
     #[test]
     fn walks_skip_hidden_and_brain_files() {
-        for yes in ["/n/a.md", "/n/DailyActivity/2026-01-01.md", "/n/B.MARKDOWN", "/n/Archives/notes.md"] {
+        for yes in [
+            "/n/a.md",
+            "/n/DailyActivity/2026-01-01.md",
+            "/n/B.MARKDOWN",
+            "/n/Archives/notes.md",
+        ] {
             assert!(is_note_candidate(Path::new(yes)), "{yes}");
         }
-        for no in ["/n/MEMORY.md", "/n/EVOLUTION.md", "/n/Archives/MEMORY-archive-2026-03.md", "/r/.aider.chat.history.md", "/n/a.txt"] {
+        for no in [
+            "/n/MEMORY.md",
+            "/n/EVOLUTION.md",
+            "/n/Archives/MEMORY-archive-2026-03.md",
+            "/r/.aider.chat.history.md",
+            "/n/a.txt",
+        ] {
             assert!(!is_note_candidate(Path::new(no)), "{no}");
         }
     }
