@@ -199,7 +199,7 @@ def test_library_dirs_reads_the_env_and_the_brain_folder(tmp_path, monkeypatch):
 
 def test_real_markdown_documents_split_at_their_headings(mem):
     """The project's own design notes (../shared/DESIGN.md, FORMATS.md) as a real library."""
-    docs = [SHARED_DATA.parent / name for name in ("DESIGN.md", "FORMATS.md")]
+    docs = [(SHARED_DATA.parent / name).resolve() for name in ("DESIGN.md", "FORMATS.md")]
     if not all(d.is_file() for d in docs):
         pytest.skip(f"real markdown notes not found beside the repo at {SHARED_DATA.parent}")
     report = mem.index(docs)

@@ -1,9 +1,10 @@
 //! Criterion benchmarks of the core, on the same scenarios as `benches/bench_pipeline.py`:
-//! parse + chunk of Claude Code JSONL, and hybrid search over a home with vectors.
+//! parse + chunk of Claude Code JSONL and of markdown notes (`benches/bench_library.py`), and
+//! hybrid search over a home with vectors.
 //! Run: `cargo bench -p memlane-core`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use memlane_core::chunk::{chunk_session, DEFAULT_BUDGET_TOKENS};
+use memlane_core::chunk::{chunk_parsed, chunk_session, DEFAULT_BUDGET_TOKENS};
 use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::Filters;
 use memlane_core::model::Format;
@@ -87,6 +88,21 @@ fn claude_session(rng: &mut Rng, session: &str, pairs: usize) -> String {
     out
 }
 
+/// A long design note: frontmatter, `##` sections of paragraphs, some code blocks.
+fn markdown_note(rng: &mut Rng, sections: usize) -> String {
+    let mut out = String::from("---\ntitle: Design\ntags: [billing, storage]\n---\n# Design\n\n");
+    for s in 0..sections {
+        let _ = write!(out, "## {} {s}\n\n", rng.words(3));
+        for _ in 0..3 {
+            let _ = write!(out, "{} #tag{}\n\n", rng.words(60), s % 7);
+        }
+        if s % 3 == 0 {
+            out.push_str("```bash\n## not a heading\nmake test\n```\n\n");
+        }
+    }
+    out
+}
+
 fn bench_parse(c: &mut Criterion) {
     let mut rng = Rng(7);
     let data = claude_session(&mut rng, "s1", 2000);
@@ -104,6 +120,14 @@ fn bench_parse(c: &mut Criterion) {
                 .iter()
                 .map(|s| chunk_session(s, "s1.jsonl", DEFAULT_BUDGET_TOKENS).len())
                 .sum::<usize>()
+        });
+    });
+    let note = markdown_note(&mut rng, 2000);
+    group.throughput(Throughput::Bytes(note.len() as u64));
+    group.bench_function("markdown_parse_and_chunk", |b| {
+        b.iter(|| {
+            let parsed = parse::parse_bytes(note.as_bytes(), Path::new("design.md"), None);
+            chunk_parsed(&parsed, "design.md", DEFAULT_BUDGET_TOKENS).len()
         });
     });
     group.finish();

@@ -452,10 +452,18 @@ fn is_thematic_break(line: &str) -> bool {
     let Some(rest) = strip_indent(line) else {
         return false;
     };
-    let marks: Vec<u8> = rest.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    marks.len() >= 3
-        && matches!(marks[0], b'-' | b'*' | b'_')
-        && marks.iter().all(|&b| b == marks[0])
+    let mut marks = rest.bytes().filter(|b| !b.is_ascii_whitespace());
+    let Some(first @ (b'-' | b'*' | b'_')) = marks.next() else {
+        return false;
+    };
+    let mut count = 1;
+    for b in marks {
+        if b != first {
+            return false;
+        }
+        count += 1;
+    }
+    count >= 3
 }
 
 /// An unindented list item's text (after its marker).
