@@ -74,10 +74,11 @@ pub fn is_note_candidate(path: &Path) -> bool {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|d| d == BRAIN_ARCHIVE_DIR);
+    let brain_archive = in_archive && name.contains("-archive-");
     has_markdown_extension(path)
         && !name.starts_with('.')
         && !BRAIN_FILES.contains(&name)
-        && !(in_archive && name.contains("-archive-"))
+        && !brain_archive
 }
 
 /// Parse a markdown file into `out.note`.
