@@ -967,11 +967,7 @@ impl ParsedSource {
         let point = &prior.resume.point;
         let parsed = parse::resume_file(path, point, format, &prior.hash).ok()??;
         let path_str = path.to_string_lossy();
-        let mut chunks: Vec<Chunk> = parsed
-            .sessions
-            .iter()
-            .flat_map(|s| chunk_session(s, &path_str, budget))
-            .collect();
+        let mut chunks = chunk_parsed(&parsed, &path_str, budget);
         for c in &mut chunks {
             c.turn_start = c.turn_start.saturating_add(point.turn_base);
             c.turn_end = c.turn_end.saturating_add(point.turn_base);
