@@ -14,18 +14,10 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(text)
+from memlane.cli import emit
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -61,7 +53,7 @@ def _cmd_install_hooks(args: argparse.Namespace) -> int:
     lines += [f"already up to date: {p}" for p in report.unchanged] + [f"note: {n}" for n in report.notes]
     if report.changed:
         lines.append("start a new session to load the hooks; `memlane doctor` checks the setup")
-    _emit(args, report.to_dict(), "\n".join(lines))
+    emit(args, report.to_dict(), "\n".join(lines))
     return 0
 
 
@@ -71,7 +63,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = doctor(args.home, settings=args.settings, claude_json=args.claude_json, codex_home=args.codex_home)
     errors = sum(c.level == "error" for c in checks)
     text = "\n".join(f"{c.level:<8}{c.name:<22}{c.message}" for c in checks)
-    _emit(args, {"ok": errors == 0, "checks": [c.to_dict() for c in checks]}, text)
+    emit(args, {"ok": errors == 0, "checks": [c.to_dict() for c in checks]}, text)
     return 1 if errors else 0
 
 

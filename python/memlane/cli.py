@@ -51,8 +51,9 @@ class _Bar:
         sys.stderr.flush()
 
 
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
+def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """Print ``payload`` as one JSON document with ``--json``, else ``text`` (shared by every subcommand)."""
+    if getattr(args, "json", False):
         json.dump(payload, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
@@ -91,7 +92,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
             f"{u['capped_texts']} capped), about ${u['estimated_cost_usd']:.4f} at ${u['price_per_1k_tokens_usd']}/1k tokens "
             "(list price, may change)"
         )
-    _emit(args, d, text)
+    emit(args, d, text)
     return 0
 
 
@@ -126,7 +127,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         temporal=args.temporal,
     )
     text = "\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)) or "no match above the threshold"
-    _emit(args, [h.to_dict() for h in hits], text)
+    emit(args, [h.to_dict() for h in hits], text)
     return 0
 
 
@@ -138,9 +139,9 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     if not result:
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
         if args.json:
-            _emit(args, result.to_dict(), "")
+            emit(args, result.to_dict(), "")
         return 0
-    _emit(args, result.to_dict(), result.text.rstrip("\n"))
+    emit(args, result.to_dict(), result.text.rstrip("\n"))
     return 0
 
 
@@ -162,7 +163,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     done = mem.embed_pending(progress=bar)
     seconds = time.perf_counter() - started
-    _emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
+    emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
     return 0
 
 
@@ -192,7 +193,7 @@ def _embed_batch(args: argparse.Namespace) -> int:
         f"index: {report.chunks_embedded} chunks embedded ({report.embedded_on_demand} on demand), "
         f"{report.chunks_pending} still pending, in {report.seconds:.1f}s"
     )
-    _emit(args, report.to_dict(), text)
+    emit(args, report.to_dict(), text)
     return 0
 
 
@@ -216,7 +217,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
             f"\nbatch run   {run['jobs_finished']}/{run['jobs']} jobs read, {run['jobs_submitted']} submitted, "
             f"{run['records']} records via {run['s3_uri']}: `memlane embed` resumes it"
         )
-    _emit(args, status, text)
+    emit(args, status, text)
     return 0
 
 

@@ -14,8 +14,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
@@ -24,15 +22,8 @@ from typing import Any
 from memlane._paths import default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
+from memlane.cli import emit
 from memlane.events import format_summary, summarize
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(text)
 
 
 def _caps(values: Sequence[str] | None) -> dict[str, int | None]:
@@ -84,14 +75,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.key:
         loaded = brain.load(args.key)
         text = "\n".join([_line(loaded[0]), *(f"  → {_line(e)}" for e in loaded[1:])])
-        _emit(args, {"entry": loaded[0].to_dict(), "references": [e.to_dict() for e in loaded[1:]]}, text)
+        emit(args, {"entry": loaded[0].to_dict(), "references": [e.to_dict() for e in loaded[1:]]}, text)
         return 0
     entries = brain.entries(include_archived=args.archived, evolution=args.evolution)
     if args.section:
         spec, _ = brain._spec(args.section)
         entries = [e for e in entries if e.prefix == spec.prefix]
     if args.json:
-        _emit(args, {"brain": str(brain.dir), "entries": [e.to_dict() for e in entries]}, "")
+        emit(args, {"brain": str(brain.dir), "entries": [e.to_dict() for e in entries]}, "")
     elif args.section or args.archived:
         print("\n".join(_line(e) for e in entries) or "no entries")
     else:
@@ -102,19 +93,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _cmd_add(args: argparse.Namespace) -> int:
     entry = _brain(args).add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date)
-    _emit(args, entry.to_dict(), f"added {_line(entry)}")
+    emit(args, entry.to_dict(), f"added {_line(entry)}")
     return 0
 
 
 def _cmd_supersede(args: argparse.Namespace) -> int:
     new = _brain(args).supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
-    _emit(args, new.to_dict(), f"{args.key.upper()} superseded by {_line(new)}")
+    emit(args, new.to_dict(), f"{args.key.upper()} superseded by {_line(new)}")
     return 0
 
 
 def _cmd_resolve(args: argparse.Namespace) -> int:
     entry = _brain(args).resolve(args.key, note=args.note, close=args.close, on=args.date)
-    _emit(args, entry.to_dict(), f"{entry.key} {entry.meta['status']}")
+    emit(args, entry.to_dict(), f"{entry.key} {entry.meta['status']}")
     return 0
 
 
@@ -122,14 +113,14 @@ def _cmd_archive(args: argparse.Namespace) -> int:
     brain = _brain(args)
     moved = brain.archive(args.keys, on=args.date)
     text = f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}" if moved else "nothing to archive: every section is within its cap"
-    _emit(args, {"archived": [e.to_dict() for e in moved]}, text)
+    emit(args, {"archived": [e.to_dict() for e in moved]}, text)
     return 0
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
     brain = _brain(args)
     n = brain.reindex()
-    _emit(args, {"entries": n, "path": str(brain.memory_path)}, f"index regenerated: {n} entries")
+    emit(args, {"entries": n, "path": str(brain.memory_path)}, f"index regenerated: {n} entries")
     return 0
 
 
@@ -137,7 +128,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     problems = _brain(args).check()
     errors = sum(p.level == "error" for p in problems)
     text = "\n".join(f"{p.level:<7} {p.code:<18} {p.message}" for p in problems) or "ok: no problems"
-    _emit(args, {"ok": errors == 0, "errors": errors, "warnings": len(problems) - errors, "problems": [p.to_dict() for p in problems]}, text)
+    emit(args, {"ok": errors == 0, "errors": errors, "warnings": len(problems) - errors, "problems": [p.to_dict() for p in problems]}, text)
     return 1 if errors else 0
 
 
@@ -146,7 +137,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         raise ValueError("-k must be at least 1")
     hits = _brain(args).search(args.query, k=args.k)
     text = "\n".join(f"{s:.2f} {_line(e)}" for e, s in hits) or "no match"
-    _emit(args, [{**e.to_dict(), "score": round(s, 6)} for e, s in hits], text)
+    emit(args, [{**e.to_dict(), "score": round(s, 6)} for e, s in hits], text)
     return 0
 
 
@@ -163,7 +154,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     payload = {"brain": str(brain.dir), "sections": sections, "archived": len(entries) - len(live), "daily_notes": len(daily), "events": events}
     rows = "\n".join(f"  {s['prefix']:<4}{s['section']:<17}{s['entries']:>3} entries ({s['active']} active), cap {s['cap'] or '-'}" for s in sections)
     text = f"brain       {brain.dir}\n{rows}\narchived    {payload['archived']}  daily notes {len(daily)}\n{format_summary(events)}"
-    _emit(args, payload, text)
+    emit(args, payload, text)
     return 0
 
 
@@ -190,7 +181,7 @@ def _cmd_distill(args: argparse.Namespace) -> int:
         extra = f"; {sup}" if sup else ""
         held = f"; {len(r.withheld)} line(s) withheld by MemoryGuard" if r.withheld else ""
         lines.append(f"{r.session_id}: {r.daily} {r.heading!r}; added {', '.join(r.added) or 'nothing'}{extra}{held}")
-    _emit(args, [r.to_dict() for r in results], "\n".join(lines))
+    emit(args, [r.to_dict() for r in results], "\n".join(lines))
     return 0
 
 
