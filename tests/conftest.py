@@ -92,6 +92,25 @@ def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = 
     return out
 
 
+# A small two-session corpus: exact identifiers and a database fact (deploy), and an unrelated
+# topic (cooking) that must not come back for them.
+DEPLOY = [
+    ("why did the deploy fail?", "The container was OOM-killed: exit code 137 in src/app/main.py under load."),
+    ("what about the ERR_CONN_RESET errors?", "They come from the proxy idle timeout; set keepalive_timeout to 75s."),
+    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
+]
+COOKING = [
+    ("how long should pasta boil?", "About nine minutes for spaghetti, taste it before draining."),
+    ("and the sauce?", "Simmer tomatoes with garlic and basil for twenty minutes."),
+]
+
+
+def write_deploy_and_cooking(root: Path) -> Path:
+    write_jsonl(root / "deploy.jsonl", generic_session("deploy-1", DEPLOY))
+    write_jsonl(root / "cooking.jsonl", generic_session("cook-1", COOKING, start="2026-01-10T08:00:00Z"))
+    return root
+
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

@@ -6,27 +6,16 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import FakeEmbedder, generic_session, write_jsonl
+from conftest import DEPLOY, FakeEmbedder, generic_session, write_deploy_and_cooking, write_jsonl
 
 import memlane
 from memlane.errors import EmbedderMismatchError, IndexLockedError
-
-DEPLOY = [
-    ("why did the deploy fail?", "The container was OOM-killed: exit code 137 in src/app/main.py under load."),
-    ("what about the ERR_CONN_RESET errors?", "They come from the proxy idle timeout; set keepalive_timeout to 75s."),
-    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
-]
-COOKING = [
-    ("how long should pasta boil?", "About nine minutes for spaghetti, taste it before draining."),
-    ("and the sauce?", "Simmer tomatoes with garlic and basil for twenty minutes."),
-]
 
 
 @pytest.fixture
 def corpus(tmp_path):
     root = tmp_path / "transcripts"
-    write_jsonl(root / "deploy.jsonl", generic_session("deploy-1", DEPLOY))
-    write_jsonl(root / "cooking.jsonl", generic_session("cook-1", COOKING, start="2026-01-10T08:00:00Z"))
+    write_deploy_and_cooking(root)
     return root
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import generic_session, write_jsonl
+from conftest import generic_session, write_deploy_and_cooking, write_jsonl
 
 import memlane
 from memlane.brain import Brain
@@ -25,15 +25,6 @@ from memlane.recall import (
     session_snapshot,
 )
 
-DEPLOY = [
-    ("why did the deploy fail?", "The container was OOM-killed: exit code 137 in src/app/main.py under load."),
-    ("what about the ERR_CONN_RESET errors?", "They come from the proxy idle timeout; set keepalive_timeout to 75s."),
-    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
-]
-COOKING = [
-    ("how long should pasta boil?", "About nine minutes for spaghetti, taste it before draining."),
-    ("and the sauce?", "Simmer tomatoes with garlic and basil for twenty minutes."),
-]
 # Twelve deploy incidents of one shape and one size: every one matches "deploy incident", each
 # is distinct.
 SERVICES = ["auth", "billing", "search", "exporter", "gateway", "scheduler", "mailer", "ledger", "indexer", "uploader", "webhooks", "reports"]
@@ -48,8 +39,7 @@ INCIDENTS = [
 @pytest.fixture
 def mem(tmp_path, fake_embedder):
     root = tmp_path / "transcripts"
-    write_jsonl(root / "deploy.jsonl", generic_session("deploy-1", DEPLOY))
-    write_jsonl(root / "cooking.jsonl", generic_session("cook-1", COOKING, start="2026-01-10T08:00:00Z"))
+    write_deploy_and_cooking(root)
     for i, pair in enumerate(INCIDENTS):
         write_jsonl(root / f"incident-{i:02d}.jsonl", generic_session(f"inc-{i:02d}", [pair], start=f"2026-02-{i + 1:02d}T09:00:00Z"))
     m = memlane.open(tmp_path / "home", embedder=fake_embedder)
