@@ -149,6 +149,17 @@ def test_keyword_search_works_before_vectors_then_backfill(tmp_path, corpus, fak
     assert mem.search("exit code 137", k=1)[0].scores["vector"] is not None
 
 
+def test_a_long_lived_reader_uses_vectors_another_writer_added(tmp_path, corpus, fake_embedder):
+    # An MCP server opens the home once; vectors written later by a hook's worker must be used
+    # from its very next query, not the one after.
+    writer = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    writer.index([corpus], embed=False)
+    reader = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    assert reader.search("exit code 137", k=1)[0].scores["vector"] is None
+    writer.embed_pending()
+    assert reader.search("exit code 137", k=1)[0].scores["vector"] is not None
+
+
 def test_embedding_cache_is_shared_across_homes(tmp_path, corpus, fake_embedder):
     memlane.open(tmp_path / "a", embedder=fake_embedder).index([corpus])
     calls = fake_embedder.texts_embedded

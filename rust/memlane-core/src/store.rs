@@ -287,14 +287,22 @@ impl Store {
         &self.home
     }
 
-    /// What built the vectors.
+    /// What built the vectors, as of the last commit of any process (a long-lived reader sees
+    /// vectors another writer added without reopening the home).
     #[must_use]
     pub fn meta(&self) -> HomeMeta {
+        // Refreshes the cached meta when the vector file changed; a failure to load it leaves
+        // the last known meta, and the next search reports the error.
+        let _ = self.vectors();
+        self.cached_meta()
+    }
+
+    fn cached_meta(&self) -> HomeMeta {
         self.meta.read().map(|m| m.clone()).unwrap_or_default()
     }
 
     fn check_embedder(&self, embedder_id: &str, dim: usize) -> Result<()> {
-        let meta = self.meta();
+        let meta = self.cached_meta();
         match (&meta.embedder_id, meta.dim) {
             (Some(id), Some(d)) if id != embedder_id || d != dim => Err(Error::EmbedderMismatch {
                 expected: format!("{id} ({d} dims)"),
@@ -422,7 +430,7 @@ impl Store {
         let with_vectors = vectors
             .as_ref()
             .map_or(0, |v| keys.iter().filter(|k| v.contains(**k)).count());
-        let meta = self.meta();
+        let meta = self.cached_meta();
         Ok(Status {
             home: self.home.to_string_lossy().into_owned(),
             files: manifest.files.len() as u64,
