@@ -4,6 +4,7 @@ first on past ones, unique old facts untouched, through Memory.index → Memory.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from conftest import FakeEmbedder
 
 import memlane
 from memlane.cli import main as cli_main
+from memlane.mcp import MemoryTools
 from memlane.memory import Hit
 from memlane.rerank import rerank
 
@@ -104,15 +106,16 @@ def _hit(i: int, score: float, when: str | None) -> Hit:
                path="p", session_id=f"s{i}", turn_start=0, turn_end=1, timestamp=when, heading="")
 
 
-def _vectors(groups: list[int], dim: int = 32) -> np.ndarray:
-    """Unit vectors: hits with the same group number are near-identical, others orthogonal-ish."""
+def _vectors(groups: list[int], dim: int = 64) -> np.ndarray:
+    """Unit vectors: hits with the same group number are alike (cosine about 0.8), others
+    orthogonal-ish."""
     rng = np.random.default_rng(0)
     bases = {g: rng.normal(size=dim) for g in set(groups)}
-    rows = np.stack([bases[g] + 0.05 * rng.normal(size=dim) for g in groups])
+    rows = np.stack([bases[g] + 0.5 * rng.normal(size=dim) for g in groups])
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def test_rerank_moves_only_the_newest_of_a_group_and_never_unique_hits():
+def test_rerank_puts_the_newest_of_a_group_in_its_first_place_and_moves_nothing_else():
     hits = [
         _hit(0, 0.9, "2026-01-01T00:00:00Z"),  # old statement
         _hit(1, 0.8, "2025-06-01T00:00:00Z"),  # unique, older still
@@ -120,9 +123,12 @@ def test_rerank_moves_only_the_newest_of_a_group_and_never_unique_hits():
         _hit(3, 0.6, None),  # undated: never grouped
     ] + [_hit(i, 0.5 - i / 100, f"2026-0{1 + i % 5}-02T00:00:00Z") for i in range(4, 12)]
     out = rerank(hits, "which database does billing use now?", _vectors([0, 1, 0, 0] + list(range(4, 12))))
-    assert [h.id for h in out[:4]] == ["h2", "h0", "h1", "h3"]
-    assert out[1].superseded_by == "h2" and out[0].superseded_by is None
-    assert all(h.superseded_by is None for h in out[2:])
+    # The group's members swap places and scores; the unique and the undated hit stay put.
+    assert [h.id for h in out[:4]] == ["h2", "h1", "h0", "h3"]
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+    assert out[0].score == 0.9 and out[2].score == 0.7
+    assert out[2].superseded_by == "h2" and out[0].superseded_by is None
+    assert sum(h.superseded_by is not None for h in out) == 1
 
 
 def test_rerank_keeps_a_much_weaker_newer_hit_below():
@@ -141,3 +147,61 @@ def test_rerank_switches():
     assert rerank(hits, "what is the cadence now?", vectors, recency=False) == hits
     assert rerank(hits, "what was the cadence in April?", vectors, temporal=False) == hits
     assert rerank(hits, "what was the cadence in April?", vectors)[0].id == "h1"
+
+
+def test_recall_and_the_mcp_recall_put_the_current_statement_first_with_dates(mem):
+    query = "which database does billing use now?"
+    r = mem.recall(query, include_brain=False)
+    texts = [i.text for i in r.items]
+    new, old = (next(i for i, t in enumerate(texts) if s in t) for s in (NEW_DB, OLD_DB))
+    assert new < old
+    assert not r.items[new].superseded and r.items[old].superseded
+    assert r.items[old].provenance.endswith(f"2026-01-12 09:03 UTC · earlier statement, superseded by {r.items[new].id}")
+    assert "2026-03-20" in r.items[new].provenance
+    block = MemoryTools(mem.home, embedder="none").recall(query)
+    assert block.index("Postgres") < block.index("MySQL")
+    assert "earlier statement, superseded by" in block
+
+
+def _texts(hits: list[Hit], texts: list[str]) -> list[Hit]:
+    return [replace(h, text=t) for h, t in zip(hits, texts)]
+
+
+# Unrelated turns around the statements under test: the background of a pool.
+BACKGROUND = [text for _, text in FILLER]
+
+
+def _pool(statements: list[tuple[float, str, str]]) -> list[Hit]:
+    """Hits for (score, date, text) statements, then the filler as weaker, dated hits."""
+    hits = [_hit(i, score, f"{day}T09:00:00Z") for i, (score, day, _) in enumerate(statements)]
+    hits += [_hit(len(hits) + i, 0.45 - i / 100, f"2026-0{1 + i % 5}-1{i}T09:00:00Z") for i in range(len(BACKGROUND))]
+    return _texts(hits, [t for _, _, t in statements] + BACKGROUND)
+
+
+def test_without_vectors_a_reworded_decision_still_supersedes_the_old_one():
+    hits = _pool([
+        (0.9, "2026-01-19", "Sessions are cached in memcached, two nodes behind the app servers."),
+        (0.8, "2026-03-25", "They do now: session caching moved to Redis 7 with persistence, memcached was decommissioned."),
+    ])
+    out = rerank(hits, "Where are user sessions cached?", None)
+    assert "Redis" in out[0].text and out[0].superseded_by is None
+    assert "two nodes" in out[1].text and out[1].superseded_by == out[0].id
+
+
+def test_an_addition_does_not_supersede_a_fact():
+    # "now" alone would be change language; "also" makes it an addition to the fact.
+    hits = _pool([
+        (0.9, "2026-01-17", "The metrics exporter listens on port 9464 and exposes /metrics in Prometheus format."),
+        (0.7, "2026-05-26", "The metrics exporter now also serves /healthz, so the load balancer can check it."),
+    ])
+    out = rerank(hits, "What port does the metrics exporter listen on?", None)
+    assert "9464" in out[0].text
+    assert all(h.superseded_by is None for h in out)
+
+
+def test_a_repeated_statement_is_not_an_earlier_statement():
+    same = "Billing uses the MySQL database on host db-billing-01."
+    hits = _pool([(0.9, "2026-01-12", same), (0.85, "2026-03-20", same)])
+    out = rerank(hits, "which database does billing use now?", None)
+    assert [h.id for h in out[:2]] == ["h0", "h1"]
+    assert all(h.superseded_by is None for h in out)

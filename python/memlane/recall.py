@@ -108,7 +108,8 @@ class RecallItem:
         provenance: One line: ``MEMORY.md › Key Decisions › KD15 · 2026-04-02``,
             ``notes/billing.md › Storage · 2026-04-10`` or ``session 0b5c… · turns 12-15 · 2026-04-02 14:03``.
         timestamp: ISO date or time of the item, if known.
-        superseded: A brain entry another entry replaced.
+        superseded: A brain entry another entry replaced, or a hit the search marked
+            ``superseded_by`` a newer one (an earlier statement; it keeps its score).
     """
 
     id: str
@@ -223,7 +224,7 @@ def _when(timestamp: str | None) -> str:
 
 
 def hit_provenance(hit: Hit) -> str:
-    """The provenance line of a search hit.
+    """The provenance line of a search hit; an earlier statement names the hit superseding it.
 
     Example:
         >>> from memlane.memory import Hit
@@ -231,14 +232,15 @@ def hit_provenance(hit: Hit) -> str:
         >>> hit_provenance(h)
         'session s1 · turns 12-15 · 2026-04-02 14:03 UTC'
     """
+    earlier = f" · earlier statement, superseded by {hit.superseded_by}" if hit.superseded_by else ""
     if hit.source == "transcript":
         turns = f"turn {hit.turn_start}" if hit.turn_start == hit.turn_end else f"turns {hit.turn_start}-{hit.turn_end}"
-        return f"session {hit.session_id} · {turns} · {_when(hit.timestamp)}"
+        return f"session {hit.session_id} · {turns} · {_when(hit.timestamp)}{earlier}"
     # A note's date is the one in its name, else its own (a file time: the day is enough).
     named = _date_in_name(hit.path)
     date = named.date().isoformat() if named else (hit.timestamp or "undated")[:10]
     where = " › ".join(p for p in (_display_path(hit.path), hit.heading) if p)
-    return f"{where} · {date}"
+    return f"{where} · {date}{earlier}"
 
 
 def entry_provenance(entry: Entry, brain_dir: Path) -> str:
@@ -274,7 +276,7 @@ def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life
         if h.score < threshold:
             continue
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
-        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), hit_provenance(h), h.timestamp, False)
+        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), hit_provenance(h), h.timestamp, h.superseded_by is not None)
         out.append(_candidate(item))
     return out
 

@@ -3,12 +3,13 @@
 Runs on the fused candidates of :meth:`memlane.Memory.search`, so every caller (recall, the
 MCP tools, ``memlane bench``) gets the same ranking.
 
-* **Recency inside groups** (present-state questions, see :func:`memlane.temporal.asks_present_state`):
-  hits that say something about the same subject — their chunk vectors are close, or without
-  vectors their words overlap — form a group. Within a group, the newest hit that is about as
-  relevant as the group's best takes the group's best place; the older ones move down one
-  place each and are marked ``superseded_by`` the newer one. Hits outside any group never
-  move for being old: there is no blanket recency decay.
+* **Current statement first** (present-state questions, see
+  :func:`memlane.temporal.asks_present_state`): each dated hit, best first, starts a group of
+  statements about its subject. The most relevant newer hit that says something about the same
+  subject joins, then the most relevant hit newer than that one about the same subject as it,
+  and so on; older statements of the subject join as well. The members then take the group's
+  places and scores newest first, and the older ones are marked ``superseded_by`` the newest.
+  Hits outside any group never move for being old: there is no blanket recency decay.
 * **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
   are read against the newest candidate's date.
@@ -38,15 +39,34 @@ POOL = 30
 """Fused candidates the reordering looks at (at least k): the newest statement of a subject
 may rank well below the stale one before reordering."""
 
-# Two chunks are about the same subject when their similarity (cosine of chunk vectors, or
-# without vectors the overlap of their words) stands out from the candidates' background: at
-# least this many standard deviations above the mean pairwise similarity of the pool, and at
-# least the floor. A fixed cut does not work: chunks of one conversation are all alike (same
-# people, same style), while a restated decision is alike far beyond that.
-SAME_SUBJECT_SPREAD = 3.0
-SAME_SUBJECT_FLOOR = 0.5
-# A newer member replaces the group's best only if its fused score is at least this share of it:
-# a weaker hit on a neighbouring topic must not displace the fact the question is after.
+# Whether hit j says something about the same subject as hit i is a sum of evidence, which
+# must reach SAME_SUBJECT_EVIDENCE:
+# * how far their similarity (cosine of chunk vectors; without vectors, of tf-idf vectors of
+#   their words) stands out from the pool's, in robust standard deviations (median and MAD, at
+#   least SPREAD_FLOOR: a pool is often full of repeated boilerplate, which inflates a plain
+#   standard deviation; under SMALL_POOL hits there is no background and unrelated counts as
+#   0). A fixed cut does not work: chunks of one conversation are all alike (same people, same
+#   style), while a restated decision is alike far beyond that;
+# * the share of the query's subject they have in common: the query terms both contain, each
+#   weighted by its rarity in the pool ("billing" in "which database does billing use now?"),
+#   over those i contains. The query defines the subject, so two answers to it can be one
+#   subject's statements even when their own wording has little in common;
+# * change language in j ("moved to", "switched", "replaced", "no longer", "now"); additive
+#   language ("also", "as well") counts against it;
+# * how relevant j is next to the group's best (fused score ratio, at most 1): the weaker j
+#   answers the question, the stronger the rest of the evidence must be, so a neighbouring
+#   topic does not displace a fact nothing contradicts.
+# Repeats (word sets at least DUPLICATE alike) say the same thing: neither supersedes the other.
+# The weights were chosen on the tune half of benches/reversal_corpus.py (seeds 11-14), with
+# no unique old fact allowed to lose its first place.
+SAME_SUBJECT_EVIDENCE = 7.0
+SUBJECT_WEIGHT = 2.0
+CHANGE_WEIGHT = 1.0
+RELEVANCE_WEIGHT = 3.0
+SPREAD_FLOOR = 0.05
+SMALL_POOL = 5
+DUPLICATE = 0.9
+# No hit scoring under this share of the group's best joins it.
 RELEVANCE_RATIO = 0.5
 # Temporal affinity: bonus on the fused score for a hit dated inside the named window, how far
 # after the window a memory still counts as telling of it, and how fast the bonus fades outside.
@@ -58,8 +78,16 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
 _STOP = frozenset(
     "a an and are as at be been but by can did do does for from had has have how i in is it its me my "
     "no not now of on or our so that the their there these this to us was we were what when where which "
-    "who why will with you your user assistant yes ok".split()
+    "who why will with you your user assistant yes ok currently current moment present today days still".split()
 )
+_SUFFIX = re.compile(r"(?:ing|ed|es|(?<!s)s)$")
+_CHANGE = re.compile(
+    r"\b(now|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing|ion)|replac(?:ed|ing)|"
+    r"took over|taken over|upgraded|downgraded|raised|lowered|increased|decreased|reduced|scaled|renamed|"
+    r"retired|decommissioned|deprecated|dropped|ported|changed|became|grew|rewritten|rewrite|cut ?over|"
+    r"phased out|shut down|turned off|is gone|are gone|from \S+ to)\b"
+)
+_ADDITION = re.compile(r"\b(also|as well|in addition|additionally)\b")
 
 
 def _when(hit: Hit) -> datetime | None:
@@ -70,48 +98,109 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
-def _similarity(hits: list[Hit], vectors: np.ndarray | None) -> np.ndarray:
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    """Crude stems, enough to match "deploys" with "deployed" and "sessions" with "session"."""
+    return frozenset(_SUFFIX.sub("", w).removesuffix("e") if len(w) > 3 else w for w in words)
+
+
+def _robust_z(sims: np.ndarray) -> np.ndarray:
+    """How many robust standard deviations each pair's similarity lies above the pool's."""
     import numpy as np
 
-    if vectors is not None:
-        return vectors @ vectors.T
-    words = [_words(h.text) for h in hits]
-    return np.array([[len(a & b) / max(min(len(a), len(b)), 1) for b in words] for a in words], dtype=np.float32)
+    if len(sims) < SMALL_POOL:  # too few pairs to tell a background: unrelated is 0
+        return sims / SPREAD_FLOOR
+    background = sims[~np.eye(len(sims), dtype=bool)]
+    median = float(np.median(background))
+    spread = 1.4826 * float(np.median(np.abs(background - median)))
+    return (sims - median) / max(spread, SPREAD_FLOOR)
 
 
-def _same_subject(hits: list[Hit], vectors: np.ndarray | None) -> list[list[bool]]:
-    """Boolean matrix: hit i and hit j say something about the same subject."""
+def _word_vectors(stems: list[frozenset[str]]) -> np.ndarray:
+    """Unit tf-idf vectors of the hits' word stems, idf taken in the pool: the stand-in for
+    chunk vectors when a home has none."""
     import numpy as np
 
-    sims = _similarity(hits, vectors)
-    background = sims[~np.eye(len(hits), dtype=bool)]
-    if background.size < 2:
-        return [[False] * len(hits) for _ in hits]
-    cut = max(SAME_SUBJECT_FLOOR, float(background.mean() + SAME_SUBJECT_SPREAD * background.std()))
-    return (sims >= cut).tolist()
+    vocabulary = {t: i for i, t in enumerate(sorted(set().union(*stems)))}
+    rows = np.zeros((len(stems), max(len(vocabulary), 1)), dtype=np.float32)
+    for r, words in enumerate(stems):
+        for t in words:
+            rows[r, vocabulary[t]] = 1.0
+    rows *= np.log1p(len(stems) / np.maximum(rows.sum(axis=0), 1.0))
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def _current_first(hits: list[Hit], vectors: np.ndarray | None) -> list[Hit]:
-    """Each dated hit, best first, gathers the ungrouped dated hits about its subject; the
-    newest of those that is nearly as relevant takes the group's place."""
-    same = _same_subject(hits, vectors)
+def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.ndarray:
+    """Matrix of same-subject evidence but relevance (row = the older or better hit, column =
+    the candidate). Repeats say the same thing, so neither supersedes the other."""
+    import numpy as np
+
+    n = len(hits)
+    stems = [_stems(_words(h.text)) for h in hits]
+    vectors = vectors if vectors is not None else _word_vectors(stems)
+    evidence = _robust_z(vectors @ vectors.T)
+    # Same words, same statement (by words, not vectors: "3 replicas" and "5 replicas" embed
+    # almost alike but are a change).
+    for i in range(n):
+        for j in range(i + 1, n):
+            if len(stems[i] & stems[j]) >= DUPLICATE * len(stems[i] | stems[j]):
+                evidence[i, j] = evidence[j, i] = -np.inf
+    # The query's subject: its terms, each weighted by its rarity among the candidates.
+    terms = _stems(_words(query))
+    weight = {t: float(np.log((n + 1) / (1 + sum(t in s for s in stems)))) for t in terms}
+    covered = [{t for t in terms if t in s} for s in stems]
+    for i in range(n):
+        own = sum(weight[t] for t in covered[i])
+        if own > 0:
+            shared = np.array([sum(weight[t] for t in covered[i] & covered[j]) for j in range(n)])
+            evidence[i] += SUBJECT_WEIGHT * shared / own
+    change = np.array([bool(_CHANGE.search(h.text.lower())) - bool(_ADDITION.search(h.text.lower())) for h in hits], dtype=np.float32)
+    return evidence + CHANGE_WEIGHT * change[None, :]
+
+
+def _ratio(hit: Hit, best: Hit) -> float:
+    return min(hit.score / best.score, 1.0) if best.score > 0 else 1.0
+
+
+def _joins(evidence: float, relevance: float) -> bool:
+    return evidence + RELEVANCE_WEIGHT * relevance >= SAME_SUBJECT_EVIDENCE
+
+
+def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> list[Hit]:
+    """Group each dated hit, best first, with the other statements of its subject; the newest
+    takes the group's first place (see the module docstring)."""
+    if len(hits) < 2:
+        return hits
+    evidence = _evidence(hits, query, vectors)
     order = list(range(len(hits)))
+    scores = [h.score for h in hits]
     grouped: set[int] = set()
     superseded: dict[int, str] = {}
     for best, hit in enumerate(hits):
         if best in grouped or not hit.timestamp:
             continue
-        group = [best] + [j for j in range(best + 1, len(hits)) if j not in grouped and hits[j].timestamp and same[best][j]]
+        # Hits ranked above this one had their turn: it is the best of any group it starts.
+        free = [j for j in range(best + 1, len(hits)) if j not in grouped and hits[j].timestamp and hits[j].score >= RELEVANCE_RATIO * hit.score]
+        chain = [best]
+        while True:
+            tip = chain[-1]
+            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and _joins(evidence[tip][j], _ratio(hits[j], hit))]
+            if not newer:
+                break
+            chain.append(max(newer, key=lambda j: (hits[j].score, -j)))
+        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and _joins(evidence[j][best], _ratio(hits[j], hit))]
+        group = chain + older
+        if len(group) < 2:
+            continue
         grouped.update(group)
-        floor = RELEVANCE_RATIO * hit.score
-        newest = max((j for j in group if hits[j].score >= floor), key=lambda j: (hits[j].timestamp or "", -j))
-        for j in group:
-            if (hits[j].timestamp or "") < (hits[newest].timestamp or ""):
-                superseded[j] = hits[newest].id
-        if newest != best:
-            order.remove(newest)
-            order.insert(order.index(best), newest)
-    return [replace(hits[i], superseded_by=superseded[i]) if i in superseded else hits[i] for i in order]
+        places = sorted(order.index(j) for j in group)
+        newest_first = sorted(group, key=lambda j: (hits[j].timestamp or "", -j), reverse=True)
+        taken = [scores[order[p]] for p in places]
+        for place, j, score in zip(places, newest_first, taken):
+            order[place] = j
+            scores[j] = score
+        for j in newest_first[1:]:
+            superseded[j] = hits[newest_first[0]].id
+    return [replace(hits[i], score=scores[i], superseded_by=superseded.get(i)) for i in order]
 
 
 def _time_affinity(hits: list[Hit], query: str) -> list[Hit]:
@@ -160,5 +249,5 @@ def rerank(hits: list[Hit], query: str, vectors: np.ndarray | None, *, recency: 
     if not hits:
         return hits
     if asks_present_state(query):
-        return _current_first(hits, vectors) if recency else hits
+        return _current_first(hits, query, vectors) if recency else hits
     return _time_affinity(hits, query) if temporal else hits

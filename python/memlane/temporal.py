@@ -65,8 +65,11 @@ _PRESENT_MARKERS = re.compile(
     r"latest|most recent|up to date|right now)\b"
 )
 _PAST_MARKERS = re.compile(r"\b(did|was|were|had|used to|previously|before|originally|formerly|at first|initially|ago|last)\b")
-_PRESENT_AUX = re.compile(r"\b(is|are|does|do|has|have|am|uses?|runs?|lives?|works?)\b")
-_QUESTION = re.compile(r"^\s*(what|which|who|where|how|is|are|does|do|has|have)\b")
+_PRESENT_AUX = re.compile(r"\b(is|are|does|do|has|have|am|can|may|must|uses?|runs?|lives?|works?|what's|who's|where's|how's)\b")
+# A verb in the third person present right after the question word or a short noun phrase:
+# "who leads payments on-call?", "which object storage holds the uploads?".
+_PRESENT_VERB = re.compile(r"^\s*(?:who|what|which)(?:\s+[a-z-]+){0,3}?\s+[a-z]+[^\Ws]s\b")
+_QUESTION = re.compile(r"^\s*(what|which|who|where|when|how|is|are|does|do|has|have)\b")
 
 
 @dataclass(frozen=True)
@@ -91,15 +94,10 @@ def asks_present_state(query: str) -> bool:
     q = query.lower()
     if _PRESENT_MARKERS.search(q):
         return True
-    if _PAST_MARKERS.search(q) or _names_time(q):
+    # Whether a window exists does not depend on the reference date.
+    if _PAST_MARKERS.search(q) or time_window(query, datetime.now(timezone.utc)) is not None:
         return False
-    return bool(_QUESTION.search(q) and _PRESENT_AUX.search(q))
-
-
-def _names_time(q: str) -> bool:
-    return any(p.search(q) for p in (_ISO_DATE, _MONTH_DAY, _DAY_MONTH, _MONTH_YEAR, _AGO, _LAST_UNIT, _DAY_WORD, _LAST_WEEKDAY)) or bool(
-        _YEAR.search(q)
-    )
+    return bool(_QUESTION.search(q) and (_PRESENT_AUX.search(q) or _PRESENT_VERB.search(q)))
 
 
 def _count(text: str) -> int:
