@@ -58,7 +58,8 @@ class Hit:
         id: Chunk id (hex of the content key).
         source: ``transcript`` | ``knowledge`` | ``brain``.
         text: The chunk text.
-        score: Fused score used for ranking.
+        score: Fused score used for ranking (on present-state questions the newest statement of a
+            subject takes the score of the earlier one it displaces, see :mod:`memlane.rerank`).
         scores: Breakdown: ``bm25`` (normalised to the query's best) and ``vector`` (cosine).
         path: Source file.
         session_id: Session the turns belong to (empty for knowledge chunks).
