@@ -68,12 +68,19 @@ SMALL_POOL = 5
 DUPLICATE = 0.9
 # No hit scoring under this share of the group's best joins it.
 RELEVANCE_RATIO = 0.5
+# Marking is stricter than reordering: a group's older members are marked superseded only when
+# the group's newest and the older member both score at least this share of the pool's best, so
+# both answer the question; a group of side matches (another subject's statements, filler) may
+# still reorder, but telling an agent that a memory is outdated needs more than that.
+MARK_RATIO = 0.6
 # Temporal affinity: bonus on the fused score for a hit dated inside the named window, how far
 # after the window a memory still counts as telling of it, and how fast the bonus fades outside.
 TIME_BONUS = 0.3
 TIME_LAG = timedelta(days=7)
 TIME_SCALE = timedelta(days=14)
 
+# Dates and clock times in chunk headings ("2026-05-10 › 17:00") say when, not what.
+_CLOCK = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
 _STOP = frozenset(
     "a an and are as at be been but by can did do does for from had has have how i in is it its me my "
@@ -135,7 +142,7 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.nda
     import numpy as np
 
     n = len(hits)
-    stems = [_stems(_words(h.text)) for h in hits]
+    stems = [_stems(_words(_CLOCK.sub(" ", h.text))) for h in hits]
     vectors = vectors if vectors is not None else _word_vectors(stems)
     evidence = _robust_z(vectors @ vectors.T)
     # Same words, same statement (by words, not vectors: "3 replicas" and "5 replicas" embed
@@ -171,6 +178,7 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
     if len(hits) < 2:
         return hits
     evidence = _evidence(hits, query, vectors)
+    top = max(h.score for h in hits)
     order = list(range(len(hits)))
     scores = [h.score for h in hits]
     grouped: set[int] = set()
@@ -198,8 +206,10 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
         for place, j, score in zip(places, newest_first, taken):
             order[place] = j
             scores[j] = score
+        newest = newest_first[0]
         for j in newest_first[1:]:
-            superseded[j] = hits[newest_first[0]].id
+            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top:
+                superseded[j] = hits[newest].id
     return [replace(hits[i], score=scores[i], superseded_by=superseded.get(i)) for i in order]
 
 
