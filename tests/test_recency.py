@@ -189,13 +189,20 @@ def test_without_vectors_a_reworded_decision_still_supersedes_the_old_one():
 
 
 def test_an_addition_does_not_supersede_a_fact():
-    # "now" alone would be change language; "also" makes it an addition to the fact.
+    # "now" alone would be change language; "also" and "now has" make it an addition to the fact.
     hits = _pool([
         (0.9, "2026-01-17", "The metrics exporter listens on port 9464 and exposes /metrics in Prometheus format."),
         (0.7, "2026-05-26", "The metrics exporter now also serves /healthz, so the load balancer can check it."),
     ])
     out = rerank(hits, "What port does the metrics exporter listen on?", None)
     assert "9464" in out[0].text
+    assert all(h.superseded_by is None for h in out)
+    hits = _pool([
+        (0.9, "2026-01-30", "Where is the admin panel?\n\nThe admin panel listens on port 8443 on the internal load balancer."),
+        (0.55, "2026-03-07", "Can the admin panel do dark mode?\n\nThe admin panel now has a dark mode toggle in the header."),
+    ])
+    out = rerank(hits, "What port does the admin panel listen on?", None)
+    assert "8443" in out[0].text
     assert all(h.superseded_by is None for h in out)
 
 
@@ -204,4 +211,26 @@ def test_a_repeated_statement_is_not_an_earlier_statement():
     hits = _pool([(0.9, "2026-01-12", same), (0.85, "2026-03-20", same)])
     out = rerank(hits, "which database does billing use now?", None)
     assert [h.id for h in out[:2]] == ["h0", "h1"]
+    assert all(h.superseded_by is None for h in out)
+
+
+def test_an_older_side_match_on_the_topic_is_not_marked_superseded():
+    # The export turns are about another aspect of billing: they answer no part of the question,
+    # so however they order among themselves, none is told to the agent as outdated.
+    hits = _pool([
+        (0.9, "2026-03-20", "We moved billing to Postgres 16 last week; MySQL is retired for billing."),
+        (0.85, "2026-01-12", "Billing runs on MySQL 5.7 on the db-billing-01 host."),
+        (0.47, "2026-01-10", "The billing CSV export renders the PDFs inline, which is slow."),
+        (0.46, "2026-04-02", "The billing CSV export now queues the PDFs instead of rendering them inline."),
+    ])
+    out = rerank(hits, "which database does billing use now?", None)
+    marked = {h.text.split()[0] + " " + h.text.split()[1]: h.superseded_by for h in out}
+    assert marked["Billing runs"] == out[0].id and "Postgres" in out[0].text
+    assert all(h.superseded_by is None for h in out if "export" in h.text)
+
+
+def test_a_repeat_under_another_dated_heading_is_not_an_earlier_statement():
+    text = "The docs build warns about themes\n\nI switched the docs theme to the maintained fork; the warning is gone."
+    hits = _pool([(0.9, "2026-01-20", f"2026-01-20 › 15:03 {text}"), (0.85, "2026-05-10", f"2026-05-10 › 17:00 {text}")])
+    out = rerank(hits, "what docs theme do we use now?", None)
     assert all(h.superseded_by is None for h in out)

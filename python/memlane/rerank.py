@@ -52,7 +52,7 @@ may rank well below the stale one before reordering."""
 #   over those i contains. The query defines the subject, so two answers to it can be one
 #   subject's statements even when their own wording has little in common;
 # * change language in j ("moved to", "switched", "replaced", "no longer", "now"); additive
-#   language ("also", "as well") counts against it;
+#   language ("also", "as well", "now has") counts against it;
 # * how relevant j is next to the group's best (fused score ratio, at most 1): the weaker j
 #   answers the question, the stronger the rest of the evidence must be, so a neighbouring
 #   topic does not displace a fact nothing contradicts.
@@ -94,7 +94,9 @@ _CHANGE = re.compile(
     r"retired|decommissioned|deprecated|dropped|ported|changed|became|grew|rewritten|rewrite|cut ?over|"
     r"phased out|shut down|turned off|is gone|are gone|from \S+ to)\b"
 )
-_ADDITION = re.compile(r"\b(also|as well|in addition|additionally)\b")
+# Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does
+# not restate it.
+_ADDITION = re.compile(r"\b(also|as well|in addition|additionally|now (?:has|have|supports|offers|includes|shows))\b")
 
 
 def _when(hit: Hit) -> datetime | None:
