@@ -8,7 +8,9 @@ MCP tools, ``memlane bench``) gets the same ranking.
   statements about its subject. The most relevant newer hit that says something about the same
   subject joins, then the most relevant hit newer than that one about the same subject as it,
   and so on; older statements of the subject join as well. The members then take the group's
-  places and scores newest first, and the older ones are marked ``superseded_by`` the newest.
+  places and scores newest first. The older ones are marked ``superseded_by`` the newest only
+  when both answer the question (score at least ``MARK_RATIO`` of the pool's best): a wrong
+  "outdated" mark misleads an agent more than none.
   Hits outside any group never move for being old: there is no blanket recency decay.
 * **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
