@@ -115,6 +115,40 @@ def test_claude_code_append_reads_only_the_new_exchange(mem, tmp_path, fake_embe
     assert {h.id for h in fresh.search("shard node pager", k=41)} == {h.id for h in mem.search("shard node pager", k=41)}
 
 
+def codex_records(pairs: list[tuple[str, str]], first: int = 0) -> list[dict]:
+    """Codex envelope lines of `pairs`, each message in both logs as the CLI writes them."""
+    out = [] if first else [{"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"}}]
+    for i, (q, a) in enumerate(pairs, start=first):
+        ts = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+        out += [
+            {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": q}]}},
+            {"timestamp": ts, "type": "event_msg", "payload": {"type": "user_message", "message": q}},
+            {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": a}]}},
+            {"timestamp": ts, "type": "event_msg", "payload": {"type": "agent_message", "message": a}},
+        ]
+    return out
+
+
+def test_codex_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
+    import json
+
+    root = tmp_path / "sessions"
+    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}") for i in range(40)]
+    path = write_jsonl(root / "rollout-2026-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl", codex_records(pairs))
+    assert mem.index([root]).chunks_added == 40
+    size_before = path.stat().st_size
+    with path.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in codex_records([("where is the pager config?", "In ops/pager.yaml.")], first=40))
+    report = mem.index([root])
+    assert (report.files_indexed, report.files_resumed, report.chunks_added) == (1, 1, 1)
+    assert report.bytes_parsed < (path.stat().st_size - size_before) * 3
+    fresh = memlane.open(tmp_path / "fresh", embedder=fake_embedder)
+    fresh.index([root])
+    # Each prompt and reply once (the event log's copies are not indexed twice), as in a fresh index.
+    assert {h.id for h in fresh.search("shard node pager", k=50)} == {h.id for h in mem.search("shard node pager", k=50)}
+    assert fresh.status()["chunks"] == mem.status()["chunks"] == 41
+
+
 def test_deleted_file_loses_its_chunks(mem, corpus):
     mem.index([corpus])
     (corpus / "cooking.jsonl").unlink()

@@ -5,12 +5,15 @@
 //! ```text
 //! memlane.json     which embedder built the vectors (id, dimension, quantization)
 //! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys
+//! resume/          per appendable source file, where its next parse can start (one file
+//!                  each, named by its content, so a commit writes only the ones that changed)
 //! lexical/         tantivy index (atomic commits)
 //! vectors.usearch  HNSW index (saved to a temp file, then renamed)
 //! write.lock       held by the one writer
 //! ```
-//! Write order on commit is tantivy → vectors → manifest, each atomic. A crash between them
-//! leaves chunks the manifest does not reference; the next commit collects them.
+//! Write order on commit is tantivy → vectors → new resume states → manifest, each atomic. A
+//! crash between them leaves chunks the manifest does not reference, which the next commit
+//! collects, and resume states it does not name, which are never read.
 
 use crate::chunk::{chunk_parsed, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
@@ -31,6 +34,7 @@ use tantivy::IndexWriter;
 
 const META_FILE: &str = "memlane.json";
 const MANIFEST_FILE: &str = "manifest.json";
+const RESUME_DIR: &str = "resume";
 const LEXICAL_DIR: &str = "lexical";
 const VECTORS_FILE: &str = "vectors.usearch";
 const LOCK_FILE: &str = "write.lock";
@@ -71,18 +75,40 @@ pub struct FileEntry {
     /// Chunk keys this file contributes.
     pub keys: Vec<u64>,
     /// Where the next run can parse only what was appended, when the format allows it.
+    /// (Homes written before resume states had their own files kept them inline under
+    /// `resume`: that field is ignored, and such a file is parsed whole once more.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume: Option<Resume>,
+    pub resume_state: Option<ResumeRef>,
 }
 
-/// A [`ResumePoint`] and the chunks it leaves alone.
+/// Where a file's [`ResumePoint`] is kept, and the chunks it leaves alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Resume {
-    /// Where the parse resumes.
-    pub point: ResumePoint,
-    /// How many of the entry's first `keys` come from turns before `point.turn_base`: those
-    /// chunks are final and kept as they are.
+pub struct ResumeRef {
+    /// Name of the file under `resume/` that holds the point as JSON: a hash of the source
+    /// path and that content, so a state is never overwritten and a damaged or missing one
+    /// is noticed (the source file is then parsed whole).
+    pub file: String,
+    /// How many of the entry's first `keys` come from turns before the point's `turn_base`:
+    /// those chunks are final and kept as they are.
     pub head_keys: usize,
+}
+
+/// Name of the state file of `point` for source `path`, and its content.
+fn resume_file_of(path: &str, point: &ResumePoint) -> Result<(String, Vec<u8>)> {
+    let bytes = serde_json::to_vec(point)?;
+    let mut h = blake3::Hasher::new();
+    h.update(path.as_bytes());
+    h.update(&[0]);
+    h.update(&bytes);
+    Ok((format!("{}.json", &h.finalize().to_hex()[..32]), bytes))
+}
+
+/// The resume point `r` names for source `path`, if its file is there and intact.
+fn load_resume(home: &Path, path: &str, r: &ResumeRef) -> Option<ResumePoint> {
+    let bytes = std::fs::read(home.join(RESUME_DIR).join(&r.file)).ok()?;
+    let point: ResumePoint = serde_json::from_slice(&bytes).ok()?;
+    let (name, _) = resume_file_of(path, &point).ok()?;
+    (name == r.file).then_some(point)
 }
 
 /// Per source file state of a whole home.
@@ -459,6 +485,10 @@ pub struct Writer {
     /// re-index must not pay for reading hundreds of MB of vectors.
     vectors: Option<VectorIndex>,
     removed_keys: Vec<u64>,
+    /// Resume state files to write before the manifest, by name.
+    new_states: HashMap<String, Vec<u8>>,
+    /// Resume state files the manifest stops naming, deleted after it is written.
+    old_states: Vec<String>,
     manifest_dirty: bool,
     lexical_dirty: bool,
     vectors_dirty: bool,
@@ -512,6 +542,8 @@ impl Writer {
             refs,
             vectors: None,
             removed_keys: Vec::new(),
+            new_states: HashMap::new(),
+            old_states: Vec::new(),
             manifest_dirty: false,
             lexical_dirty: false,
             vectors_dirty: false,
@@ -611,6 +643,7 @@ impl Writer {
                 for key in entry.keys {
                     self.release(key);
                 }
+                self.old_states.extend(entry.resume_state.map(|r| r.file));
                 self.report.files_removed += 1;
                 self.manifest_dirty = true;
             }
@@ -625,17 +658,19 @@ impl Writer {
     pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
         let format = self.format;
         let budget = self.budget;
-        let jobs: Vec<(&PathBuf, Option<Prior>)> = paths
+        let home = self.store.home.as_path();
+        let jobs: Vec<(&PathBuf, Option<&FileEntry>)> = paths
             .iter()
             .map(|path| {
                 let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
-                (path, entry.and_then(Prior::of))
+                (path, entry)
             })
             .collect();
         let parsed: Vec<(PathBuf, Option<ParsedSource>)> = jobs
             .into_par_iter()
-            .map(|(path, prior)| {
-                let source = prior
+            .map(|(path, entry)| {
+                let source = entry
+                    .and_then(|e| Prior::of(home, &path.to_string_lossy(), e))
                     .and_then(|p| ParsedSource::resume(path, format, budget, p))
                     .or_else(|| ParsedSource::read(path, format, budget));
                 (path.clone(), source)
@@ -698,7 +733,19 @@ impl Writer {
                 for k in old.keys {
                     self.release(k);
                 }
+                self.old_states.extend(old.resume_state.map(|r| r.file));
             }
+            let resume_state = match parsed.resume {
+                Some(point) => {
+                    let (file, bytes) = resume_file_of(&key, &point)?;
+                    self.new_states.insert(file.clone(), bytes);
+                    Some(ResumeRef {
+                        file,
+                        head_keys: head_keys(&retained, &chunks, point.turn_base),
+                    })
+                }
+                None => None,
+            };
             self.manifest.files.insert(
                 key,
                 FileEntry {
@@ -708,10 +755,7 @@ impl Writer {
                     complete_bytes: parsed.complete_bytes,
                     format: parsed.format.map(|f| f.as_str().to_owned()),
                     sessions: parsed.sessions.len(),
-                    resume: parsed.resume.map(|point| Resume {
-                        head_keys: head_keys(&retained, &chunks, point.turn_base),
-                        point,
-                    }),
+                    resume_state,
                     keys: new_keys,
                 },
             );
@@ -862,13 +906,54 @@ impl Writer {
         }
         self.removed_keys.clear();
         if self.manifest_dirty {
+            self.write_states()?;
             write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
             if !self.store.home.join(META_FILE).exists() {
                 write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
             }
             self.manifest_dirty = false;
+            self.drop_old_states();
         }
         Ok(self.report.clone())
+    }
+
+    /// Write the resume states the manifest is about to name (new names only: the
+    /// committed manifest's states stay as they are until it is replaced).
+    fn write_states(&mut self) -> Result<()> {
+        if self.new_states.is_empty() {
+            return Ok(());
+        }
+        let dir = self.store.home.join(RESUME_DIR);
+        std::fs::create_dir_all(&dir)?;
+        for (name, bytes) in self.new_states.drain() {
+            let path = dir.join(&name);
+            if !path.exists() {
+                let tmp = dir.join(format!("{name}.tmp"));
+                std::fs::write(&tmp, bytes)?;
+                std::fs::rename(&tmp, &path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete the resume states the committed manifest no longer names.
+    fn drop_old_states(&mut self) {
+        if self.old_states.is_empty() {
+            return;
+        }
+        let named: HashSet<&str> = self
+            .manifest
+            .files
+            .values()
+            .filter_map(|e| e.resume_state.as_ref().map(|r| r.file.as_str()))
+            .collect();
+        let dir = self.store.home.join(RESUME_DIR);
+        for name in self.old_states.drain(..) {
+            if !named.contains(name.as_str()) {
+                // A state left behind is never read again: failing to delete it is harmless.
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+        }
     }
 }
 
@@ -914,18 +999,19 @@ struct ParsedSource {
 struct Prior {
     size: u64,
     hash: String,
-    resume: Resume,
+    point: ResumePoint,
     head: Vec<u64>,
 }
 
 impl Prior {
-    fn of(entry: &FileEntry) -> Option<Prior> {
-        let resume = entry.resume.clone()?;
+    /// `None` when the entry has no resume state, or its file is gone or damaged.
+    fn of(home: &Path, path: &str, entry: &FileEntry) -> Option<Prior> {
+        let r = entry.resume_state.as_ref()?;
         Some(Prior {
             size: entry.size,
             hash: entry.hash.clone(),
-            head: entry.keys.get(..resume.head_keys)?.to_vec(),
-            resume,
+            head: entry.keys.get(..r.head_keys)?.to_vec(),
+            point: load_resume(home, path, r)?,
         })
     }
 }
@@ -972,7 +1058,7 @@ impl ParsedSource {
         if meta.len() < prior.size {
             return None;
         }
-        let point = &prior.resume.point;
+        let point = &prior.point;
         let parsed = parse::resume_file(path, point, format, &prior.hash).ok()??;
         let path_str = path.to_string_lossy();
         let mut chunks = chunk_parsed(&parsed, &path_str, budget);

@@ -548,17 +548,681 @@ fn rewritten_or_truncated_file_is_parsed_again_whole() {
 }
 
 #[test]
-fn json_documents_and_other_formats_are_never_resumed() {
+fn json_documents_are_never_resumed_and_every_sample_ends_equal() {
     for (rel, bytes) in samples() {
         let Some(cut) = line_ends(&bytes).get(1).copied() else {
             continue;
         };
         let format = parse::parse_bytes(&bytes, &rel, None).format;
-        if format == Some(Format::ClaudeCode) {
+        let (appended, full, resumed) = append_in_pieces(&rel, &bytes, &[cut], format);
+        if rel.extension().is_some_and(|e| e == "json") {
+            assert_eq!(resumed, 0, "{}", rel.display());
+        }
+        assert_eq!(appended, full, "{}", rel.display());
+    }
+}
+
+// ---- the other append-only formats ----
+
+/// Real samples of `format` (as detected), each cut at random line ends, appended with the
+/// format forced (most samples are shorter than the lines detection needs to settle).
+fn real_samples_of(
+    format: Format,
+    picks: &[prop::sample::Index],
+    mid: bool,
+) -> Result<(), TestCaseError> {
+    let all: Vec<(PathBuf, Vec<u8>)> = samples()
+        .into_iter()
+        .filter(|(rel, bytes)| parse::parse_bytes(bytes, rel, None).format == Some(format))
+        .collect();
+    if all.is_empty() {
+        eprintln!("SKIP: no {} sample in the corpus", format.as_str());
+        return Ok(());
+    }
+    for (rel, bytes) in &all {
+        let ends = line_ends(bytes);
+        if ends.is_empty() {
             continue;
         }
-        let (appended, full, resumed) = append_in_pieces(&rel, &bytes, &[cut], format);
-        assert_eq!(resumed, 0, "{}", rel.display());
-        assert_eq!(appended, full, "{}", rel.display());
+        let offsets: Vec<usize> = picks
+            .iter()
+            .map(|i| ends[i.index(ends.len())].saturating_sub(if mid { 5 } else { 0 }))
+            .collect();
+        let (appended, full, _) = append_in_pieces(rel, bytes, &offsets, Some(format));
+        prop_assert!(
+            appended == full,
+            "{}: {}",
+            rel.display(),
+            diff(&appended, &full)
+        );
+    }
+    Ok(())
+}
+
+fn ts(n: usize) -> String {
+    format!(
+        "2026-02-01T{:02}:{:02}:{:02}Z",
+        (n / 3600) % 24,
+        (n / 60) % 60,
+        n % 60
+    )
+}
+
+fn jsonl(lines: &[serde_json::Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in lines {
+        out.extend_from_slice(serde_json::to_string(l).unwrap().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// What a synthetic Codex, OpenClaw, Gemini or generic record group does.
+#[derive(Debug, Clone)]
+enum Act {
+    /// A prompt and a reply, maybe with a tool call and its output.
+    Exchange { words: usize, tool: bool },
+    /// Injected context written as a user message (Codex), or a system line.
+    Scaffold,
+    /// A compaction summary.
+    Compact,
+    /// Codex: a second `session_meta`. OpenClaw: a repeated id. Gemini: `$set` of the list.
+    /// Generic: a record of another session.
+    Odd,
+    /// OpenClaw: continue from `back` entries ago. Gemini: `$rewindTo` a message `back` ago.
+    Back { back: usize },
+    /// Gemini: rewrite the message `back` ago (the CLI rewrites a reply as its tools finish).
+    Rewrite { back: usize },
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        12 => (1usize..80, any::<bool>()).prop_map(|(words, tool)| Act::Exchange { words, tool }),
+        1 => Just(Act::Scaffold),
+        1 => Just(Act::Compact),
+        1 => Just(Act::Odd),
+        2 => (1usize..10).prop_map(|back| Act::Back { back }),
+        2 => (0usize..6).prop_map(|back| Act::Rewrite { back }),
+    ]
+}
+
+/// A Codex rollout: the envelope layout (both logs from act `events_from` on, so appends can
+/// switch the user prompts' source) or the pre-envelope one.
+fn codex_rollout(acts: &[Act], envelope: bool, events_from: usize) -> Vec<u8> {
+    let sid = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee";
+    let mut lines = Vec::new();
+    let mut n = 0;
+    let mut rec = |lines: &mut Vec<serde_json::Value>, kind: &str, payload: serde_json::Value| {
+        n += 1;
+        if envelope {
+            lines.push(json!({"timestamp": ts(n), "type": kind, "payload": payload}));
+        } else if kind == "response_item" {
+            lines.push(payload);
+        }
+    };
+    if envelope {
+        rec(
+            &mut lines,
+            "session_meta",
+            json!({"id": sid, "cwd": "/w", "source": "cli"}),
+        );
+    } else {
+        lines.push(json!({"id": sid, "timestamp": "2025-08-20T13:20:47.060Z"}));
+        lines.push(json!({"record_type": "state"}));
+    }
+    for (i, a) in acts.iter().enumerate() {
+        let events = i >= events_from;
+        match a {
+            Act::Exchange { words, tool } => {
+                let t = text("u", i, *words);
+                rec(
+                    &mut lines,
+                    "response_item",
+                    json!({"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": t}]}),
+                );
+                if events {
+                    rec(
+                        &mut lines,
+                        "event_msg",
+                        json!({"type": "user_message", "message": t}),
+                    );
+                }
+                if *tool {
+                    rec(
+                        &mut lines,
+                        "response_item",
+                        json!({"type": "function_call",
+                        "name": "shell", "arguments": format!("{{\"command\":[\"make\",\"t{i}\"]}}"),
+                        "call_id": format!("c{i}")}),
+                    );
+                    rec(
+                        &mut lines,
+                        "response_item",
+                        json!({"type": "function_call_output",
+                        "call_id": format!("c{i}"), "output": text("o", i, *words)}),
+                    );
+                }
+                let r = text("a", i, words * 2);
+                rec(
+                    &mut lines,
+                    "response_item",
+                    json!({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": r}]}),
+                );
+                if events {
+                    rec(
+                        &mut lines,
+                        "event_msg",
+                        json!({"type": "agent_message", "message": r}),
+                    );
+                }
+            }
+            Act::Scaffold => rec(
+                &mut lines,
+                "response_item",
+                json!({"type": "message",
+                "role": "user", "content": [{"type": "input_text",
+                "text": format!("<environment_context>cwd {i}</environment_context>")}]}),
+            ),
+            Act::Compact => rec(
+                &mut lines,
+                "compacted",
+                json!({"message": text("c", i, 20),
+                "replacement_history": []}),
+            ),
+            Act::Odd => rec(
+                &mut lines,
+                "session_meta",
+                json!({"id": "other", "cwd": "/o"}),
+            ),
+            Act::Back { .. } | Act::Rewrite { .. } => {
+                rec(
+                    &mut lines,
+                    "turn_context",
+                    json!({"cwd": "/w", "model": "m"}),
+                );
+            }
+        }
+    }
+    jsonl(&lines)
+}
+
+/// A pi / OpenClaw session: a tree of entries (or a linear v1 log without ids), tool results
+/// whose `parentId` is the tool call's id, rewinds, compactions, repeated ids.
+fn openclaw_session(acts: &[Act], linear: bool) -> Vec<u8> {
+    let mut lines = vec![json!({"type": "session", "version": 3, "id": "pi-1",
+        "timestamp": ts(0), "cwd": "/w"})];
+    let mut ids: Vec<String> = Vec::new();
+    let mut parent: Option<String> = None;
+    let mut n = 0;
+    let mut entry = |lines: &mut Vec<serde_json::Value>,
+                     ids: &mut Vec<String>,
+                     parent: &mut Option<String>,
+                     mut v: serde_json::Value,
+                     link: Option<String>| {
+        n += 1;
+        let id = format!("e{n:07x}");
+        let o = v.as_object_mut().unwrap();
+        if !linear {
+            o.entry("id").or_insert(json!(id));
+            o.insert("parentId".into(), json!(link.or_else(|| parent.clone())));
+        }
+        o.insert("timestamp".into(), json!(ts(n)));
+        let id = o
+            .get("id")
+            .and_then(|i| i.as_str())
+            .unwrap_or(&id)
+            .to_owned();
+        ids.push(id.clone());
+        *parent = Some(id);
+        lines.push(v);
+    };
+    for (i, a) in acts.iter().enumerate() {
+        match a {
+            Act::Exchange { words, tool } => {
+                entry(
+                    &mut lines,
+                    &mut ids,
+                    &mut parent,
+                    json!({"type": "message",
+                    "message": {"role": "user", "content": [{"type": "text",
+                    "text": text("u", i, *words)}]}}),
+                    None,
+                );
+                let mut content = vec![json!({"type": "text", "text": text("a", i, words * 2)})];
+                if *tool {
+                    content.push(json!({"type": "toolCall", "id": format!("call{i}"),
+                        "name": "bash", "arguments": {"command": format!("make t{i}")}}));
+                }
+                entry(
+                    &mut lines,
+                    &mut ids,
+                    &mut parent,
+                    json!({"type": "message",
+                    "message": {"role": "assistant", "content": content}}),
+                    None,
+                );
+                if *tool {
+                    entry(
+                        &mut lines,
+                        &mut ids,
+                        &mut parent,
+                        json!({"type": "message",
+                        "message": {"role": "toolResult", "toolCallId": format!("call{i}"),
+                        "content": [{"type": "text", "text": text("o", i, *words)}]}}),
+                        Some(format!("call{i}")),
+                    );
+                }
+            }
+            Act::Scaffold => entry(
+                &mut lines,
+                &mut ids,
+                &mut parent,
+                json!({"type": "model_change", "provider": "p", "modelId": "m"}),
+                None,
+            ),
+            Act::Compact => entry(
+                &mut lines,
+                &mut ids,
+                &mut parent,
+                json!({"type": "compaction",
+                "summary": text("c", i, 20), "details": {"readFiles": ["a.rs"]}}),
+                None,
+            ),
+            Act::Odd => {
+                if let Some(old) = ids.first().cloned() {
+                    entry(
+                        &mut lines,
+                        &mut ids,
+                        &mut parent,
+                        json!({"type": "message", "id": old,
+                        "message": {"role": "user", "content": text("r", i, 4)}}),
+                        None,
+                    );
+                }
+            }
+            Act::Back { back } | Act::Rewrite { back } => {
+                parent = ids.len().checked_sub(back + 1).map(|j| ids[j].clone());
+            }
+        }
+    }
+    jsonl(&lines)
+}
+
+/// A Gemini CLI JSONL upsert log: replies rewritten in place as their tools finish, rewinds,
+/// whole-list `$set`s, metadata patches.
+fn gemini_log(acts: &[Act]) -> Vec<u8> {
+    let mut lines = vec![
+        json!({"sessionId": "gem-1", "projectHash": "h", "startTime": ts(0),
+        "lastUpdated": ts(0), "kind": "main"}),
+    ];
+    let mut msgs: Vec<serde_json::Value> = Vec::new();
+    let mut n = 0;
+    for (i, a) in acts.iter().enumerate() {
+        n += 1;
+        match a {
+            Act::Exchange { words, tool } => {
+                let u = json!({"id": format!("m{n}u"), "timestamp": ts(n), "type": "user",
+                    "content": [{"text": text("u", i, *words)}]});
+                let mut g = json!({"id": format!("m{n}g"), "timestamp": ts(n), "type": "gemini",
+                    "content": text("a", i, words * 2)});
+                lines.push(u.clone());
+                msgs.push(u);
+                if *tool {
+                    // First written without the result, then rewritten with it.
+                    g["toolCalls"] = json!([{"id": format!("t{i}"), "name": "run_shell_command",
+                        "args": {"command": format!("make t{i}")}, "status": "executing"}]);
+                    lines.push(g.clone());
+                    g["toolCalls"][0]["status"] = json!("success");
+                    g["toolCalls"][0]["result"] = json!([{"functionResponse": {"response":
+                        {"output": text("o", i, *words)}}}]);
+                }
+                lines.push(g.clone());
+                msgs.push(g);
+                lines.push(json!({"$set": {"lastUpdated": ts(n)}}));
+            }
+            Act::Scaffold => {
+                let m = json!({"id": format!("m{n}i"), "type": "info", "content": "note"});
+                lines.push(m.clone());
+                msgs.push(m);
+            }
+            Act::Compact => {
+                lines.push(json!({"$set": {"messages": msgs.clone(), "summary": text("t", i, 3)}}));
+            }
+            Act::Odd => lines.push(json!({"$set": {"summary": text("t", i, 3)}})),
+            Act::Back { back } => {
+                if let Some(j) = msgs.len().checked_sub(back + 1) {
+                    lines.push(json!({"$rewindTo": msgs[j]["id"].clone()}));
+                    msgs.truncate(j);
+                }
+            }
+            Act::Rewrite { back } => {
+                if let Some(j) = msgs.len().checked_sub(back + 1) {
+                    let mut m = msgs[j].clone();
+                    m["content"] = json!(text("w", i, 6));
+                    lines.push(m.clone());
+                    msgs[j] = m;
+                }
+            }
+        }
+    }
+    jsonl(&lines)
+}
+
+/// Generic role/content lines, with tool records and now and then another session's record.
+fn generic_lines(acts: &[Act]) -> Vec<u8> {
+    let mut lines = Vec::new();
+    let mut n = 0;
+    for (i, a) in acts.iter().enumerate() {
+        let mut rec = |lines: &mut Vec<serde_json::Value>,
+                       role: &str,
+                       content: String,
+                       extra: serde_json::Value| {
+            n += 1;
+            let mut v = json!({"id": format!("r{n}"), "role": role, "content": content,
+                "timestamp": ts(n)});
+            if let serde_json::Value::Object(x) = extra {
+                v.as_object_mut().unwrap().extend(x);
+            }
+            lines.push(v);
+        };
+        match a {
+            Act::Exchange { words, tool } => {
+                rec(&mut lines, "user", text("u", i, *words), json!({}));
+                if *tool {
+                    rec(
+                        &mut lines,
+                        "tool_call",
+                        String::new(),
+                        json!({"tool_name": "bash",
+                        "parameters": {"command": format!("make t{i}")}}),
+                    );
+                    rec(&mut lines, "tool_result", text("o", i, *words), json!({}));
+                }
+                rec(&mut lines, "assistant", text("a", i, words * 2), json!({}));
+            }
+            Act::Scaffold | Act::Back { .. } | Act::Rewrite { .. } => {
+                rec(&mut lines, "system", "be brief".into(), json!({}));
+            }
+            Act::Compact => rec(&mut lines, "assistant", text("c", i, 10), json!({})),
+            Act::Odd => rec(
+                &mut lines,
+                "user",
+                text("f", i, 5),
+                json!({"session_id": "other"}),
+            ),
+        }
+    }
+    jsonl(&lines)
+}
+
+/// Keep only the acts that leave an append parsable alone, for half the cases.
+fn plain(acts: Vec<Act>, only_plain: bool) -> Vec<Act> {
+    acts.into_iter()
+        .filter(|a| !only_plain || matches!(a, Act::Exchange { .. } | Act::Scaffold | Act::Compact))
+        .collect()
+}
+
+fn cut_and_compare(
+    rel: &str,
+    bytes: &[u8],
+    cuts: &[prop::sample::Index],
+    format: Option<Format>,
+) -> Result<u64, TestCaseError> {
+    let ends = line_ends(bytes);
+    let offsets: Vec<usize> = cuts.iter().map(|i| ends[i.index(ends.len())]).collect();
+    let (appended, full, resumed) = append_in_pieces(Path::new(rel), bytes, &offsets, format);
+    prop_assert!(appended == full, "{}", diff(&appended, &full));
+    Ok(resumed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn appended_codex_rollout_equals_full_index(
+        acts in prop::collection::vec(act(), 30..60),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..5),
+        envelope in any::<bool>(),
+        events_from in 0usize..40,
+        only_plain in any::<bool>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+        mid in any::<bool>(),
+    ) {
+        real_samples_of(Format::Codex, &picks, mid)?;
+        let bytes = codex_rollout(&plain(acts, only_plain), envelope, events_from);
+        cut_and_compare("s/rollout-2026-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
+            &bytes, &cuts, None)?;
+    }
+
+    #[test]
+    fn appended_openclaw_session_equals_full_index(
+        acts in prop::collection::vec(act(), 30..60),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..5),
+        linear in any::<bool>(),
+        only_plain in any::<bool>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+        mid in any::<bool>(),
+    ) {
+        real_samples_of(Format::Openclaw, &picks, mid)?;
+        let bytes = openclaw_session(&plain(acts, only_plain), linear);
+        cut_and_compare("pi/2026_s.jsonl", &bytes, &cuts, Some(Format::Openclaw))?;
+    }
+
+    #[test]
+    fn appended_gemini_log_equals_full_index(
+        acts in prop::collection::vec(act(), 30..60),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..5),
+        only_plain in any::<bool>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+        mid in any::<bool>(),
+    ) {
+        real_samples_of(Format::Gemini, &picks, mid)?;
+        let bytes = gemini_log(&plain(acts, only_plain));
+        cut_and_compare("chats/session-2026-02-01T00-00-gem1.jsonl", &bytes, &cuts, None)?;
+    }
+
+    #[test]
+    fn appended_generic_lines_equal_full_index(
+        acts in prop::collection::vec(act(), 30..60),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..5),
+        only_plain in any::<bool>(),
+    ) {
+        let bytes = generic_lines(&plain(acts, only_plain));
+        cut_and_compare("g/log.jsonl", &bytes, &cuts, None)?;
+    }
+}
+
+/// Plain appends of each format: every re-index after the first resumes, and reads little
+/// more than the appended bytes.
+#[test]
+fn plain_appends_of_every_format_resume() {
+    let acts: Vec<Act> = (0..40)
+        .map(|i| Act::Exchange {
+            words: 10 + i % 7,
+            tool: i % 2 == 0,
+        })
+        .collect();
+    let cases: [(&str, Vec<u8>, Vec<u8>, Option<Format>); 5] = [
+        (
+            "s/rollout-x-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
+            codex_rollout(&acts[..38], true, 0),
+            codex_rollout(&acts, true, 0),
+            None,
+        ),
+        (
+            "s/rollout-y-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
+            codex_rollout(&acts[..38], false, 0),
+            codex_rollout(&acts, false, 0),
+            None,
+        ),
+        (
+            "pi/s.jsonl",
+            openclaw_session(&acts[..38], false),
+            openclaw_session(&acts, false),
+            None,
+        ),
+        (
+            "chats/session-g.jsonl",
+            gemini_log(&acts[..38]),
+            gemini_log(&acts),
+            None,
+        ),
+        (
+            "g/log.jsonl",
+            generic_lines(&acts[..38]),
+            generic_lines(&acts),
+            None,
+        ),
+    ];
+    for (rel, head, bytes, format) in cases {
+        assert!(bytes.starts_with(&head), "{rel}");
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, home) = (tmp.path().join("a"), tmp.path().join("home"));
+        let file = root.join(rel);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, &head).unwrap();
+        index(&home, &root, format);
+        std::fs::write(&file, &bytes).unwrap();
+        let again = index(&home, &root, format);
+        assert_eq!((again.files_indexed, again.files_resumed), (1, 1), "{rel}");
+        let appended = (bytes.len() - head.len()) as u64;
+        assert!(
+            again.bytes_parsed > appended && again.bytes_parsed < appended * 2,
+            "{rel}: {again:?}"
+        );
+        let (a, f, resumed) = append_in_pieces(Path::new(rel), &bytes, &[head.len()], format);
+        assert_eq!(a, f, "{rel}");
+        assert_eq!(resumed, 1, "{rel}");
+    }
+}
+
+/// Appends that change what came before them are parsed whole, and end equal.
+#[test]
+fn appends_that_reach_back_fall_back_to_a_full_parse() {
+    let acts: Vec<Act> = (0..30)
+        .map(|i| Act::Exchange {
+            words: 12,
+            tool: i % 3 == 0,
+        })
+        .collect();
+    let with = |extra: Act| {
+        let mut a = acts.clone();
+        a.push(extra);
+        a.push(Act::Exchange {
+            words: 9,
+            tool: false,
+        });
+        a
+    };
+    let cases: Vec<(&str, Vec<u8>, Vec<u8>)> = vec![
+        // The first `event_msg` prompt switches every user turn to the event log.
+        (
+            "s/rollout-a-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
+            codex_rollout(&acts, true, 99),
+            codex_rollout(&with(Act::Scaffold), true, 30),
+        ),
+        (
+            "s/rollout-b-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
+            codex_rollout(&acts, true, 0),
+            codex_rollout(&with(Act::Odd), true, 0),
+        ),
+        (
+            "pi/rewind.jsonl",
+            openclaw_session(&acts, false),
+            openclaw_session(&with(Act::Back { back: 20 }), false),
+        ),
+        (
+            "pi/repeat.jsonl",
+            openclaw_session(&acts, false),
+            openclaw_session(&with(Act::Odd), false),
+        ),
+        (
+            "chats/rewind.jsonl",
+            gemini_log(&acts),
+            gemini_log(&with(Act::Back { back: 12 })),
+        ),
+        (
+            "chats/rewrite.jsonl",
+            gemini_log(&acts),
+            gemini_log(&with(Act::Rewrite { back: 9 })),
+        ),
+        (
+            "chats/set.jsonl",
+            gemini_log(&acts),
+            gemini_log(&with(Act::Compact)),
+        ),
+        (
+            "g/two.jsonl",
+            generic_lines(&acts),
+            generic_lines(&with(Act::Odd)),
+        ),
+    ];
+    for (rel, head, bytes) in cases {
+        assert!(bytes.starts_with(&head), "{rel}");
+        let (a, f, resumed) = append_in_pieces(Path::new(rel), &bytes, &[head.len()], None);
+        assert_eq!(resumed, 0, "{rel}");
+        assert_eq!(a, f, "{rel}");
+    }
+}
+
+/// A resume state that is missing or damaged (a crash, a manual edit) only costs a full parse;
+/// a manifest from before resume states had their own files still opens.
+#[test]
+fn missing_damaged_or_old_inline_resume_state_falls_back() {
+    let acts: Vec<Act> = (0..30)
+        .map(|_| Act::Exchange {
+            words: 12,
+            tool: true,
+        })
+        .collect();
+    let head = generic_lines(&acts[..28]);
+    let bytes = generic_lines(&acts);
+    for damage in ["delete", "corrupt", "old"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, home) = (tmp.path().join("a"), tmp.path().join("home"));
+        std::fs::create_dir_all(&root).unwrap();
+        let file = root.join("log.jsonl");
+        std::fs::write(&file, &head).unwrap();
+        index(&home, &root, None);
+        let states: Vec<PathBuf> = std::fs::read_dir(home.join("resume"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(states.len(), 1);
+        match damage {
+            "delete" => std::fs::remove_file(&states[0]).unwrap(),
+            "corrupt" => std::fs::write(&states[0], b"{\"format\":\"generic\"}").unwrap(),
+            _ => {
+                // The layout before: the point inline under `resume`, no `resume/` folder.
+                std::fs::remove_dir_all(home.join("resume")).unwrap();
+                let path = home.join("manifest.json");
+                let mut m: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                for e in m["files"].as_object_mut().unwrap().values_mut() {
+                    let o = e.as_object_mut().unwrap();
+                    o.remove("resume_state");
+                    o.insert(
+                        "resume".into(),
+                        json!({"point": {"claude": {}}, "head_keys": 1}),
+                    );
+                }
+                std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+            }
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        let again = index(&home, &root, None);
+        assert_eq!(
+            (again.files_indexed, again.files_resumed),
+            (1, 0),
+            "{damage}"
+        );
+        // The full parse wrote a fresh state; the next append resumes from it.
+        let more = generic_lines(&[acts.clone(), acts[..2].to_vec()].concat());
+        std::fs::write(&file, &more).unwrap();
+        assert_eq!(index(&home, &root, None).files_resumed, 1, "{damage}");
+        let named = std::fs::read_dir(home.join("resume")).unwrap().count();
+        assert_eq!(named, 1, "{damage}: states no longer named are deleted");
     }
 }

@@ -24,6 +24,7 @@ use super::lenient::{Block, Content, LBool, LStr, LTs, Obj};
 use super::lines::{self, LineSink};
 use super::tree::{self, Link};
 use super::turns::{Piece, TurnBuilder};
+use super::Anchor;
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -473,25 +474,14 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     Some(Anchor {
         offset: nodes[node].offset,
         turn_base,
-        state: Continuation {
+        state: super::Continuation::ClaudeCode(Continuation {
             primary: primary?,
             session_id: main_id,
             parent_id: main_parent,
             linear: nodes.iter().all(|n| n.link == Link::Root),
             known: fingerprints(nodes, Vec::new()),
-        },
+        }),
     })
-}
-
-/// Where a Claude Code file can be re-parsed from, and the state that parse continues from.
-pub(crate) struct Anchor {
-    /// Byte offset of the line of the record that opened the last turn group that can be
-    /// rebuilt alone: a human prompt or compaction summary on the active branch that
-    /// contributes nothing to the turn before it.
-    pub offset: usize,
-    /// Index of that group's first turn in the session.
-    pub turn_base: usize,
-    pub state: Continuation,
 }
 
 /// What parsing a Claude Code file from an [`Anchor`] needs to know about the bytes before it.
@@ -512,23 +502,16 @@ pub struct Continuation {
     known: Vec<u32>,
 }
 
-fn fingerprint(id: &str) -> u32 {
-    let h = blake3::hash(id.as_bytes());
-    let b = h.as_bytes();
-    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-}
-
 /// `known` plus the fingerprints of the uuids and parent links of `nodes`, sorted.
-fn fingerprints(nodes: &[Node], mut known: Vec<u32>) -> Vec<u32> {
-    for n in nodes {
-        known.extend(n.uuid.as_deref().map(fingerprint));
-        if let Link::To(p) = &n.link {
-            known.push(fingerprint(p));
-        }
-    }
-    known.sort_unstable();
-    known.dedup();
-    known
+fn fingerprints(nodes: &[Node], known: Vec<u32>) -> Vec<u32> {
+    let ids = nodes.iter().flat_map(|n| {
+        let link = match &n.link {
+            Link::To(p) => Some(p.as_str()),
+            _ => None,
+        };
+        n.uuid.as_deref().into_iter().chain(link)
+    });
+    super::fingerprints(ids, known)
 }
 
 /// Parse `region`, the bytes of a Claude Code file from a previous [`Anchor`] on, of which
@@ -545,9 +528,6 @@ pub(crate) fn resume(
     state: &Continuation,
     out: &mut ParsedFile,
 ) -> Option<Anchor> {
-    if lines::bom_len(region) > 0 {
-        return None;
-    }
     let mut sink = Sink::default();
     lines::drive(region, out, &mut sink);
     let nodes = &sink.nodes;
@@ -565,7 +545,7 @@ pub(crate) fn resume(
         if n.offset >= old_len
             && n.uuid
                 .as_deref()
-                .is_some_and(|u| state.known.binary_search(&fingerprint(u)).is_ok())
+                .is_some_and(|u| super::is_known(&state.known, u))
         {
             return None;
         }
@@ -580,7 +560,11 @@ pub(crate) fn resume(
         }
         (0..nodes.len()).collect()
     } else {
-        branch_to_first(nodes, leaf)?
+        // Claude Code links name records the writer flushed: one missing from the region
+        // may be anywhere before it.
+        let ids: Vec<Option<&str>> = nodes.iter().map(|n| n.uuid.as_deref()).collect();
+        let links: Vec<Link> = nodes.iter().map(|n| n.link.clone()).collect();
+        tree::path_to_first(&ids, &links, leaf, |_| true)?
     };
     let (turns, anchor) = replay(nodes, &path_nodes);
     let (node, turn_base) = anchor?;
@@ -596,41 +580,11 @@ pub(crate) fn resume(
     Some(Anchor {
         offset: nodes[node].offset,
         turn_base,
-        state: Continuation {
+        state: super::Continuation::ClaudeCode(Continuation {
             known: fingerprints(&nodes[new_nodes..], state.known.clone()),
             ..state.clone()
-        },
+        }),
     })
-}
-
-/// The active branch from `leaf` back to node 0, root first, when every step stays inside
-/// `nodes` (what [`tree::active_path`] walks in the whole file, given that node 0 is on it).
-fn branch_to_first(nodes: &[Node], leaf: usize) -> Option<Vec<usize>> {
-    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
-    for (i, n) in nodes.iter().enumerate() {
-        if let Some(u) = &n.uuid {
-            by_id.entry(u.as_str()).or_insert(i);
-        }
-    }
-    let mut visited = vec![false; nodes.len()];
-    let mut path = Vec::new();
-    let mut cur = leaf;
-    loop {
-        if std::mem::replace(&mut visited[cur], true) {
-            return None;
-        }
-        path.push(cur);
-        if cur == 0 {
-            break;
-        }
-        cur = match &nodes[cur].link {
-            Link::To(p) => *by_id.get(p.as_str())?,
-            Link::Previous => cur - 1,
-            Link::Root => return None,
-        };
-    }
-    path.reverse();
-    Some(path)
 }
 
 /// `(session id, parent id)` of a subagent transcript: `<parent>:agent-<id>`.

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Format, ParsedFile, Role, Session};
@@ -19,6 +19,7 @@ use super::clean;
 use super::lenient::{Content, LStr, LTs, Obj};
 use super::lines::{self, LineSink};
 use super::turns::TurnBuilder;
+use super::Anchor;
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -89,12 +90,17 @@ struct Meta {
 
 #[derive(Default)]
 struct Sink {
-    events: Vec<Ev>,
+    /// Events with the offset of their line.
+    events: Vec<(usize, Ev)>,
     metas: Vec<Meta>,
     header_id: Option<String>,
     header_ts: Option<i64>,
+    /// Offset of the last line that set the pre-envelope header.
+    header_at: Option<usize>,
     context_cwd: Option<String>,
     title: Option<String>,
+    /// Offset of the line being parsed.
+    offset: usize,
 }
 
 /// Injected context Codex writes as "user" messages.
@@ -154,17 +160,21 @@ fn find_parent(v: &Value, depth: u8) -> Option<String> {
 }
 
 impl Sink {
+    fn push(&mut self, ev: Ev) {
+        self.events.push((self.offset, ev));
+    }
+
     fn item(&mut self, p: &Item<'_>, ts: Option<i64>) {
         match p.kind.get().unwrap_or("") {
             "message" => {
                 let text = content_text(&p.content);
                 match p.role.get() {
-                    Some("user") => self.events.push(Ev::User {
+                    Some("user") => self.push(Ev::User {
                         text,
                         ts,
                         event: false,
                     }),
-                    Some("assistant") => self.events.push(Ev::Assistant {
+                    Some("assistant") => self.push(Ev::Assistant {
                         text,
                         ts,
                         event: false,
@@ -200,7 +210,7 @@ impl Sink {
             | "tool_search_output" => {
                 let text = content_text(&p.output);
                 if !text.trim().is_empty() {
-                    self.events.push(Ev::Result {
+                    self.push(Ev::Result {
                         text: clean::render_result(&text),
                         ts,
                     });
@@ -216,7 +226,7 @@ impl Sink {
         let summary = clean::tool_summary(name, args);
         let mut files = Vec::new();
         clean::tool_files(name, args, &mut files);
-        self.events.push(Ev::Call {
+        self.push(Ev::Call {
             name: name.to_owned(),
             summary,
             files,
@@ -245,7 +255,7 @@ impl Sink {
                 "event_msg" => match p.kind.get().unwrap_or("") {
                     "user_message" => {
                         let text = p.message.get().unwrap_or("").to_owned();
-                        self.events.push(Ev::User {
+                        self.push(Ev::User {
                             text,
                             ts,
                             event: true,
@@ -253,7 +263,7 @@ impl Sink {
                     }
                     "agent_message" => {
                         let text = p.message.get().unwrap_or("").to_owned();
-                        self.events.push(Ev::Assistant {
+                        self.push(Ev::Assistant {
                             text,
                             ts,
                             event: true,
@@ -269,7 +279,7 @@ impl Sink {
                 "compacted" => {
                     // replacement_history re-contains old turns: only the summary is new.
                     if let Some(m) = p.message.get() {
-                        self.events.push(Ev::Summary {
+                        self.push(Ev::Summary {
                             text: m.to_owned(),
                             ts,
                         });
@@ -289,6 +299,7 @@ impl Sink {
                 if self.header_id.is_none() {
                     self.header_id = l.id.owned();
                     self.header_ts = l.timestamp.0;
+                    self.header_at = Some(self.offset);
                     if let Some(c) = l.cwd.owned() {
                         self.context_cwd.get_or_insert(c);
                     }
@@ -308,6 +319,10 @@ impl LineSink for Sink {
         self.take(&l);
         Ok(())
     }
+
+    fn line_start(&mut self, offset: usize) {
+        self.offset = offset;
+    }
 }
 
 /// The uuid at the end of a rollout file stem (`rollout-2025-…-<uuid>`).
@@ -324,8 +339,89 @@ fn stem_uuid(stem: &str) -> Option<&str> {
     ok.then_some(tail)
 }
 
-/// Parse a Codex rollout.
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+/// Which of the two logs each side of the conversation is taken from: a property of the
+/// whole file, so records appended later can switch it for every turn before them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Sources {
+    /// User prompts from `event_msg/user_message` (some record is one), else from
+    /// `response_item` user messages.
+    event_users: bool,
+    /// Assistant prose from `response_item` messages (some record is one), else from
+    /// `event_msg/agent_message`.
+    item_assistant: bool,
+}
+
+impl Sources {
+    fn of<'a>(events: impl IntoIterator<Item = &'a (usize, Ev)>) -> Sources {
+        let mut s = Sources::default();
+        for (_, e) in events {
+            match e {
+                Ev::User { event: true, .. } => s.event_users = true,
+                Ev::Assistant { event: false, .. } => s.item_assistant = true,
+                _ => {}
+            }
+        }
+        s
+    }
+
+    fn or(self, other: Sources) -> Sources {
+        Sources {
+            event_users: self.event_users || other.event_users,
+            item_assistant: self.item_assistant || other.item_assistant,
+        }
+    }
+}
+
+/// What parsing a rollout from an [`Anchor`] needs to know about the records before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuation {
+    session_id: String,
+    parent_id: Option<String>,
+    /// Pre-envelope header: its id, and the time of records that carry none.
+    header_id: Option<String>,
+    header_ts: Option<i64>,
+    /// The sources the file's turns were rendered with.
+    sources: Sources,
+    /// What the records before the anchor alone decide.
+    before: Sources,
+}
+
+/// Turns of `events` rendered from `sources`, and the (line offset, raw turn index) of the
+/// last event that opened a human or summary turn.
+fn render(events: &[(usize, Ev)], sources: Sources) -> (TurnBuilder, Option<(usize, usize)>) {
+    let mut b = TurnBuilder::default();
+    let mut opened = None;
+    for (offset, e) in events {
+        let before = b.len();
+        match e {
+            Ev::User { text, ts, event } => {
+                if *event == sources.event_users && !is_scaffolding(text) {
+                    b.push(Role::User, clean::clean_text(text), *ts, None);
+                }
+            }
+            Ev::Assistant { text, ts, event } => {
+                if *event != sources.item_assistant {
+                    b.text(text, *ts, None);
+                }
+            }
+            Ev::Call {
+                name,
+                summary,
+                files,
+                ts,
+            } => b.tool_call(name, summary, files, *ts, None),
+            Ev::Result { text, ts } => b.tool_result(text, false, *ts),
+            Ev::Summary { text, ts } => b.push(Role::Summary, text.clone(), *ts, None),
+        }
+        if matches!(e, Ev::User { .. } | Ev::Summary { .. }) && b.len() > before {
+            opened = Some((*offset, before));
+        }
+    }
+    (b, opened)
+}
+
+/// Parse a Codex rollout; `Some` with where a later append can be parsed from.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<Anchor> {
     let mut sink = Sink::default();
     lines::drive(bytes, out, &mut sink);
     let stem = super::claude::stem(path);
@@ -342,39 +438,32 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         .or_else(|| sink.context_cwd.clone());
     let parent_id = meta.and_then(|m| m.parent.clone()).filter(|p| *p != id);
 
-    let event_users = sink
-        .events
-        .iter()
-        .any(|e| matches!(e, Ev::User { event: true, .. }));
-    let item_assistant = sink
-        .events
-        .iter()
-        .any(|e| matches!(e, Ev::Assistant { event: false, .. }));
-
-    let mut b = TurnBuilder::default();
-    for e in &sink.events {
-        match e {
-            Ev::User { text, ts, event } => {
-                if *event == event_users && !is_scaffolding(text) {
-                    b.push(Role::User, clean::clean_text(text), *ts, None);
-                }
-            }
-            Ev::Assistant { text, ts, event } => {
-                if *event != item_assistant {
-                    b.text(text, *ts, None);
-                }
-            }
-            Ev::Call {
-                name,
-                summary,
-                files,
-                ts,
-            } => b.tool_call(name, summary, files, *ts, None),
-            Ev::Result { text, ts } => b.tool_result(text, false, *ts),
-            Ev::Summary { text, ts } => b.push(Role::Summary, text.clone(), *ts, None),
+    let sources = Sources::of(&sink.events);
+    let (b, opened) = render(&sink.events, sources);
+    // The header decides the time of later records: only a header set before the anchor
+    // is one the resumed parse starts from.
+    let opened = opened.filter(|(offset, _)| sink.header_at.is_none_or(|h| h < *offset));
+    let (turns, anchor) = match opened {
+        Some((offset, raw)) => {
+            let (turns, turn_base) = b.finish_tracking(raw);
+            let before = Sources::of(sink.events.iter().take_while(|(o, _)| *o < offset));
+            let state = Continuation {
+                session_id: id.clone(),
+                parent_id: parent_id.clone(),
+                header_id: sink.header_id.clone(),
+                header_ts: sink.header_ts,
+                sources,
+                before,
+            };
+            let anchor = Anchor {
+                offset,
+                turn_base,
+                state: super::Continuation::Codex(state),
+            };
+            (turns, Some(anchor))
         }
-    }
-    let turns = b.finish();
+        None => (b.finish(), None),
+    };
     if !turns.is_empty() {
         out.sessions.push(Session {
             id,
@@ -385,4 +474,44 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             turns,
         });
     }
+    anchor
+}
+
+/// Parse `region`, a rollout from an earlier [`Anchor`] on: the session's turns from the
+/// anchor's turn on, and the next anchor. `None` when the records could render differently
+/// in the whole file: a `session_meta` or header (the session's identity), or the first
+/// record of a log that switches the source of the user or assistant side.
+pub(crate) fn resume(region: &[u8], state: &Continuation, out: &mut ParsedFile) -> Option<Anchor> {
+    let mut sink = Sink {
+        header_id: state.header_id.clone(),
+        header_ts: state.header_ts,
+        ..Sink::default()
+    };
+    lines::drive(region, out, &mut sink);
+    if !sink.metas.is_empty() || sink.header_at.is_some() {
+        return None;
+    }
+    if state.before.or(Sources::of(&sink.events)) != state.sources {
+        return None;
+    }
+    let (b, opened) = render(&sink.events, state.sources);
+    let (offset, raw) = opened?;
+    let (turns, turn_base) = b.finish_tracking(raw);
+    let before = Sources::of(sink.events.iter().take_while(|(o, _)| *o < offset));
+    out.sessions.push(Session {
+        id: state.session_id.clone(),
+        parent_id: state.parent_id.clone(),
+        format: Some(Format::Codex),
+        cwd: None,
+        title: None,
+        turns,
+    });
+    Some(Anchor {
+        offset,
+        turn_base,
+        state: super::Continuation::Codex(Continuation {
+            before: state.before.or(before),
+            ..state.clone()
+        }),
+    })
 }

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::{Format, ParsedFile, Role, Session};
@@ -16,21 +17,39 @@ use crate::model::{Format, ParsedFile, Role, Session};
 use super::clean;
 use super::lines::{self, LineSink};
 use super::turns::TurnBuilder;
+use super::Anchor;
 
 fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     o.get(key).and_then(Value::as_str).filter(|x| !x.is_empty())
 }
 
 #[derive(Default)]
-struct Log {
+struct Log<'k> {
     session_id: Option<String>,
     subagent: bool,
     title: Option<String>,
     msgs: Vec<Value>,
     index: HashMap<String, usize>,
+    /// Offset of the line being replayed.
+    offset: usize,
+    /// (list position, line offset) of messages with an id that were appended at the end of
+    /// the list by that line and whose predecessors no later line touched: a replay from
+    /// that line rebuilds the list from that position on. Positions increase.
+    marks: Vec<(usize, usize)>,
+    /// Replaying a region after an anchor: ids of the messages before it (fingerprints).
+    before: Option<&'k [u32]>,
+    /// A line of the region touched the messages before the anchor.
+    escaped: bool,
 }
 
-impl Log {
+impl Log<'_> {
+    /// A line changed the list from position `at` on.
+    fn touched(&mut self, at: usize) {
+        while self.marks.last().is_some_and(|m| m.0 >= at) {
+            self.marks.pop();
+        }
+    }
+
     fn reindex(&mut self) {
         self.index.clear();
         for (i, m) in self.msgs.iter().enumerate() {
@@ -43,8 +62,16 @@ impl Log {
     fn upsert(&mut self, m: Value) {
         match m.get("id").and_then(Value::as_str).map(str::to_owned) {
             Some(id) => match self.index.get(&id) {
-                Some(&i) if i < self.msgs.len() => self.msgs[i] = m,
+                Some(&i) if i < self.msgs.len() => {
+                    // Rewriting a message leaves the mark of its own append.
+                    self.touched(i + 1);
+                    self.msgs[i] = m;
+                }
                 _ => {
+                    if self.before.is_some_and(|k| super::is_known(k, &id)) {
+                        self.escaped = true;
+                    }
+                    self.marks.push((self.msgs.len(), self.offset));
                     self.index.insert(id, self.msgs.len());
                     self.msgs.push(m);
                 }
@@ -54,12 +81,16 @@ impl Log {
     }
 
     fn rewind(&mut self, id: &str) {
+        if self.before.is_some() && !self.index.contains_key(id) {
+            self.escaped = true;
+        }
         let at = self
             .index
             .get(id)
             .copied()
             .unwrap_or(0)
             .min(self.msgs.len());
+        self.touched(at);
         for m in self.msgs.drain(at..) {
             if let Some(id) = m.get("id").and_then(Value::as_str) {
                 self.index.remove(id);
@@ -75,6 +106,8 @@ impl Log {
         }
         if let Some(Value::Object(set)) = o.get("$set") {
             if let Some(Value::Array(list)) = set.get("messages") {
+                self.escaped |= self.before.is_some();
+                self.touched(0);
                 self.msgs.clone_from(list);
                 self.reindex();
             }
@@ -88,6 +121,7 @@ impl Log {
         } else if let Some(sid) = s(&o, "sessionId") {
             // The metadata line (no `type`).
             if self.session_id.is_none() {
+                self.escaped |= self.before.is_some();
                 self.session_id = Some(sid.to_owned());
                 self.subagent = s(&o, "kind") == Some("subagent");
             }
@@ -98,11 +132,15 @@ impl Log {
     }
 }
 
-impl LineSink for Log {
+impl LineSink for Log<'_> {
     fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
         let v: Value = serde_json::from_slice(line)?;
         self.take(v);
         Ok(())
+    }
+
+    fn line_start(&mut self, offset: usize) {
+        self.offset = offset;
     }
 }
 
@@ -138,8 +176,12 @@ fn tool_result_text(call: &Map<String, Value>) -> String {
     parts.join("\n")
 }
 
-fn render(b: &mut TurnBuilder, m: &Value) {
-    let Some(m) = m.as_object() else { return };
+/// Render one message; whether it opened a human turn.
+fn render(b: &mut TurnBuilder, m: &Value) -> bool {
+    let before = b.len();
+    let Some(m) = m.as_object() else {
+        return false;
+    };
     let ts = m.get("timestamp").and_then(clean::value_ts);
     let id = s(m, "id").map(str::to_owned);
     match s(m, "type").unwrap_or("") {
@@ -150,6 +192,7 @@ fn render(b: &mut TurnBuilder, m: &Value) {
                 _ => clean::value_text(m.get("content").unwrap_or(&Value::Null)),
             };
             b.push(Role::User, clean::clean_text(&raw), ts, id);
+            return b.len() > before;
         }
         "gemini" | "model" | "assistant" => {
             let text = clean::value_text(m.get("content").unwrap_or(&Value::Null));
@@ -173,30 +216,72 @@ fn render(b: &mut TurnBuilder, m: &Value) {
         // info / error / warning: UI notices, not conversation.
         _ => {}
     }
+    false
 }
 
+/// What parsing a JSONL log from an [`Anchor`] needs to know about the lines before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuation {
+    session_id: String,
+    parent_id: Option<String>,
+    /// The metadata line was read (a later one changes nothing).
+    has_meta: bool,
+    /// Sorted fingerprints of the ids of the messages before the anchor: a later line that
+    /// rewrites or rewinds to one changes turns the resume keeps.
+    before: Vec<u32>,
+}
+
+/// Push the session of `log`'s messages; the anchor at the last human turn a replay from
+/// its line rebuilds alone, if any.
 fn session(
+    log: &Log<'_>,
     id: String,
     parent_id: Option<String>,
-    title: Option<String>,
-    msgs: &[Value],
+    known: Vec<u32>,
     out: &mut ParsedFile,
-) {
+) -> Option<Anchor> {
     let mut b = TurnBuilder::default();
-    for m in msgs {
-        render(&mut b, m);
+    let mut opened = None;
+    for (i, m) in log.msgs.iter().enumerate() {
+        let before = b.len();
+        if render(&mut b, m) {
+            if let Ok(k) = log.marks.binary_search_by_key(&i, |m| m.0) {
+                opened = Some((i, log.marks[k].1, before));
+            }
+        }
     }
-    let turns = b.finish();
+    let (turns, anchor) = match opened {
+        Some((i, offset, raw)) => {
+            let (turns, turn_base) = b.finish_tracking(raw);
+            let ids = log.msgs[..i]
+                .iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str));
+            let state = Continuation {
+                session_id: id.clone(),
+                parent_id: parent_id.clone(),
+                has_meta: log.session_id.is_some(),
+                before: super::fingerprints(ids, known),
+            };
+            let anchor = Anchor {
+                offset,
+                turn_base,
+                state: super::Continuation::Gemini(state),
+            };
+            (turns, Some(anchor))
+        }
+        None => (b.finish(), None),
+    };
     if !turns.is_empty() {
         out.sessions.push(Session {
             id,
             parent_id,
             format: Some(Format::Gemini),
             cwd: None,
-            title,
+            title: log.title.clone(),
             turns,
         });
     }
+    anchor
 }
 
 /// A legacy single-document session: `{sessionId, messages: [...]}`.
@@ -214,16 +299,31 @@ fn legacy(bytes: &[u8]) -> Option<Map<String, Value>> {
     }
 }
 
-/// Parse a Gemini CLI session (either layout).
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+/// Parse a Gemini CLI session (either layout); for the JSONL log, `Some` with where a later
+/// append can be parsed from.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<Anchor> {
     if let Some(o) = legacy(bytes) {
         out.complete_bytes = bytes.len() as u64;
         let id = s(&o, "sessionId").map_or_else(|| super::claude::stem(path), str::to_owned);
         let title = s(&o, "summary").map(str::to_owned);
         if let Some(Value::Array(msgs)) = o.get("messages") {
-            session(id, None, title, msgs, out);
+            let mut b = TurnBuilder::default();
+            for m in msgs {
+                render(&mut b, m);
+            }
+            let turns = b.finish();
+            if !turns.is_empty() {
+                out.sessions.push(Session {
+                    id,
+                    parent_id: None,
+                    format: Some(Format::Gemini),
+                    cwd: None,
+                    title,
+                    turns,
+                });
+            }
         }
-        return;
+        return None;
     }
     let mut log = Log::default();
     lines::drive(bytes, out, &mut log);
@@ -236,5 +336,28 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         let grand = d.parent()?.file_name()?;
         (grand == "chats").then(|| d.file_name().map(|n| n.to_string_lossy().into_owned()))?
     });
-    session(id, parent, log.title.clone(), &log.msgs, out);
+    session(&log, id, parent, Vec::new(), out)
+}
+
+/// Parse `region`, a JSONL log from an earlier [`Anchor`] on: the session's turns from the
+/// anchor's turn on, and the next anchor. `None` when a line reaches before the anchor:
+/// rewrites or rewinds to an earlier message, replaces the whole list, or names the session.
+pub(crate) fn resume(region: &[u8], state: &Continuation, out: &mut ParsedFile) -> Option<Anchor> {
+    let mut log = Log {
+        session_id: state.has_meta.then(|| state.session_id.clone()),
+        before: Some(&state.before),
+        ..Log::default()
+    };
+    lines::drive(region, out, &mut log);
+    if log.escaped {
+        return None;
+    }
+    let known = state.before.clone();
+    session(
+        &log,
+        state.session_id.clone(),
+        state.parent_id.clone(),
+        known,
+        out,
+    )
 }

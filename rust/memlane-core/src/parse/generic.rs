@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::{Format, ParsedFile, Role, Session};
@@ -14,6 +15,7 @@ use crate::model::{Format, ParsedFile, Role, Session};
 use super::clean;
 use super::lines::{self, LineSink};
 use super::turns::TurnBuilder;
+use super::Anchor;
 
 /// Roles the generic importer understands (also used by detection).
 pub(crate) const ROLES: [&str; 15] = [
@@ -47,6 +49,11 @@ struct Sink {
     order: Vec<String>,
     sessions: HashMap<String, TurnBuilder>,
     default_id: String,
+    /// Offset of the line being parsed.
+    offset: usize,
+    /// Line offset and raw turn index of the last user record that opened a turn (of
+    /// whichever session: only used when the file holds one).
+    opened: Option<(usize, usize)>,
 }
 
 impl Sink {
@@ -73,14 +80,17 @@ impl Sink {
         let b = self.builder(sid.as_deref());
         let content = o.get("content").unwrap_or(&Value::Null);
         let meta = o.get("metadata").and_then(Value::as_object);
+        let mut opened = None;
         match role {
             "user" | "human" => {
+                let before = b.len();
                 b.push(
                     Role::User,
                     clean::clean_text(&clean::value_text(content)),
                     ts,
                     rid,
                 );
+                opened = (b.len() > before).then_some(before);
             }
             "assistant" | "ai" | "model" => {
                 b.text(&clean::value_text(content), ts, None);
@@ -142,6 +152,9 @@ impl Sink {
             // system / developer / scratchpad / unknown roles: not conversation.
             _ => {}
         }
+        if let Some(raw) = opened {
+            self.opened = Some((self.offset, raw));
+        }
     }
 }
 
@@ -158,20 +171,71 @@ impl LineSink for Sink {
         self.take(&v);
         Ok(())
     }
+
+    fn line_start(&mut self, offset: usize) {
+        self.offset = offset;
+    }
 }
 
-/// Parse a generic role/content JSONL file.
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+/// What parsing a generic file from an [`Anchor`] needs: records of other sessions would
+/// make it a file of several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuation {
+    session_id: String,
+}
+
+/// Parse a generic role/content JSONL file; `Some` when it holds one session, from whose last
+/// human turn on a later append can be parsed alone.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<Anchor> {
     let mut sink = Sink {
         default_id: super::claude::stem(path),
         ..Sink::default()
     };
     lines::drive(bytes, out, &mut sink);
+    finish(sink, out)
+}
+
+/// Parse `region`, a generic file from an earlier [`Anchor`] on: its session's turns from
+/// the anchor's turn on, and the next anchor; `None` when a record of another session
+/// appears (the caller then parses the whole file).
+pub(crate) fn resume(
+    region: &[u8],
+    path: &Path,
+    state: &Continuation,
+    out: &mut ParsedFile,
+) -> Option<Anchor> {
+    let mut sink = Sink {
+        default_id: super::claude::stem(path),
+        ..Sink::default()
+    };
+    lines::drive(region, out, &mut sink);
+    if sink.order != [state.session_id.as_str()] {
+        return None;
+    }
+    finish(sink, out)
+}
+
+fn finish(mut sink: Sink, out: &mut ParsedFile) -> Option<Anchor> {
+    let opened = sink.opened.filter(|_| sink.order.len() == 1);
+    let mut anchor = None;
     for id in std::mem::take(&mut sink.order) {
         let Some(b) = sink.sessions.remove(&id) else {
             continue;
         };
-        let turns = b.finish();
+        let turns = match opened {
+            Some((offset, raw)) => {
+                let (turns, turn_base) = b.finish_tracking(raw);
+                anchor = Some(Anchor {
+                    offset,
+                    turn_base,
+                    state: super::Continuation::Generic(Continuation {
+                        session_id: id.clone(),
+                    }),
+                });
+                turns
+            }
+            None => b.finish(),
+        };
         if !turns.is_empty() {
             out.sessions.push(Session {
                 id,
@@ -183,4 +247,5 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             });
         }
     }
+    anchor
 }

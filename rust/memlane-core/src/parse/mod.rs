@@ -177,7 +177,7 @@ fn parse_plain_resumable(
     bytes: &[u8],
     path: &Path,
     forced: Option<Format>,
-) -> (ParsedFile, Option<claude::Anchor>) {
+) -> (ParsedFile, Option<Anchor>) {
     // A markdown note is known by its name; appending to it can never change that.
     let by_name = markdown::has_markdown_extension(path).then_some(Format::Markdown);
     let (format, settled) = match forced.or(by_name) {
@@ -195,17 +195,25 @@ fn parse_plain_resumable(
         format: Some(format),
         ..ParsedFile::default()
     };
-    let mut anchor = None;
-    match format {
-        Format::ClaudeCode => anchor = claude::parse(bytes, path, &mut out),
+    let anchor = match format {
+        Format::ClaudeCode => claude::parse(bytes, path, &mut out),
         Format::Codex => codex::parse(bytes, path, &mut out),
         Format::Openclaw => openclaw::parse(bytes, path, &mut out),
         Format::Gemini => gemini::parse(bytes, path, &mut out),
         Format::Generic => generic::parse(bytes, path, &mut out),
-        Format::Longmemeval => bench::parse_longmemeval(bytes, &mut out),
-        Format::Locomo => bench::parse_locomo(bytes, &mut out),
-        Format::Markdown => markdown::parse(bytes, path, &mut out),
-    }
+        Format::Longmemeval => {
+            bench::parse_longmemeval(bytes, &mut out);
+            None
+        }
+        Format::Locomo => {
+            bench::parse_locomo(bytes, &mut out);
+            None
+        }
+        Format::Markdown => {
+            markdown::parse(bytes, path, &mut out);
+            None
+        }
+    };
     (out, anchor.filter(|_| settled))
 }
 
@@ -240,7 +248,12 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
     let complete =
         usize::try_from(parsed.complete_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
     parsed.content_hash = Some(blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned());
-    parsed.resume = anchor.and_then(|a| ResumePoint::new(&bytes[..complete], a, forced.is_some()));
+    parsed.resume = match (anchor, parsed.format) {
+        (Some(a), Some(format)) => {
+            ResumePoint::new(&bytes[..complete], a, format, forced.is_some())
+        }
+        _ => None,
+    };
     if parsed.skipped.contains_key("invalid_zstd") {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -258,8 +271,61 @@ fn short_hash(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex()[..32].to_owned()
 }
 
+/// A 32-bit fingerprint of a record id, for the sets of ids a resume checks appended
+/// records against (a collision only costs a full re-parse).
+pub(crate) fn fingerprint(id: &str) -> u32 {
+    let h = blake3::hash(id.as_bytes());
+    let b = h.as_bytes();
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// `known` plus the fingerprints of `ids`, sorted and deduplicated.
+pub(crate) fn fingerprints<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    mut known: Vec<u32>,
+) -> Vec<u32> {
+    known.extend(ids.map(fingerprint));
+    known.sort_unstable();
+    known.dedup();
+    known
+}
+
+/// Whether `id`'s fingerprint is in the sorted set `known`.
+pub(crate) fn is_known(known: &[u32], id: &str) -> bool {
+    known.binary_search(&fingerprint(id)).is_ok()
+}
+
+/// Where a format's parser can re-parse a file from, found while parsing it whole (or from
+/// an earlier anchor): the line of a record that opens a human or summary turn of the file's
+/// one session and adds nothing to the turn before it, so the turns before it are final.
+pub(crate) struct Anchor {
+    /// Byte offset of that record's line.
+    pub offset: usize,
+    /// Index of the turn it opens in the session.
+    pub turn_base: usize,
+    /// What a parse from `offset` needs to know about the bytes before it.
+    pub state: Continuation,
+}
+
+/// Each resumable format's state for parsing a file from an [`Anchor`] on: the session's
+/// identity and whatever the records before the anchor decide for the ones after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Continuation {
+    /// Claude Code.
+    ClaudeCode(claude::Continuation),
+    /// Codex rollouts (plain `.jsonl`).
+    Codex(codex::Continuation),
+    /// OpenClaw / pi.
+    Openclaw(openclaw::Continuation),
+    /// Gemini CLI JSONL.
+    Gemini(gemini::Continuation),
+    /// Generic role/content lines.
+    Generic(generic::Continuation),
+}
+
 /// Where a later run can continue parsing a file that only grew, and how it checks that the
-/// bytes it does not re-read are still the ones parsed (kept in the manifest).
+/// bytes it does not re-read are still the ones parsed (kept with the manifest).
 ///
 /// A resume re-reads the file from `offset` (the line that opened the last turn group it can
 /// rebuild, so the last, possibly incomplete, turn pair is re-chunked when it completes) and
@@ -285,22 +351,25 @@ pub struct ResumePoint {
     pub head_hash: String,
     /// blake3 of the bytes from `offset` to `complete_bytes`.
     pub tail_hash: String,
-    claude: claude::Continuation,
+    state: Continuation,
 }
 
 impl ResumePoint {
-    /// `complete`: the file's complete lines.
-    fn new(complete: &[u8], anchor: claude::Anchor, forced: bool) -> Option<ResumePoint> {
+    /// `complete`: the file's complete lines. `None` unless the anchor's line is terminated:
+    /// an unterminated last line may still be growing, and a re-parse would then not find
+    /// the record the anchor names.
+    fn new(complete: &[u8], anchor: Anchor, format: Format, forced: bool) -> Option<ResumePoint> {
+        memchr::memchr(b'\n', complete.get(anchor.offset..)?)?;
         let head = anchor.offset.min(HEAD_WINDOW);
         Some(ResumePoint {
-            format: Format::ClaudeCode,
+            format,
             forced,
             offset: anchor.offset as u64,
             turn_base: u32::try_from(anchor.turn_base).ok()?,
             complete_bytes: complete.len() as u64,
             head_hash: short_hash(&complete[..head]),
             tail_hash: short_hash(complete.get(anchor.offset..)?),
-            claude: anchor.state,
+            state: anchor.state,
         })
     }
 }
@@ -353,11 +422,22 @@ pub fn resume_file(
     if region.len() < old_len || short_hash(&region[..old_len]) != point.tail_hash {
         return Ok(None);
     }
+    if lines::bom_len(&region) > 0 {
+        return Ok(None);
+    }
     let mut parsed = ParsedFile {
         format: Some(point.format),
         ..ParsedFile::default()
     };
-    let Some(anchor) = claude::resume(&region, old_len, path, &point.claude, &mut parsed) else {
+    let out = &mut parsed;
+    let anchor = match &point.state {
+        Continuation::ClaudeCode(s) => claude::resume(&region, old_len, path, s, out),
+        Continuation::Codex(s) => codex::resume(&region, s, out),
+        Continuation::Openclaw(s) => openclaw::resume(&region, old_len, s, out),
+        Continuation::Gemini(s) => gemini::resume(&region, s, out),
+        Continuation::Generic(s) => generic::resume(&region, path, s, out),
+    };
+    let Some(anchor) = anchor else {
         return Ok(None);
     };
     let complete =
@@ -375,6 +455,10 @@ pub fn resume_file(
     if head_len > head.len() {
         head.extend_from_slice(&region[..head_len - head.len()]);
     }
+    // As in `ResumePoint::new`: only from a terminated line.
+    if memchr::memchr(b'\n', &region[anchor.offset..complete]).is_none() {
+        return Ok(Some(parsed));
+    }
     parsed.resume = Some(ResumePoint {
         format: point.format,
         forced: point.forced,
@@ -386,7 +470,7 @@ pub fn resume_file(
         complete_bytes: parsed.complete_bytes,
         head_hash: short_hash(&head),
         tail_hash: short_hash(&region[anchor.offset..complete]),
-        claude: anchor.state,
+        state: anchor.state,
     });
     Ok(Some(parsed))
 }

@@ -1,8 +1,10 @@
 //! OpenClaw / pi session JSONL (FORMATS.md §3.4): a `type:"session"` header, then entries
 //! forming a tree through `id`/`parentId`; the active path from the newest entry is indexed.
 
+use std::collections::HashSet;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::{Format, ParsedFile, Role, Session, Turn};
@@ -11,8 +13,11 @@ use super::clean;
 use super::lines::{self, LineSink};
 use super::tree::{self, Link};
 use super::turns::{Piece, TurnBuilder};
+use super::Anchor;
 
 struct Entry {
+    /// Byte offset of the entry's line in the parsed input.
+    offset: usize,
     id: Option<String>,
     link: Link,
     ts: Option<i64>,
@@ -27,6 +32,11 @@ struct Entry {
 struct Sink {
     header: Option<(Option<String>, Option<String>)>,
     entries: Vec<Entry>,
+    /// Offset of the line being parsed.
+    offset: usize,
+    ids: HashSet<String>,
+    /// Two entries share an id (the first one is the link target).
+    repeated: bool,
 }
 
 fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -59,8 +69,13 @@ impl Sink {
             Some(Value::String(p)) => Link::To(p.clone()),
             _ => Link::Root,
         };
+        let id = s(o, "id").map(str::to_owned);
+        if let Some(id) = &id {
+            self.repeated |= !self.ids.insert(id.clone());
+        }
         let mut e = Entry {
-            id: s(o, "id").map(str::to_owned),
+            offset: self.offset,
+            id,
             link,
             ts: o.get("timestamp").and_then(clean::value_ts),
             is_content: false,
@@ -180,26 +195,44 @@ impl LineSink for Sink {
         self.take(&v);
         Ok(())
     }
+
+    fn line_start(&mut self, offset: usize) {
+        self.offset = offset;
+    }
 }
 
-/// Parse an OpenClaw / pi session file.
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
-    let mut sink = Sink::default();
-    lines::drive(bytes, out, &mut sink);
-    let (hid, cwd) = sink.header.clone().unwrap_or((None, None));
-    let id = hid.unwrap_or_else(|| super::claude::stem(path));
+/// What parsing a session file from an [`Anchor`] needs to know about the entries before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuation {
+    session_id: String,
+    /// No entry links to a parent, so every entry is on the path.
+    linear: bool,
+    /// Sorted fingerprints of every entry id and parent link so far (see
+    /// [`fingerprint`](super::fingerprint)): an appended entry with one of these ids would
+    /// re-route an older link, and a link to one leaves the re-parsed region.
+    known: Vec<u32>,
+}
 
-    let entries = &sink.entries;
-    let Some(leaf) = entries.iter().rposition(|e| e.is_content) else {
-        return;
-    };
-    let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
-    let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
-    let path_idx = tree::active_path(&ids, &links, Some(leaf));
+/// `known` plus the fingerprints of the ids and parent links of `entries`.
+fn fingerprints(entries: &[Entry], known: Vec<u32>) -> Vec<u32> {
+    let ids = entries.iter().flat_map(|e| {
+        let link = match &e.link {
+            Link::To(p) => Some(p.as_str()),
+            _ => None,
+        };
+        e.id.as_deref().into_iter().chain(link)
+    });
+    super::fingerprints(ids, known)
+}
 
+/// Turns of the entries `path` (root first), and the (entry, raw turn index) of the last
+/// entry that opened a human or summary turn and added nothing to the turn before it.
+fn replay(entries: &[Entry], path: &[usize]) -> (TurnBuilder, Option<(usize, usize)>) {
     let mut b = TurnBuilder::default();
-    for i in path_idx {
+    let mut opened = None;
+    for &i in path {
         let e = &entries[i];
+        let before = b.len();
         if let Some((text, files)) = &e.summary {
             // Compaction details name the files the summarised span read or modified.
             b.push_full(Turn {
@@ -220,8 +253,50 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         if let Some(h) = &e.human {
             b.push(Role::User, h.clone(), e.ts, e.id.clone());
         }
+        if e.pieces.is_empty() && b.len() > before {
+            opened = Some((i, before));
+        }
     }
-    let turns = b.finish();
+    (b, opened)
+}
+
+/// Whether `path` follows file order: then the entries before any of its entries are all
+/// that decide the path up to it, which is what a resume from it relies on.
+fn in_file_order(path: &[usize]) -> bool {
+    path.windows(2).all(|w| w[0] < w[1])
+}
+
+/// Parse an OpenClaw / pi session file; `Some` with where a later append can be parsed from.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<Anchor> {
+    let mut sink = Sink::default();
+    lines::drive(bytes, out, &mut sink);
+    let (hid, cwd) = sink.header.clone().unwrap_or((None, None));
+    let id = hid.unwrap_or_else(|| super::claude::stem(path));
+
+    let entries = &sink.entries;
+    let leaf = entries.iter().rposition(|e| e.is_content)?;
+    let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
+    let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
+    let path_idx = tree::active_path(&ids, &links, Some(leaf));
+    let (b, opened) = replay(entries, &path_idx);
+    let opened = opened.filter(|_| !sink.repeated && in_file_order(&path_idx));
+    let (turns, anchor) = match opened {
+        Some((i, raw)) => {
+            let (turns, turn_base) = b.finish_tracking(raw);
+            let state = Continuation {
+                session_id: id.clone(),
+                linear: links.iter().all(|l| *l == Link::Root),
+                known: fingerprints(entries, Vec::new()),
+            };
+            let anchor = Anchor {
+                offset: entries[i].offset,
+                turn_base,
+                state: super::Continuation::Openclaw(state),
+            };
+            (turns, Some(anchor))
+        }
+        None => (b.finish(), None),
+    };
     if !turns.is_empty() {
         out.sessions.push(Session {
             id,
@@ -232,4 +307,69 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             turns,
         });
     }
+    anchor
+}
+
+/// Parse `region`, a session file from an earlier [`Anchor`] on, of which the first
+/// `old_len` bytes were parsed before: the session's turns from the anchor's turn on, and
+/// the next anchor. `None` when the whole file could give other turns: the active path
+/// leaves the region (a branch switch or rewind), an appended entry reuses a known id, or
+/// a linear log gains links.
+pub(crate) fn resume(
+    region: &[u8],
+    old_len: usize,
+    state: &Continuation,
+    out: &mut ParsedFile,
+) -> Option<Anchor> {
+    // Past the first line, a `session` line is an entry like any other.
+    let mut sink = Sink {
+        header: Some((None, None)),
+        ..Sink::default()
+    };
+    lines::drive(region, out, &mut sink);
+    let entries = &sink.entries;
+    if sink.repeated || entries.first()?.offset != 0 {
+        return None;
+    }
+    let known = |id: &str| super::is_known(&state.known, id);
+    if entries
+        .iter()
+        .any(|e| e.offset >= old_len && e.id.as_deref().is_some_and(known))
+    {
+        return None;
+    }
+    let leaf = entries.iter().rposition(|e| e.is_content)?;
+    let path: Vec<usize> = if state.linear {
+        if !entries.iter().all(|e| e.link == Link::Root) {
+            return None;
+        }
+        (0..entries.len()).collect()
+    } else {
+        let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
+        let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
+        tree::path_to_first(&ids, &links, leaf, known)?
+    };
+    if !in_file_order(&path) {
+        return None;
+    }
+    let (b, opened) = replay(entries, &path);
+    let (i, raw) = opened?;
+    let (turns, turn_base) = b.finish_tracking(raw);
+    out.sessions.push(Session {
+        id: state.session_id.clone(),
+        parent_id: None,
+        format: Some(Format::Openclaw),
+        cwd: None,
+        title: None,
+        turns,
+    });
+    let new = entries.partition_point(|e| e.offset < old_len);
+    Some(Anchor {
+        offset: entries[i].offset,
+        turn_base,
+        state: super::Continuation::Openclaw(Continuation {
+            known: fingerprints(&entries[new..], state.known.clone()),
+            ..state.clone()
+        }),
+    })
 }

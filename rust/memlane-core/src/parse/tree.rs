@@ -66,6 +66,49 @@ pub(crate) fn active_path(ids: &[Option<&str>], links: &[Link], leaf: Option<usi
     path
 }
 
+/// The active path from `leaf` back to record 0 of a region at the end of a log, root
+/// first: what [`active_path`] walks in the whole log, given that record 0 of the region is
+/// on that path and nothing before the region links into it. `None` when the walk would
+/// leave the region: a root other than record 0, a cycle, or a link to an id outside the
+/// region that `outside` says an earlier record has (a link nobody has dangles, and the walk
+/// goes on with the previous record, as in [`active_path`]).
+pub(crate) fn path_to_first(
+    ids: &[Option<&str>],
+    links: &[Link],
+    leaf: usize,
+    outside: impl Fn(&str) -> bool,
+) -> Option<Vec<usize>> {
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(id) = id {
+            by_id.entry(id).or_insert(i);
+        }
+    }
+    let mut visited = vec![false; ids.len().min(links.len())];
+    let mut path = Vec::new();
+    let mut cur = leaf;
+    loop {
+        if std::mem::replace(visited.get_mut(cur)?, true) {
+            return None;
+        }
+        path.push(cur);
+        if cur == 0 {
+            break;
+        }
+        cur = match &links[cur] {
+            Link::To(p) => match by_id.get(p.as_str()) {
+                Some(&i) => i,
+                None if outside(p) => return None,
+                None => cur - 1,
+            },
+            Link::Previous => cur - 1,
+            Link::Root => return None,
+        };
+    }
+    path.reverse();
+    Some(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
