@@ -2,7 +2,8 @@
 
 Each session is a chain of user prompts, assistant replies with tool calls (Bash, Read, Edit),
 tool results and file paths, written as Claude Code session JSONL (one assistant content block
-per line sharing `message.id`, as the real CLI does).
+per line sharing `message.id`, as the real CLI does). The same conversations can be written as
+Codex rollouts (`codex_lines`, both logs) and generic role/content lines (`generic_lines`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,67 @@ def session_lines(
                   "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False}})
             emit({"type": "assistant", "message": {"id": msg_id + "b", "type": "message", "role": "assistant", "model": "claude-sonnet",
                   "content": [{"type": "text", "text": _paragraph(rng, rng.randint(1, 3))}]}})
+    return lines
+
+
+def _exchanges(rng: random.Random, pairs: int):
+    """(prompt, reply, tool call or None, tool output, follow-up) of `pairs` exchanges."""
+    for p in range(pairs):
+        prompt, reply = _paragraph(rng, rng.randint(1, 3)), _paragraph(rng, rng.randint(2, 6))
+        call, output, follow = None, "", ""
+        if rng.random() < 0.6:
+            call = f"pytest {rng.choice(FILES)} -x"
+            output = "\n".join(_sentence(rng, 12) for _ in range(rng.randint(3, 30)))
+            follow = _paragraph(rng, rng.randint(1, 3))
+        yield p, prompt, reply, call, output, follow
+
+
+def codex_lines(rng: random.Random, session_id: str, pairs: int, start: datetime, header: bool = True) -> list[str]:
+    """A Codex rollout (envelope layout) of `pairs` exchanges, with both the `response_item`
+    and the `event_msg` log, as the CLI writes them; `header=False` for an append."""
+    lines: list[str] = []
+    t = start
+
+    def emit(kind: str, payload: dict) -> None:
+        nonlocal t
+        t += timedelta(seconds=rng.randint(2, 40))
+        lines.append(json.dumps({"timestamp": t.isoformat().replace("+00:00", "Z"), "type": kind, "payload": payload}))
+
+    if header:
+        emit("session_meta", {"id": session_id, "cwd": "/home/dev/project", "originator": "codex_cli_rs", "source": "cli"})
+    for p, prompt, reply, call, output, follow in _exchanges(rng, pairs):
+        emit("turn_context", {"cwd": "/home/dev/project", "model": "gpt-5"})
+        emit("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
+        emit("event_msg", {"type": "user_message", "message": prompt})
+        emit("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": reply}]})
+        emit("event_msg", {"type": "agent_message", "message": reply})
+        if call:
+            args = json.dumps({"command": call.split()})
+            emit("response_item", {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"call_{session_id}_{p}"})
+            emit("response_item", {"type": "function_call_output", "call_id": f"call_{session_id}_{p}", "output": output})
+            emit("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": follow}]})
+            emit("event_msg", {"type": "agent_message", "message": follow})
+    return lines
+
+
+def generic_lines(rng: random.Random, session_id: str, pairs: int, start: datetime) -> list[str]:
+    """Generic `{"id","role","content","timestamp"}` lines of `pairs` exchanges."""
+    lines: list[str] = []
+    t = start
+
+    def emit(role: str, content: str, **extra: object) -> None:
+        nonlocal t
+        t += timedelta(seconds=rng.randint(2, 40))
+        lines.append(json.dumps({"id": f"{session_id}-{len(lines)}", "role": role, "content": content,
+                                 "timestamp": t.isoformat().replace("+00:00", "Z"), **extra}))
+
+    for _, prompt, reply, call, output, follow in _exchanges(rng, pairs):
+        emit("user", prompt)
+        emit("assistant", reply)
+        if call:
+            emit("tool_call", "", tool_name="Bash", parameters={"command": call})
+            emit("tool_result", output)
+            emit("assistant", follow)
     return lines
 
 
