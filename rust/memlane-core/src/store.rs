@@ -710,19 +710,33 @@ impl Writer {
                     *self.refs.entry(key).or_insert(0) += 1;
                 }
             }
+            // A chunk this file had before keeps its key (the key is the text's hash) but a
+            // re-parse can renumber its turns or move it to another session: rewrite the
+            // document so its metadata is what a fresh index would hold. Vectors stay.
+            let previous: HashSet<u64> = self
+                .manifest
+                .files
+                .get(&key)
+                .map(|old| old.keys.iter().copied().collect())
+                .unwrap_or_default();
             for chunk in &chunks {
                 if !seen_here.insert(chunk.key) {
                     continue;
                 }
                 new_keys.push(chunk.key);
                 *self.refs.entry(chunk.key).or_insert(0) += 1;
-                if self.present.insert(chunk.key) {
+                let added = self.present.insert(chunk.key);
+                if added || previous.contains(&chunk.key) {
+                    if !added {
+                        self.tantivy
+                            .delete_term(self.store.lexical.key_term(chunk.key));
+                    }
                     let doc = self
                         .store
                         .lexical
                         .document(chunk, &chunk.source, &chunk.heading);
                     self.tantivy.add_document(doc)?;
-                    self.report.chunks_added += 1;
+                    self.report.chunks_added += u64::from(added);
                     self.lexical_dirty = true;
                 }
             }
