@@ -111,7 +111,10 @@ fn schema() -> (Schema, Fields) {
         key: b.add_u64_field("key", INDEXED | STORED | FAST),
         source: b.add_text_field("source", STRING | STORED),
         text: b.add_text_field("text", text_options),
-        path: b.add_text_field("path", STRING | STORED),
+        // Stored only: nothing searches by path or hash, and their unique terms (a random
+        // hash per chunk) made term-dictionary building a visible cost of indexing. Homes
+        // built before keep their own schema, in which both are also indexed.
+        path: b.add_text_field("path", STORED),
         session_id: b.add_text_field("session_id", STRING | STORED),
         turn_start: b.add_u64_field("turn_start", STORED),
         turn_end: b.add_u64_field("turn_end", STORED),
@@ -120,7 +123,7 @@ fn schema() -> (Schema, Fields) {
         heading: b.add_text_field("heading", STORED),
         role: b.add_text_field("role", STORED),
         format: b.add_text_field("format", STORED),
-        hash: b.add_text_field("hash", STRING | STORED),
+        hash: b.add_text_field("hash", STORED),
         meta: b.add_text_field("meta", STORED),
     };
     (b.build(), fields)

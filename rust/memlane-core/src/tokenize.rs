@@ -6,6 +6,8 @@
 //! `getusername`, `get`, `user`, `name`. Tokens are lower-cased; English stop words are
 //! dropped and plain alphabetic words are stemmed (Porter2), with a per-tokenizer cache
 //! because stemming the same few thousand words over and over dominated indexing time.
+//! Tokenizing runs once per indexed chunk, so the hot path allocates nothing and looks each
+//! plain word up once.
 
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -39,9 +41,12 @@ pub struct CodeTokenizer {
     /// Token buffers reused across texts (their `String`s keep their capacity).
     tokens: Vec<Token>,
     len: usize,
+    /// Byte ranges of the parts of the current word (reused across words).
+    parts: Vec<(usize, usize)>,
     stop_words: Arc<FxHashSet<&'static str>>,
     stemmer: Arc<Stemmer>,
-    stems: FxHashMap<String, String>,
+    /// Plain lower-case word → its stem, or `None` for a stop word.
+    stems: FxHashMap<String, Option<String>>,
 }
 
 impl Default for CodeTokenizer {
@@ -49,6 +54,7 @@ impl Default for CodeTokenizer {
         CodeTokenizer {
             tokens: Vec::new(),
             len: 0,
+            parts: Vec::new(),
             stop_words: Arc::new(STOP_WORDS.iter().copied().collect()),
             stemmer: Arc::new(Stemmer::create(Algorithm::English)),
             stems: FxHashMap::default(),
@@ -131,20 +137,22 @@ impl CodeTokenizer {
         } else {
             token.text.extend(text.chars().flat_map(char::to_lowercase));
         }
-        if is_part {
-            if self.stop_words.contains(token.text.as_str()) {
-                return;
-            }
-            if token.text.bytes().all(|b| b.is_ascii_lowercase()) {
-                if let Some(stem) = self.stems.get(token.text.as_str()) {
-                    token.text.clone_from(stem);
-                } else {
+        // Stop words are plain lower-case words too, so one cache lookup settles both.
+        if is_part && token.text.bytes().all(|b| b.is_ascii_lowercase()) {
+            match self.stems.get(token.text.as_str()) {
+                Some(Some(stem)) => token.text.clone_from(stem),
+                Some(None) => return,
+                None => {
                     if self.stems.len() > STEM_CACHE_LIMIT {
                         self.stems.clear();
                     }
+                    if self.stop_words.contains(token.text.as_str()) {
+                        self.stems.insert(token.text.clone(), None);
+                        return;
+                    }
                     let stem = self.stemmer.stem(&token.text).into_owned();
                     self.stems
-                        .insert(std::mem::replace(&mut token.text, stem.clone()), stem);
+                        .insert(std::mem::replace(&mut token.text, stem.clone()), Some(stem));
                 }
             }
         }
@@ -158,6 +166,7 @@ impl CodeTokenizer {
     fn tokenize(&mut self, text: &str) {
         self.len = 0;
         let mut position = 0;
+        let mut parts = std::mem::take(&mut self.parts);
         for (word_start, word) in words(text) {
             // Trim joiners at the ends: "end." or "--flag" keep their core.
             let trimmed = word.trim_matches(is_joiner);
@@ -165,21 +174,16 @@ impl CodeTokenizer {
                 continue;
             }
             let start = word_start + (word.len() - word.trim_start_matches(is_joiner).len());
-            let parts = parts(trimmed);
+            split_parts(trimmed, &mut parts);
             if parts.len() > 1 {
                 self.push(trimmed, start, start + trimmed.len(), position, false);
             }
-            for (offset, part) in parts {
-                self.push(
-                    part,
-                    start + offset,
-                    start + offset + part.len(),
-                    position,
-                    true,
-                );
+            for &(from, to) in &parts {
+                self.push(&trimmed[from..to], start + from, start + to, position, true);
                 position += 1;
             }
         }
+        self.parts = parts;
     }
 }
 
@@ -191,9 +195,18 @@ fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
 }
 
-/// Alphanumeric parts of a word, split on joiners and lower→upper camel-case boundaries.
-fn parts(word: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
+/// Byte ranges of the alphanumeric parts of a word, split on joiners and lower→upper
+/// camel-case boundaries, into `out`.
+fn split_parts(word: &str, out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    // The common case, a plain lower-case word or number, is one part.
+    if word
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        out.push((0, word.len()));
+        return;
+    }
     let mut start: Option<usize> = None;
     let mut prev: Option<char> = None;
     for (i, c) in word.char_indices() {
@@ -201,21 +214,20 @@ fn parts(word: &str) -> Vec<(usize, &str)> {
             let camel = prev.is_some_and(|p| p.is_lowercase() && c.is_uppercase());
             match start {
                 Some(s) if camel => {
-                    out.push((s, &word[s..i]));
+                    out.push((s, i));
                     start = Some(i);
                 }
                 Some(_) => {}
                 None => start = Some(i),
             }
         } else if let Some(s) = start.take() {
-            out.push((s, &word[s..i]));
+            out.push((s, i));
         }
         prev = Some(c);
     }
     if let Some(s) = start {
-        out.push((s, &word[s..]));
+        out.push((s, word.len()));
     }
-    out
 }
 
 impl Tokenizer for CodeTokenizer {
