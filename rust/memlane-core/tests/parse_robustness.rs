@@ -752,10 +752,19 @@ fn chatgpt_array_branches_and_malformed_conversations() {
         "c1",
         Some("b1"),
         vec![
-            ("root".into(), json!({"id": "root", "message": null, "parent": null})),
+            (
+                "root".into(),
+                json!({"id": "root", "message": null, "parent": null}),
+            ),
             chatgpt_node("u", Some("root"), "user", "question one", 1_700_000_001.0),
             chatgpt_node("b1", Some("u"), "assistant", "kept answer", 1_700_000_002.0),
-            chatgpt_node("b2", Some("u"), "assistant", "regenerated later", 1_700_000_003.0),
+            chatgpt_node(
+                "b2",
+                Some("u"),
+                "assistant",
+                "regenerated later",
+                1_700_000_003.0,
+            ),
         ],
     );
     // No current_node: the newest message's branch.
@@ -766,7 +775,13 @@ fn chatgpt_array_branches_and_malformed_conversations() {
             chatgpt_node("u", None, "user", "question two", 1_700_000_001.0),
             chatgpt_node("a1", Some("u"), "assistant", "old", 1_700_000_002.0),
             chatgpt_node("a2", Some("u"), "assistant", "newest", 1_700_000_005.0),
-            chatgpt_node("s", Some("a2"), "system", "hidden instructions", 1_700_000_006.0),
+            chatgpt_node(
+                "s",
+                Some("a2"),
+                "system",
+                "hidden instructions",
+                1_700_000_006.0,
+            ),
         ],
     );
     let doc = json!([branched, {"no": "mapping"}, 5, newest]).to_string();
@@ -794,7 +809,13 @@ fn exports_repair_bad_bytes_and_drop_images() {
     let mut conv = chatgpt_conv(
         "c1",
         None,
-        vec![chatgpt_node("u", None, "user", "caf\u{FFFD} \u{1F600}", 1.0)],
+        vec![chatgpt_node(
+            "u",
+            None,
+            "user",
+            "caf\u{FFFD} \u{1F600}",
+            1.0,
+        )],
     );
     conv["mapping"]["u"]["message"]["content"]["parts"]
         .as_array_mut()
@@ -824,7 +845,10 @@ fn claude_ai_blocks_and_branches() {
     let s = &p.sessions[0];
     assert_eq!(
         texts(s),
-        ["hello", "let me look\n[tool web_search] rust serde\n[result] serde.rs\nfound it"]
+        [
+            "hello",
+            "let me look\n[tool web_search] rust serde\n[result] serde.rs\nfound it"
+        ]
     );
     assert_eq!(s.turns[1].tools, ["web_search"]);
     assert_eq!(s.turns[0].timestamp, Some(1_735_689_600_000));
@@ -841,7 +865,10 @@ fn slack_mrkdwn_notices_and_gaps() {
         m("bad", "U2", "no time"),
         "garbage",
     ]);
-    let p = parse_as(doc.to_string().as_bytes(), "/export/general/2023-11-14.json");
+    let p = parse_as(
+        doc.to_string().as_bytes(),
+        "/export/general/2023-11-14.json",
+    );
     assert_eq!(p.format, Some(Format::Slack));
     assert_eq!(p.skipped.get("malformed_message"), Some(&1));
     let s = &p.sessions[0];
@@ -862,7 +889,9 @@ fn aider_sessions_crlf_and_detection() {
     let doc = "\n# aider chat started at 2024-01-02 03:04:05\n\n> aider --model x  \n> Added src/a.py to the chat.  \n\n#### fix the bug  \n#### in a.py  \n\nDone.\n\nsrc/a.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n\n> Tokens: 1 sent, 2 received.  \n> Applied edit to src/a.py  \n\n#### /run pytest  \n\n> 3 passed  \n\n# aider chat started at 2024-01-02 04:00:00\n\n> aider  \n";
     let p = parse_as(doc.as_bytes(), "/repo/.aider.chat.history.md");
     assert_eq!(p.format, Some(Format::Aider));
-    assert!(parse::is_transcript_candidate(Path::new("/repo/.aider.chat.history.md")));
+    assert!(parse::is_transcript_candidate(Path::new(
+        "/repo/.aider.chat.history.md"
+    )));
     assert_eq!(p.sessions.len(), 1);
     let s = &p.sessions[0];
     assert_eq!(s.id, "aider:repo:2024-01-02T03:04:05");
@@ -870,7 +899,9 @@ fn aider_sessions_crlf_and_detection() {
     assert_eq!(s.turns[0].text, "fix the bug\nin a.py");
     assert_eq!(s.turns[0].files, ["src/a.py"]);
     assert!(s.turns[1].text.starts_with("Done.\n\nsrc/a.py\n```python"));
-    assert!(s.turns[1].text.ends_with("```\n[result] Applied edit to src/a.py"));
+    assert!(s.turns[1]
+        .text
+        .ends_with("```\n[result] Applied edit to src/a.py"));
     assert_eq!(s.turns[1].files, ["src/a.py"]);
     assert_eq!(s.turns[1].tools, ["edit"]);
     assert_eq!(s.turns[2].tools, ["/run"]);
@@ -880,8 +911,14 @@ fn aider_sessions_crlf_and_detection() {
     assert_eq!(p.sessions, q.sessions);
     // A note that quotes a header inside a code fence stays a note.
     let note = "# Aider\n\n```\n# aider chat started at 2024-01-02 03:04:05\n```\n";
-    assert_eq!(parse::detect(note.as_bytes(), Path::new("aider.md")), Some(Format::Markdown));
-    assert_eq!(parse_as(note.as_bytes(), "aider.md").format, Some(Format::Markdown));
+    assert_eq!(
+        parse::detect(note.as_bytes(), Path::new("aider.md")),
+        Some(Format::Markdown)
+    );
+    assert_eq!(
+        parse_as(note.as_bytes(), "aider.md").format,
+        Some(Format::Markdown)
+    );
 }
 
 #[test]
@@ -889,11 +926,29 @@ fn copilot_and_cursor_ids_from_paths() {
     let ev = |ty: &str, id: &str, parent: Option<&str>, data: Value| json!({"type": ty, "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z", "data": data});
     let doc = jsonl(&[
         ev("user.message", "e1", None, json!({"content": "first"})),
-        ev("assistant.message", "e2", Some("e1"), json!({"content": "abandoned"})),
-        ev("assistant.message", "e3", Some("e1"), json!({"content": "retried", "toolRequests": [{"toolCallId": "c", "name": "view", "arguments": {"path": "a.rs"}}]})),
-        ev("tool.execution_complete", "e4", Some("e3"), json!({"toolCallId": "c", "success": false, "error": {"message": "no such file"}})),
+        ev(
+            "assistant.message",
+            "e2",
+            Some("e1"),
+            json!({"content": "abandoned"}),
+        ),
+        ev(
+            "assistant.message",
+            "e3",
+            Some("e1"),
+            json!({"content": "retried", "toolRequests": [{"toolCallId": "c", "name": "view", "arguments": {"path": "a.rs"}}]}),
+        ),
+        ev(
+            "tool.execution_complete",
+            "e4",
+            Some("e3"),
+            json!({"toolCallId": "c", "success": false, "error": {"message": "no such file"}}),
+        ),
     ]);
-    let p = parse_as(doc.as_bytes(), "/h/.copilot/session-state/sid-9/events.jsonl");
+    let p = parse_as(
+        doc.as_bytes(),
+        "/h/.copilot/session-state/sid-9/events.jsonl",
+    );
     assert_eq!(p.format, Some(Format::Copilot));
     let s = &p.sessions[0];
     assert_eq!(s.id, "sid-9");
@@ -902,7 +957,10 @@ fn copilot_and_cursor_ids_from_paths() {
         ["first", "retried\n[tool view] a.rs\n[error] no such file"]
     );
     assert_eq!(s.turns[1].files, ["a.rs"]);
-    let p = parse_as(doc.as_bytes(), "/h/.copilot/history-session-state/legacy-1.jsonl");
+    let p = parse_as(
+        doc.as_bytes(),
+        "/h/.copilot/history-session-state/legacy-1.jsonl",
+    );
     assert_eq!(p.sessions[0].id, "legacy-1");
 
     let cursor = jsonl(&[
@@ -910,11 +968,20 @@ fn copilot_and_cursor_ids_from_paths() {
         json!({"role": "assistant", "message": {"content": [{"type": "thinking", "thinking": "hm"}, {"type": "tool_use", "name": "Read", "input": {"path": "/w/a.py"}}]}}),
         json!({"type": "turn_ended", "status": "error", "error": "rate limited"}),
     ]);
-    let p = parse_as(cursor.as_bytes(), "/h/.cursor/projects/p/agent-transcripts/u1/subagents/s1.jsonl");
+    let p = parse_as(
+        cursor.as_bytes(),
+        "/h/.cursor/projects/p/agent-transcripts/u1/subagents/s1.jsonl",
+    );
     assert_eq!(p.format, Some(Format::Cursor));
     let s = &p.sessions[0];
-    assert_eq!((s.id.as_str(), s.parent_id.as_deref()), ("u1:s1", Some("u1")));
-    assert_eq!(texts(s), ["sub task", "[tool Read] /w/a.py\n[error] rate limited"]);
+    assert_eq!(
+        (s.id.as_str(), s.parent_id.as_deref()),
+        ("u1:s1", Some("u1"))
+    );
+    assert_eq!(
+        texts(s),
+        ["sub task", "[tool Read] /w/a.py\n[error] rate limited"]
+    );
     assert_eq!(s.turns[1].files, ["/w/a.py"]);
 }
 

@@ -683,7 +683,10 @@ fn cursor_agent_transcript() {
     .unwrap();
     assert!(s.turns.iter().all(|t| t.timestamp == Some(mtime)));
     let from_bytes = parse::parse_bytes(&std::fs::read(&path).unwrap(), &path, None);
-    assert!(from_bytes.sessions[0].turns.iter().all(|t| t.timestamp.is_none()));
+    assert!(from_bytes.sessions[0]
+        .turns
+        .iter()
+        .all(|t| t.timestamp.is_none()));
 }
 
 #[test]
@@ -721,13 +724,15 @@ fn hermes_legacy_session() {
     assert_eq!(s.cwd.as_deref(), Some("/tmp/hermes-small"));
     assert_eq!(roles(s), [U, A]);
     assert_eq!(s.turns[0].text, "Summarize this directory.");
-    assert_eq!(s.turns[1].text, "This directory contains a small Hermes fixture.");
+    assert_eq!(
+        s.turns[1].text,
+        "This directory contains a small Hermes fixture."
+    );
     assert!(s
         .turns
         .iter()
         .all(|t| t.timestamp == Some(ms("2026-04-29T20:00:00Z"))));
 }
-
 
 #[test]
 fn aider_chat_history() {
@@ -742,19 +747,33 @@ fn aider_chat_history() {
     // The excerpt starts mid-conversation: what comes before the first header has no time.
     let pre = session(&p, "aider:aider");
     assert_eq!(roles(pre), [U]);
-    assert!(pre.turns[0].text.starts_with("# Fix any errors below, if possible."));
+    assert!(pre.turns[0]
+        .text
+        .starts_with("# Fix any errors below, if possible."));
     assert_eq!(pre.turns[0].timestamp, None);
     // A launch with only its banner yields no session.
-    assert!(!p.sessions.iter().any(|s| s.id == "aider:aider:2024-08-05T19:33:02"));
+    assert!(!p
+        .sessions
+        .iter()
+        .any(|s| s.id == "aider:aider:2024-08-05T19:33:02"));
     let s = session(&p, "aider:aider:2024-08-05T19:33:32");
     assert_eq!(roles(s), [U, A, U, U]);
     let prompt = &s.turns[0];
-    assert_eq!(prompt.text, "Use the Spinner instead of the inlined custom spinner");
+    assert_eq!(
+        prompt.text,
+        "Use the Spinner instead of the inlined custom spinner"
+    );
     // Local time with no zone, stored as written.
     assert_eq!(prompt.timestamp, Some(ms("2024-08-05T19:33:32Z")));
-    assert_eq!(prompt.files, ["aider/utils.py"], "Added … to the chat (banner)");
+    assert_eq!(
+        prompt.files,
+        ["aider/utils.py"],
+        "Added … to the chat (banner)"
+    );
     let a = &s.turns[1];
-    assert!(a.text.starts_with("Certainly! I'll modify the `run_install` function"));
+    assert!(a
+        .text
+        .starts_with("Certainly! I'll modify the `run_install` function"));
     assert!(a.text.contains("<<<<<<< SEARCH\ndef run_install(cmd):"));
     assert!(a.text.ends_with(
         "[result] Applied edit to aider/utils.py\nCommit fd43cd4 feat: Use the Spinner instead of the inlined custom spinner"
@@ -763,11 +782,16 @@ fn aider_chat_history() {
     assert_eq!(a.tools, ["edit", "commit"]);
     assert_eq!(a.files, ["aider/utils.py"]);
     assert_eq!(a.timestamp, prompt.timestamp);
-    assert_eq!((s.turns[2].text.as_str(), s.turns[2].tools.as_slice()), ("/diff", &["/diff".to_owned()][..]));
+    assert_eq!(
+        (s.turns[2].text.as_str(), s.turns[2].tools.as_slice()),
+        ("/diff", &["/diff".to_owned()][..])
+    );
     assert_eq!(s.turns[3].text, "/ex");
     let hi = session(&p, "aider:aider:2024-08-05T20:39:59");
     assert_eq!(roles(hi), [U, A, U]);
-    assert!(hi.turns[1].text.starts_with("It seems like you want to change the greeting"));
+    assert!(hi.turns[1]
+        .text
+        .starts_with("It seems like you want to change the greeting"));
     let n = bytes
         .split(|&b| b == b'\n')
         .filter(|l| l.starts_with(b"# aider chat started at "))
@@ -794,10 +818,16 @@ fn chatgpt_export_follows_current_node() {
     assert_eq!(p.complete_bytes, std::fs::metadata(&path).unwrap().len());
     let s = &p.sessions[0];
     assert_eq!(s.id, "chatgpt-fixture-conversation");
-    assert_eq!(s.title.as_deref(), Some("Privacy-safe ChatGPT native fixture"));
+    assert_eq!(
+        s.title.as_deref(),
+        Some("Privacy-safe ChatGPT native fixture")
+    );
     assert_eq!(roles(s), [U, A]);
     let u = &s.turns[0];
-    assert_eq!(u.text, "Analyze the attached fixture and create an artifact.\n[image]");
+    assert_eq!(
+        u.text,
+        "Analyze the attached fixture and create an artifact.\n[image]"
+    );
     assert_eq!(u.files, ["input.txt"]);
     assert_eq!(u.timestamp, Some(1_784_164_540_000));
     assert_eq!(u.ids, ["user-message"]);
@@ -809,20 +839,29 @@ fn chatgpt_export_follows_current_node() {
     assert_eq!(a.tools, ["browser.search"]);
     assert_eq!(a.timestamp, Some(1_784_164_545_000));
     let text = all_text(&p);
-    for gone in ["Superseded answer", "reasoning trace", "reasoning summary", "Preserve structured"] {
+    for gone in [
+        "Superseded answer",
+        "reasoning trace",
+        "reasoning summary",
+        "Preserve structured",
+    ] {
         assert!(!text.contains(gone), "{gone}");
     }
 }
 
 #[test]
 fn claude_ai_export() {
-    let path = sample!("transcripts/claude-ai-export/polylogue-claude-ai-representative-sample-00.json");
+    let path =
+        sample!("transcripts/claude-ai-export/polylogue-claude-ai-representative-sample-00.json");
     let p = parse_ok(&path);
     assert_eq!(p.format, Some(Format::ClaudeAi));
     assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     let s = &p.sessions[0];
     assert_eq!(s.id, "37f8a88b-17fc-495a-87a0-ca6e0822e8f3");
-    assert_eq!(s.title.as_deref(), Some("Improving search index performance"));
+    assert_eq!(
+        s.title.as_deref(),
+        Some("Improving search index performance")
+    );
     assert_eq!(roles(s), [U, A, U]);
     let u = &s.turns[0];
     // The sample's block types are placeholders: the flattened `text` is used.
@@ -831,13 +870,26 @@ fn claude_ai_export() {
     ));
     assert_eq!(
         u.files,
-        ["synthetic-23519", "synthetic-39618", "synthetic-93850", "synthetic-28893", "synthetic-99458", "synthetic-44597"]
+        [
+            "synthetic-23519",
+            "synthetic-39618",
+            "synthetic-93850",
+            "synthetic-28893",
+            "synthetic-99458",
+            "synthetic-44597"
+        ]
     );
     assert_eq!(u.timestamp, Some(ms("2023-10-07T07:03:01.693Z")));
     assert_eq!(u.ids, ["b289f224-4ac9-478d-8da8-eee40df56ac6"]);
-    assert_eq!(s.turns[1].text, "After reviewing, I found several areas for improvement.");
+    assert_eq!(
+        s.turns[1].text,
+        "After reviewing, I found several areas for improvement."
+    );
     assert_eq!(s.turns[1].timestamp, Some(ms("2024-05-09T12:29:00.780Z")));
-    assert!(!all_text(&p).contains("synthetic-6"), "block metadata is not text");
+    assert!(
+        !all_text(&p).contains("synthetic-6"),
+        "block metadata is not text"
+    );
 }
 
 #[test]
@@ -850,8 +902,22 @@ fn slack_channel_day() {
     assert_eq!(s.id, "enrique/2016-01-15");
     // Two exchanges: four messages within three minutes, then two an hour later.
     assert_eq!(roles(s), [U, A, A, A, U, A]);
-    let speakers: Vec<&str> = s.turns.iter().filter_map(|t| t.speaker.as_deref()).collect();
-    assert_eq!(speakers, ["U0BMYT2FL", "U0BMQB6JE", "U0BMYT2FL", "U0BMQB6JE", "U0BMQB6JE", "U0BMQB6JE"]);
+    let speakers: Vec<&str> = s
+        .turns
+        .iter()
+        .filter_map(|t| t.speaker.as_deref())
+        .collect();
+    assert_eq!(
+        speakers,
+        [
+            "U0BMYT2FL",
+            "U0BMQB6JE",
+            "U0BMYT2FL",
+            "U0BMQB6JE",
+            "U0BMQB6JE",
+            "U0BMQB6JE"
+        ]
+    );
     assert!(s.turns[0].text.starts_with("what should setup.py do?"));
     assert_eq!(s.turns[1].text, "Nope. Just \"install\" the executor.");
     assert_eq!(
@@ -861,7 +927,12 @@ fn slack_channel_day() {
     assert_eq!(s.turns[0].timestamp, Some(1_452_845_865_000));
     assert_eq!(s.turns[0].ids, ["1452845865.000008"]);
     // The export's sidecars are not transcripts.
-    let channels = path.parent().unwrap().parent().unwrap().join("channels.json");
+    let channels = path
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("channels.json");
     assert!(!parse::is_transcript_candidate(&channels));
     if channels.exists() {
         let p = parse_ok(&channels);

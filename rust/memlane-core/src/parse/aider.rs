@@ -219,10 +219,10 @@ fn is_modeline(line: &str) -> bool {
 
 /// `aider:<directory of the file>` (`.aider.chat.history.md` lives in the repository root).
 fn base_id(path: &Path) -> String {
-    let dir = path
-        .parent()
-        .and_then(Path::file_name)
-        .map_or_else(|| super::claude::stem(path), |d| d.to_string_lossy().into_owned());
+    let dir = path.parent().and_then(Path::file_name).map_or_else(
+        || super::claude::stem(path),
+        |d| d.to_string_lossy().into_owned(),
+    );
     format!("aider:{dir}")
 }
 

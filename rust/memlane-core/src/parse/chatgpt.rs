@@ -110,7 +110,10 @@ fn render(b: &mut TurnBuilder, m: &Map<String, Value>, fallback_ts: Option<i64>)
         return;
     }
     let empty = Map::new();
-    let content = m.get("content").and_then(Value::as_object).unwrap_or(&empty);
+    let content = m
+        .get("content")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let kind = s(content, "content_type").unwrap_or("text");
     if SKIPPED_CONTENT.contains(&kind) {
         return;
@@ -205,6 +208,8 @@ pub(crate) fn parse(bytes: &[u8], _path: &Path, out: &mut ParsedFile) {
     );
     out.sessions.extend(sessions);
     if bad > 0 {
-        *out.skipped.entry("malformed_conversation".into()).or_insert(0) += bad;
+        *out.skipped
+            .entry("malformed_conversation".into())
+            .or_insert(0) += bad;
     }
 }

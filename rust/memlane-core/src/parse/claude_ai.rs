@@ -189,6 +189,8 @@ pub(crate) fn parse(bytes: &[u8], _path: &Path, out: &mut ParsedFile) {
     );
     out.sessions.extend(sessions);
     if bad > 0 {
-        *out.skipped.entry("malformed_conversation".into()).or_insert(0) += bad;
+        *out.skipped
+            .entry("malformed_conversation".into())
+            .or_insert(0) += bad;
     }
 }

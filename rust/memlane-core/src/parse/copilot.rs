@@ -103,8 +103,7 @@ impl Render {
                     text = clean::value_text(data.get("error").unwrap_or(&Value::Null));
                 }
                 let failed = data.get("success").and_then(Value::as_bool) == Some(false);
-                self.b
-                    .tool_result(&clean::render_result(&text), failed, ts);
+                self.b.tool_result(&clean::render_result(&text), failed, ts);
             }
             // turn_start / turn_end, session.info, model changes, …: bookkeeping.
             _ => {}

@@ -40,7 +40,11 @@ impl Sink {
         if o.get("type").and_then(Value::as_str) == Some("turn_ended") {
             if let Some(err) = o.get("error").filter(|e| !e.is_null()) {
                 let text = clean::value_text(err);
-                let text = if text.is_empty() { err.to_string() } else { text };
+                let text = if text.is_empty() {
+                    err.to_string()
+                } else {
+                    text
+                };
                 self.b.tool_result(&clean::render_result(&text), true, None);
             }
             return;
@@ -71,9 +75,13 @@ impl Sink {
     fn block(&mut self, block: &Value) {
         match block.get("type").and_then(Value::as_str) {
             Some("tool_use") => {
-                let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown");
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
                 let input = clean::decode_arguments(block.get("input").unwrap_or(&Value::Null));
-                self.b.piece(&Piece::call(name.to_owned(), &input), None, None);
+                self.b
+                    .piece(&Piece::call(name.to_owned(), &input), None, None);
             }
             // Reasoning is not what the agent said.
             Some("thinking" | "redacted_thinking") => {}

@@ -154,10 +154,11 @@ fn is_cursor(o: &Map<String, Value>) -> bool {
     !o.contains_key("type")
         && !o.contains_key("uuid")
         && !o.contains_key("timestamp")
-        && matches!(o.get("role").and_then(Value::as_str), Some("user" | "assistant"))
-        && o.get("message")
-            .and_then(|m| m.get("content"))
-            .is_some()
+        && matches!(
+            o.get("role").and_then(Value::as_str),
+            Some("user" | "assistant")
+        )
+        && o.get("message").and_then(|m| m.get("content")).is_some()
 }
 
 fn is_generic(o: &Map<String, Value>) -> bool {

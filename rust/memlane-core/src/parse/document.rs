@@ -29,12 +29,18 @@ impl<'de, F: FnMut(Value)> Visitor<'de> for Items<'_, F> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        (self.0)(Value::deserialize(de::value::MapAccessDeserializer::new(map))?);
+        (self.0)(Value::deserialize(de::value::MapAccessDeserializer::new(
+            map,
+        ))?);
         Ok(())
     }
 }
 
-fn run<S>(body: &[u8], state: &mut impl FnMut() -> S, take: &impl Fn(&mut S, Value)) -> (S, Result<(), serde_json::Error>) {
+fn run<S>(
+    body: &[u8],
+    state: &mut impl FnMut() -> S,
+    take: &impl Fn(&mut S, Value),
+) -> (S, Result<(), serde_json::Error>) {
     let mut s = state();
     let result = {
         let mut feed = |v: Value| take(&mut s, v);
