@@ -373,6 +373,7 @@ fn transcript_candidates() {
         "/h/.gemini/tmp/x/chats/session-1.json",
         "/d/locomo10.json",
         "/d/longmemeval_s.json",
+        "/repo/.aider.chat.history.md",
     ] {
         assert!(parse::is_transcript_candidate(Path::new(yes)), "{yes}");
     }
@@ -382,7 +383,6 @@ fn transcript_candidates() {
         "/h/.openclaw/agents/a/sessions/sessions.json",
         "/slack/channels.json",
         "/h/.claude/history.jsonl",
-        "/repo/.aider.chat.history.md",
         "/x/file.txt",
         "/x/archive.zst",
         "/",
@@ -794,9 +794,11 @@ fn chatgpt_array_branches_and_malformed_conversations() {
     assert_eq!(texts(&p.sessions[1]), ["question two", "newest"]);
     assert_eq!(p.sessions[0].title.as_deref(), Some("t-c1"));
 
-    // A truncated export keeps the conversations before the cut and says so.
+    // A truncated export is no longer recognised, but parsed as one it keeps the
+    // conversations before the cut and says so.
     let cut = &doc[..doc.len() - 40];
-    let p = parse_as(cut.as_bytes(), "conversations.json");
+    assert_eq!(parse::detect(cut.as_bytes(), Path::new("c.json")), None);
+    let p = parse::parse_bytes(cut.as_bytes(), Path::new("c.json"), Some(Format::Chatgpt));
     assert_eq!(p.format, Some(Format::Chatgpt));
     assert_eq!(p.skipped.get("invalid_json"), Some(&1));
     assert_eq!(texts(&p.sessions[0]), ["question one", "kept answer"]);

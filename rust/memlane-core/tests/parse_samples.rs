@@ -672,21 +672,10 @@ fn cursor_agent_transcript() {
         "[tool Shell] git status\nThe repository is clean — no uncommitted changes.",
         "the [REDACTED] placeholder is dropped"
     );
-    // No times in the file: every turn is dated with the file's modification time.
-    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let mtime = i64::try_from(
-        mtime
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
-    assert!(s.turns.iter().all(|t| t.timestamp == Some(mtime)));
-    let from_bytes = parse::parse_bytes(&std::fs::read(&path).unwrap(), &path, None);
-    assert!(from_bytes.sessions[0]
-        .turns
-        .iter()
-        .all(|t| t.timestamp.is_none()));
+    assert!(
+        s.turns.iter().all(|t| t.timestamp.is_none()),
+        "no times in the file"
+    );
 }
 
 #[test]
@@ -887,7 +876,7 @@ fn claude_ai_export() {
     );
     assert_eq!(s.turns[1].timestamp, Some(ms("2024-05-09T12:29:00.780Z")));
     assert!(
-        !all_text(&p).contains("synthetic-6"),
+        !all_text(&p).contains("example.com"),
         "block metadata is not text"
     );
 }
@@ -958,14 +947,11 @@ fn whole_corpus_parses_and_every_turn_is_clean() {
     for f in &files {
         let p = parse_ok(f);
         let bytes = std::fs::read(f).unwrap();
-        // parse_file adds only the subagent title from the .meta.json sidecar, Cursor's
-        // file-time dates and the hash of the complete bytes it read.
+        // parse_file adds only the subagent title from the .meta.json sidecar and the hash of
+        // the complete bytes it read.
         let mut from_bytes = parse::parse_bytes(&bytes, f, None);
         for (a, b) in from_bytes.sessions.iter_mut().zip(&p.sessions) {
             a.title = a.title.take().or_else(|| b.title.clone());
-            for (x, y) in a.turns.iter_mut().zip(&b.turns) {
-                x.timestamp = x.timestamp.or(y.timestamp);
-            }
         }
         let complete = usize::try_from(p.complete_bytes).unwrap();
         let expected_hash = blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned();

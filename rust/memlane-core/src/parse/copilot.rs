@@ -100,7 +100,11 @@ impl Render {
                 let result = data.get("result").unwrap_or(&Value::Null);
                 let mut text = clean::value_text(result);
                 if text.is_empty() {
-                    text = clean::value_text(data.get("error").unwrap_or(&Value::Null));
+                    let err = data.get("error").unwrap_or(&Value::Null);
+                    text = match err.get("message").and_then(Value::as_str) {
+                        Some(m) => m.to_owned(),
+                        None => clean::value_text(err),
+                    };
                 }
                 let failed = data.get("success").and_then(Value::as_bool) == Some(false);
                 self.b.tool_result(&clean::render_result(&text), failed, ts);

@@ -1,8 +1,8 @@
 //! Cursor agent transcripts (FORMATS.md §3.2): `agent-transcripts/<uuid>/<uuid>.jsonl`, one
 //! `{"role", "message": {"content": [blocks]}}` per line plus `{"type": "turn_ended"}`
 //! markers. There are no timestamps, ids, tool results, models or tokens in the file: the
-//! session id is the file stem and [`super::parse_file`] dates the turns with the file's
-//! modification time.
+//! session id is the file stem and turns are undated (the file's modification time would
+//! re-date every earlier turn whenever a line is appended).
 
 use std::path::Path;
 

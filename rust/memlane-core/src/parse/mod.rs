@@ -288,27 +288,7 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
         });
     }
     subagent_title(path, &mut parsed);
-    date_from_mtime(path, &mut parsed);
     Ok(parsed)
-}
-
-/// Date the turns of a Cursor transcript, which has no times, with the file's modification
-/// time (when the last turn was written).
-fn date_from_mtime(path: &Path, parsed: &mut ParsedFile) {
-    if parsed.format != Some(Format::Cursor) {
-        return;
-    }
-    let Some(ms) = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_millis()).ok())
-    else {
-        return;
-    };
-    for t in parsed.sessions.iter_mut().flat_map(|s| &mut s.turns) {
-        t.timestamp.get_or_insert(ms);
-    }
 }
 
 /// Bytes at the start of a file whose hash a resume checks (see [`ResumePoint`]).
