@@ -1,7 +1,7 @@
 """memlane: a memory for AI agents that lasts across sessions.
 
-Index transcript archives (Claude Code, Codex, OpenClaw, Gemini CLI, generic JSONL) and
-search them hybrid (BM25 + vectors), in milliseconds, with provenance.
+Index transcript archives (Claude Code, Codex, OpenClaw, Gemini CLI, Cursor, Copilot CLI,
+Aider, Hermes, ChatGPT / Claude.ai / Slack exports, generic JSONL) and search them hybrid (BM25 + vectors), in milliseconds, with provenance.
 
 Example:
     >>> import memlane, tempfile

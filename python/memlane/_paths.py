@@ -37,5 +37,8 @@ def agent_transcript_dirs() -> list[Path]:
         home / ".gemini" / "tmp",
         Path(os.environ.get("OPENCLAW_STATE_DIR", home / ".openclaw")) / "agents",
         home / ".pi" / "agent" / "sessions",
+        home / ".cursor" / "projects",
+        home / ".copilot" / "session-state",
+        Path(os.environ.get("HERMES_HOME", home / ".hermes")) / "sessions",
     ]
     return [p for p in candidates if p.is_dir()]

@@ -17,7 +17,7 @@ from memlane._paths import agent_transcript_dirs, default_home
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 
-_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo", "markdown"]
+_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider", "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo", "markdown"]
 
 
 class _Bar:

@@ -249,7 +249,8 @@ class Memory:
                 the knowledge library (:func:`memlane.knowledge.library_dirs`).
             embed: Embed new chunks after the keyword index is committed.
             format: Force a format (``claude-code``, ``codex``, ``openclaw``, ``gemini``,
-                ``generic``, ``longmemeval``, ``locomo``, ``markdown``) instead of
+                ``cursor``, ``copilot``, ``hermes``, ``aider``, ``chatgpt``, ``claude-ai``,
+                ``slack``, ``generic``, ``longmemeval``, ``locomo``, ``markdown``) instead of
                 auto-detection; folder walks then take only that format's files.
             progress: Optional callback ``(stage, done, total)``.
 

@@ -260,7 +260,7 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
     p.add_argument("--region", help="AWS region for Bedrock")
     p.add_argument("--session", help="only this session of the file")
-    p.add_argument("--format", choices=["claude-code", "codex", "openclaw", "gemini", "generic", "longmemeval", "locomo"], help="force the transcript format")
+    p.add_argument("--format", choices=["claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider", "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo"], help="force the transcript format")
     p.add_argument("--no-promote", action="store_true", help="write the DailyActivity note only")
     p.add_argument("--utc", action="store_true", help="date and time the note in UTC instead of local time")
     p.set_defaults(func=_cmd_distill)

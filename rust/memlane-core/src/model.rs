@@ -42,6 +42,20 @@ pub enum Format {
     Gemini,
     /// Generic `{"id","role","content","timestamp"}` lines.
     Generic,
+    /// Cursor agent transcript JSONL (`~/.cursor/projects/<slug>/agent-transcripts/…`).
+    Cursor,
+    /// Aider chat history markdown (`.aider.chat.history.md`).
+    Aider,
+    /// ChatGPT data export (`conversations.json`: one or many mapping trees).
+    Chatgpt,
+    /// Claude.ai data export (`conversations.json` with `chat_messages`).
+    ClaudeAi,
+    /// GitHub Copilot CLI session events JSONL (`~/.copilot/session-state/<id>/events.jsonl`).
+    Copilot,
+    /// Slack export channel-day file (`<channel>/<YYYY-MM-DD>.json`).
+    Slack,
+    /// Hermes Agent legacy session JSON (`~/.hermes/sessions/session_*.json`).
+    Hermes,
     /// LongMemEval benchmark file (array of instances with `haystack_sessions`).
     Longmemeval,
     /// LoCoMo benchmark file (array of samples with `conversation`).
@@ -52,14 +66,21 @@ pub enum Format {
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 15] = [
         Format::Codex,
         Format::Openclaw,
+        Format::Copilot,
         Format::Gemini,
         Format::ClaudeCode,
+        Format::Cursor,
+        Format::Hermes,
+        Format::Chatgpt,
+        Format::ClaudeAi,
+        Format::Slack,
         Format::Longmemeval,
         Format::Locomo,
         Format::Generic,
+        Format::Aider,
         Format::Markdown,
     ];
 
@@ -75,6 +96,13 @@ impl Format {
             Format::Longmemeval => "longmemeval",
             Format::Locomo => "locomo",
             Format::Markdown => "markdown",
+            Format::Cursor => "cursor",
+            Format::Aider => "aider",
+            Format::Chatgpt => "chatgpt",
+            Format::ClaudeAi => "claude-ai",
+            Format::Copilot => "copilot",
+            Format::Slack => "slack",
+            Format::Hermes => "hermes",
         }
     }
 

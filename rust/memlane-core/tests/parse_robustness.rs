@@ -373,6 +373,7 @@ fn transcript_candidates() {
         "/h/.gemini/tmp/x/chats/session-1.json",
         "/d/locomo10.json",
         "/d/longmemeval_s.json",
+        "/repo/.aider.chat.history.md",
     ] {
         assert!(parse::is_transcript_candidate(Path::new(yes)), "{yes}");
     }
@@ -382,7 +383,6 @@ fn transcript_candidates() {
         "/h/.openclaw/agents/a/sessions/sessions.json",
         "/slack/channels.json",
         "/h/.claude/history.jsonl",
-        "/repo/.aider.chat.history.md",
         "/x/file.txt",
         "/x/archive.zst",
         "/",
@@ -728,6 +728,265 @@ fn generic_sessions_and_openai_tool_calls() {
     assert_eq!(one.turns[1].files, ["a.md"]);
 }
 
+fn chatgpt_node(id: &str, parent: Option<&str>, role: &str, text: &str, t: f64) -> (String, Value) {
+    (
+        id.to_owned(),
+        json!({"id": id, "parent": parent, "children": [],
+               "message": {"id": format!("m-{id}"), "author": {"role": role}, "create_time": t,
+                           "content": {"content_type": "text", "parts": [text]}, "recipient": "all"}}),
+    )
+}
+
+fn chatgpt_conv(id: &str, current: Option<&str>, nodes: Vec<(String, Value)>) -> Value {
+    let mapping: serde_json::Map<String, Value> = nodes.into_iter().collect();
+    let mut c = json!({"id": id, "title": format!("t-{id}"), "create_time": 1_700_000_000.0, "mapping": mapping});
+    if let Some(cur) = current {
+        c["current_node"] = json!(cur);
+    }
+    c
+}
+
+#[test]
+fn chatgpt_array_branches_and_malformed_conversations() {
+    let branched = chatgpt_conv(
+        "c1",
+        Some("b1"),
+        vec![
+            (
+                "root".into(),
+                json!({"id": "root", "message": null, "parent": null}),
+            ),
+            chatgpt_node("u", Some("root"), "user", "question one", 1_700_000_001.0),
+            chatgpt_node("b1", Some("u"), "assistant", "kept answer", 1_700_000_002.0),
+            chatgpt_node(
+                "b2",
+                Some("u"),
+                "assistant",
+                "regenerated later",
+                1_700_000_003.0,
+            ),
+        ],
+    );
+    // No current_node: the newest message's branch.
+    let newest = chatgpt_conv(
+        "c2",
+        None,
+        vec![
+            chatgpt_node("u", None, "user", "question two", 1_700_000_001.0),
+            chatgpt_node("a1", Some("u"), "assistant", "old", 1_700_000_002.0),
+            chatgpt_node("a2", Some("u"), "assistant", "newest", 1_700_000_005.0),
+            chatgpt_node(
+                "s",
+                Some("a2"),
+                "system",
+                "hidden instructions",
+                1_700_000_006.0,
+            ),
+        ],
+    );
+    let doc = json!([branched, {"no": "mapping"}, 5, newest]).to_string();
+    let p = parse_as(doc.as_bytes(), "conversations.json");
+    assert_eq!(p.format, Some(Format::Chatgpt));
+    assert_eq!(p.skipped.get("malformed_conversation"), Some(&2));
+    let ids: Vec<&str> = p.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+    assert_eq!(texts(&p.sessions[0]), ["question one", "kept answer"]);
+    assert_eq!(texts(&p.sessions[1]), ["question two", "newest"]);
+    assert_eq!(p.sessions[0].title.as_deref(), Some("t-c1"));
+
+    // A truncated export is no longer recognised, but parsed as one it keeps the
+    // conversations before the cut and says so.
+    let cut = &doc[..doc.len() - 40];
+    assert_eq!(parse::detect(cut.as_bytes(), Path::new("c.json")), None);
+    let p = parse::parse_bytes(cut.as_bytes(), Path::new("c.json"), Some(Format::Chatgpt));
+    assert_eq!(p.format, Some(Format::Chatgpt));
+    assert_eq!(p.skipped.get("invalid_json"), Some(&1));
+    assert_eq!(texts(&p.sessions[0]), ["question one", "kept answer"]);
+    assert_eq!(p.complete_bytes, cut.len() as u64);
+}
+
+#[test]
+fn exports_repair_bad_bytes_and_drop_images() {
+    let big = PNG_B64.repeat(500);
+    let mut conv = chatgpt_conv(
+        "c1",
+        None,
+        vec![chatgpt_node(
+            "u",
+            None,
+            "user",
+            "caf\u{FFFD} \u{1F600}",
+            1.0,
+        )],
+    );
+    conv["mapping"]["u"]["message"]["content"]["parts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"content_type": "image_asset_pointer", "asset_pointer": format!("file-service://{big}")}));
+    let doc = conv.to_string().replace("\u{FFFD}", "\\uD83D");
+    let p = parse_as(doc.as_bytes(), "c.json");
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert_eq!(texts(&p.sessions[0]), ["caf\u{FFFD} \u{1F600}\n[image]"]);
+}
+
+#[test]
+fn claude_ai_blocks_and_branches() {
+    let msg = |id: &str, parent: &str, sender: &str, content: Value| json!({"uuid": id, "parent_message_uuid": parent, "sender": sender, "created_at": "2025-01-01T00:00:00.000000+00:00", "text": "flat", "content": content});
+    let conv = json!({"uuid": "cv", "name": "n", "chat_messages": [
+        msg("h1", "00000000-0000-4000-8000-000000000000", "human", json!([{"type": "text", "text": "hello"}])),
+        msg("a1", "h1", "assistant", json!([{"type": "text", "text": "abandoned"}])),
+        msg("a2", "h1", "assistant", json!([
+            {"type": "thinking", "thinking": "private"},
+            {"type": "text", "text": "let me look"},
+            {"type": "tool_use", "name": "web_search", "input": {"query": "rust serde"}},
+            {"type": "tool_result", "name": "web_search", "content": [{"type": "text", "text": "serde.rs"}], "is_error": false},
+            {"type": "text", "text": "found it"}])),
+    ]});
+    let p = parse_as(json!([conv]).to_string().as_bytes(), "conversations.json");
+    assert_eq!(p.format, Some(Format::ClaudeAi));
+    let s = &p.sessions[0];
+    assert_eq!(
+        texts(s),
+        [
+            "hello",
+            "let me look\n[tool web_search] rust serde\n[result] serde.rs\nfound it"
+        ]
+    );
+    assert_eq!(s.turns[1].tools, ["web_search"]);
+    assert_eq!(s.turns[0].timestamp, Some(1_735_689_600_000));
+}
+
+#[test]
+fn slack_mrkdwn_notices_and_gaps() {
+    let m = |ts: &str, user: &str, text: &str| json!({"type": "message", "user": user, "text": text, "ts": ts});
+    let doc = json!([
+        {"type": "message", "subtype": "channel_join", "user": "U1", "text": "<@U1> has joined the channel", "ts": "1700000000.000100"},
+        m("1700000001.000200", "U1", "ping <@U2|bob> see <https://x.io/a|the doc> &amp; <#C9|ops> <!here> a &lt;b&gt;"),
+        {"type": "message", "user": "U2", "text": "", "files": [{"name": "plot.png"}], "ts": "1700000060.000300", "user_profile": {"display_name": "bob"}},
+        m("1700009000.000400", "U1", "next morning"),
+        m("bad", "U2", "no time"),
+        "garbage",
+    ]);
+    let p = parse_as(
+        doc.to_string().as_bytes(),
+        "/export/general/2023-11-14.json",
+    );
+    assert_eq!(p.format, Some(Format::Slack));
+    assert_eq!(p.skipped.get("malformed_message"), Some(&1));
+    let s = &p.sessions[0];
+    assert_eq!(s.id, "general/2023-11-14");
+    assert_eq!(roles(s), [U, A, U, A]);
+    assert_eq!(
+        s.turns[0].text,
+        "ping @bob see the doc (https://x.io/a) & #ops @here a <b>"
+    );
+    assert_eq!(s.turns[1].text, "[shared plot.png]");
+    assert_eq!(s.turns[1].files, ["plot.png"]);
+    assert_eq!(s.turns[1].speaker.as_deref(), Some("bob"));
+    assert_eq!(s.turns[3].timestamp, None);
+}
+
+#[test]
+fn aider_sessions_crlf_and_detection() {
+    let doc = "\n# aider chat started at 2024-01-02 03:04:05\n\n> aider --model x  \n> Added src/a.py to the chat.  \n\n#### fix the bug  \n#### in a.py  \n\nDone.\n\nsrc/a.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n\n> Tokens: 1 sent, 2 received.  \n> Applied edit to src/a.py  \n\n#### /run pytest  \n\n> 3 passed  \n\n# aider chat started at 2024-01-02 04:00:00\n\n> aider  \n";
+    let p = parse_as(doc.as_bytes(), "/repo/.aider.chat.history.md");
+    assert_eq!(p.format, Some(Format::Aider));
+    assert!(parse::is_transcript_candidate(Path::new(
+        "/repo/.aider.chat.history.md"
+    )));
+    assert_eq!(p.sessions.len(), 1);
+    let s = &p.sessions[0];
+    assert_eq!(s.id, "aider:repo:2024-01-02T03:04:05");
+    assert_eq!(roles(s), [U, A, U, A]);
+    assert_eq!(s.turns[0].text, "fix the bug\nin a.py");
+    assert_eq!(s.turns[0].files, ["src/a.py"]);
+    assert!(s.turns[1].text.starts_with("Done.\n\nsrc/a.py\n```python"));
+    assert!(s.turns[1]
+        .text
+        .ends_with("```\n[result] Applied edit to src/a.py"));
+    assert_eq!(s.turns[1].files, ["src/a.py"]);
+    assert_eq!(s.turns[1].tools, ["edit"]);
+    assert_eq!(s.turns[2].tools, ["/run"]);
+    assert_eq!(s.turns[3].text, "[result] 3 passed");
+    let crlf = doc.replace('\n', "\r\n");
+    let q = parse_as(crlf.as_bytes(), "/repo/.aider.chat.history.md");
+    assert_eq!(p.sessions, q.sessions);
+    // A note that quotes a header inside a code fence stays a note.
+    let note = "# Aider\n\n```\n# aider chat started at 2024-01-02 03:04:05\n```\n";
+    assert_eq!(
+        parse::detect(note.as_bytes(), Path::new("aider.md")),
+        Some(Format::Markdown)
+    );
+    assert_eq!(
+        parse_as(note.as_bytes(), "aider.md").format,
+        Some(Format::Markdown)
+    );
+}
+
+#[test]
+fn copilot_and_cursor_ids_from_paths() {
+    let ev = |ty: &str, id: &str, parent: Option<&str>, data: Value| json!({"type": ty, "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z", "data": data});
+    let doc = jsonl(&[
+        ev("user.message", "e1", None, json!({"content": "first"})),
+        ev(
+            "assistant.message",
+            "e2",
+            Some("e1"),
+            json!({"content": "abandoned"}),
+        ),
+        ev(
+            "assistant.message",
+            "e3",
+            Some("e1"),
+            json!({"content": "retried", "toolRequests": [{"toolCallId": "c", "name": "view", "arguments": {"path": "a.rs"}}]}),
+        ),
+        ev(
+            "tool.execution_complete",
+            "e4",
+            Some("e3"),
+            json!({"toolCallId": "c", "success": false, "error": {"message": "no such file"}}),
+        ),
+    ]);
+    let p = parse_as(
+        doc.as_bytes(),
+        "/h/.copilot/session-state/sid-9/events.jsonl",
+    );
+    assert_eq!(p.format, Some(Format::Copilot));
+    let s = &p.sessions[0];
+    assert_eq!(s.id, "sid-9");
+    assert_eq!(
+        texts(s),
+        ["first", "retried\n[tool view] a.rs\n[error] no such file"]
+    );
+    assert_eq!(s.turns[1].files, ["a.rs"]);
+    let p = parse_as(
+        doc.as_bytes(),
+        "/h/.copilot/history-session-state/legacy-1.jsonl",
+    );
+    assert_eq!(p.sessions[0].id, "legacy-1");
+
+    let cursor = jsonl(&[
+        json!({"role": "user", "message": {"content": [{"type": "text", "text": "<attached_files>x</attached_files><user_query>sub task</user_query>"}]}}),
+        json!({"role": "assistant", "message": {"content": [{"type": "thinking", "thinking": "hm"}, {"type": "tool_use", "name": "Read", "input": {"path": "/w/a.py"}}]}}),
+        json!({"type": "turn_ended", "status": "error", "error": "rate limited"}),
+    ]);
+    let p = parse_as(
+        cursor.as_bytes(),
+        "/h/.cursor/projects/p/agent-transcripts/u1/subagents/s1.jsonl",
+    );
+    assert_eq!(p.format, Some(Format::Cursor));
+    let s = &p.sessions[0];
+    assert_eq!(
+        (s.id.as_str(), s.parent_id.as_deref()),
+        ("u1:s1", Some("u1"))
+    );
+    assert_eq!(
+        texts(s),
+        ["sub task", "[tool Read] /w/a.py\n[error] rate limited"]
+    );
+    assert_eq!(s.turns[1].files, ["/w/a.py"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // No input can crash the parser
 
@@ -760,7 +1019,34 @@ fn pool() -> &'static Vec<Vec<u8>> {
             json!({"id": 1, "role": "tool_call", "content": "", "tool_name": "x", "parameters": {"file_path": "f"}}),
             json!([{"question_id": "q", "haystack_session_ids": ["s"], "haystack_dates": ["2023/05/28 (Sun) 16:07"], "haystack_sessions": [[{"role": "user", "content": "c"}]]}]),
             json!([{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": [{"speaker": "A", "text": "t", "dia_id": "D1:1"}]}}]),
+            json!({"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>q</user_query>"}]}}),
+            json!({"role": "assistant", "message": {"content": [{"type": "tool_use", "name": "Shell", "input": {"command": "ls"}}]}}),
+            json!({"type": "turn_ended", "status": "success"}),
+            json!({"type": "session.start", "id": "e1", "parentId": null, "data": {"sessionId": "s", "context": {"cwd": "/w"}}}),
+            json!({"type": "user.message", "id": "e2", "parentId": "e1", "data": {"content": "hi"}}),
+            json!({"type": "assistant.message", "id": "e3", "parentId": "e2", "data": {"content": "", "toolRequests": [{"toolCallId": "c", "name": "bash", "arguments": {"command": "ls"}}]}}),
+            json!({"type": "tool.execution_complete", "id": "e4", "parentId": "e3", "data": {"toolCallId": "c", "success": true, "result": {"content": "a"}}}),
+            json!({"session_id": "h", "session_start": "2026-01-01T00:00:00Z", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}),
+            chatgpt_conv("c", Some("b"), vec![chatgpt_node("a", None, "user", "q", 1.0), chatgpt_node("b", Some("a"), "assistant", "a", 2.0)]),
+            json!([chatgpt_conv("d", None, vec![chatgpt_node("a", Some("a"), "user", "loop", 1.0)])]),
+            json!({"uuid": "u", "chat_messages": [{"uuid": "m", "sender": "human", "text": "q", "content": [{"type": "text", "text": "q"}]}, {"uuid": "n", "parent_message_uuid": "m", "sender": "assistant", "content": [{"type": "tool_use", "name": "t", "input": {}}]}]}),
+            json!([{"type": "message", "user": "U1", "text": "<@U2> hi <https://a|b>", "ts": "1.5"}, {"type": "message", "text": "x", "ts": "99999"}]),
         ];
+        v.extend(
+            [
+                "# aider chat started at 2024-01-02 03:04:05",
+                "#### /add a.py  ",
+                "> Added a.py to the chat.  ",
+                "> Applied edit to a.py  ",
+                "a.py",
+                "```python",
+                "<<<<<<< SEARCH",
+                "```",
+                "",
+            ]
+            .iter()
+            .map(|l| l.as_bytes().to_vec()),
+        );
         v.extend(extra.iter().map(|x| x.to_string().into_bytes()));
         if let Some(dir) = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/transcripts")).filter(|d| d.is_dir()) {
             let files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
@@ -830,7 +1116,7 @@ fn apply(mut line: Vec<u8>, m: &Mutation) -> Vec<u8> {
     line
 }
 
-const FORCED: [Option<Format>; 8] = [
+const FORCED: [Option<Format>; 15] = [
     None,
     Some(Format::ClaudeCode),
     Some(Format::Codex),
@@ -839,13 +1125,22 @@ const FORCED: [Option<Format>; 8] = [
     Some(Format::Generic),
     Some(Format::Longmemeval),
     Some(Format::Locomo),
+    Some(Format::Cursor),
+    Some(Format::Copilot),
+    Some(Format::Hermes),
+    Some(Format::Chatgpt),
+    Some(Format::ClaudeAi),
+    Some(Format::Slack),
+    Some(Format::Aider),
 ];
 
-const PATHS: [&str; 4] = [
+const PATHS: [&str; 6] = [
     "/p/-proj/0b1c.jsonl",
     "/p/s/subagents/agent-ab.jsonl",
     "/c/sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
     "/d/bench.json",
+    "/repo/.aider.chat.history.md",
+    "/slack/general/2024-01-01.json",
 ];
 
 fn check_all(bytes: &[u8]) {
@@ -861,7 +1156,9 @@ fn check_all(bytes: &[u8]) {
             assert!(s.turns.iter().all(|t| !t.text.trim().is_empty()));
         }
     }
-    let _ = parse::detect(bytes, Path::new(PATHS[0]));
+    for path in PATHS {
+        let _ = parse::detect(bytes, Path::new(path));
+    }
 }
 
 proptest! {

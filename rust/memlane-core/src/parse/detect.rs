@@ -138,6 +138,29 @@ fn is_claude(o: &Map<String, Value>) -> bool {
             || o.contains_key("leafUuid"))
 }
 
+/// Copilot CLI events: dotted `type` (`session.start`, `user.message`, …) with a `data` object.
+fn is_copilot(o: &Map<String, Value>) -> bool {
+    kind(o).is_some_and(|k| k.contains('.'))
+        && o.get("data").is_some_and(Value::is_object)
+        && !o.contains_key("payload")
+}
+
+/// Cursor agent transcript lines: `{"role", "message": {"content"}}` with no `type`, or the
+/// `{"type": "turn_ended"}` marker.
+fn is_cursor(o: &Map<String, Value>) -> bool {
+    if kind(o) == Some("turn_ended") {
+        return true;
+    }
+    !o.contains_key("type")
+        && !o.contains_key("uuid")
+        && !o.contains_key("timestamp")
+        && matches!(
+            o.get("role").and_then(Value::as_str),
+            Some("user" | "assistant")
+        )
+        && o.get("message").and_then(|m| m.get("content")).is_some()
+}
+
 fn is_generic(o: &Map<String, Value>) -> bool {
     o.get("role")
         .and_then(Value::as_str)
@@ -162,11 +185,17 @@ fn detect_lines(values: &[Value]) -> Option<Format> {
     if objs.iter().enumerate().any(|(i, o)| is_openclaw(o, i == 0)) {
         return Some(Format::Openclaw);
     }
+    if objs.iter().any(|o| is_copilot(o)) {
+        return Some(Format::Copilot);
+    }
     if objs.iter().enumerate().any(|(i, o)| is_gemini(o, i == 0)) {
         return Some(Format::Gemini);
     }
     if objs.iter().any(|o| is_claude(o)) {
         return Some(Format::ClaudeCode);
+    }
+    if objs.iter().all(|o| is_cursor(o)) {
+        return Some(Format::Cursor);
     }
     if objs.len() == values.len() && objs.iter().all(|o| is_generic(o)) {
         return Some(Format::Generic);
@@ -309,13 +338,31 @@ fn detect_document(bytes: &[u8]) -> Option<Format> {
         {
             return Some(Format::Locomo);
         }
-        return None;
+        return export_shape(&shape);
     }
     if shape.has("sessionId")
         && shape.has("messages")
         && (shape.has("projectHash") || shape.has("startTime"))
     {
         return Some(Format::Gemini);
+    }
+    if shape.has("session_id") && shape.has("messages") {
+        return Some(Format::Hermes);
+    }
+    export_shape(&shape)
+}
+
+/// Chat-app exports, by the keys of a conversation (the document, or its first element) or,
+/// for Slack, of a message.
+fn export_shape(shape: &Shape) -> Option<Format> {
+    if shape.has("mapping") {
+        return Some(Format::Chatgpt);
+    }
+    if shape.has("chat_messages") {
+        return Some(Format::ClaudeAi);
+    }
+    if shape.is_array && shape.has("ts") && shape.has("type") && !shape.has("role") {
+        return Some(Format::Slack);
     }
     None
 }

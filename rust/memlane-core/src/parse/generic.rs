@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::model::{Format, ParsedFile, Role, Session};
+use crate::model::{Format, ParsedFile, Role, Session, Turn};
 
 use super::clean;
 use super::lines::{self, LineSink};
@@ -182,6 +182,22 @@ impl LineSink for Sink {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Continuation {
     session_id: String,
+}
+
+/// Turns of OpenAI-style chat messages (`{role, content, tool_calls?}` objects, the shape of
+/// a generic line), in order: the message list of a whole-file session (Hermes).
+pub(crate) fn message_turns(msgs: &[Value]) -> Vec<Turn> {
+    let mut sink = Sink::default();
+    for m in msgs {
+        sink.take(m);
+    }
+    let mut turns = Vec::new();
+    for id in std::mem::take(&mut sink.order) {
+        if let Some(b) = sink.sessions.remove(&id) {
+            turns.extend(b.finish());
+        }
+    }
+    turns
 }
 
 /// Parse a generic role/content JSONL file; `Some` when it holds one session, from whose last

@@ -2,10 +2,15 @@
 //! [`Session`](crate::model::Session)s.
 //!
 //! Supported: Claude Code, Codex (envelope and pre-envelope, plain or `.jsonl.zst`),
-//! OpenClaw/pi, Gemini CLI (JSONL upsert log and legacy JSON), generic role/content lines,
-//! LongMemEval and LoCoMo. See `shared/FORMATS.md` for the formats themselves. Markdown notes
-//! (`.md`, `.markdown`, recognised by extension) become a [`Note`](crate::model::Note) of
-//! sections instead (see [`markdown`]).
+//! OpenClaw/pi, Gemini CLI (JSONL upsert log and legacy JSON), Cursor agent transcripts,
+//! GitHub Copilot CLI events, Hermes legacy sessions, Aider chat histories, ChatGPT /
+//! Claude.ai / Slack exports, generic role/content lines, LongMemEval and LoCoMo. See
+//! `shared/FORMATS.md` for the formats themselves. Markdown notes (`.md`, `.markdown`,
+//! recognised by extension, unless they are an Aider history) become a
+//! [`Note`](crate::model::Note) of sections instead (see [`markdown`]).
+//!
+//! Whole-file JSON formats (exports, legacy sessions) are re-parsed whole when they change;
+//! only formats whose parser returns a resume anchor are ever resumed.
 //!
 //! Robustness contract: [`parse_bytes`] never panics and never fails. Bad lines are counted
 //! in [`ParsedFile::skipped`] (`invalid_json`, `invalid_record`, `oversize_line`, …) and
@@ -21,17 +26,25 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::model::{Format, ParsedFile};
 
+mod aider;
 mod bench;
+mod chatgpt;
 mod claude;
+mod claude_ai;
 mod clean;
 mod codex;
+mod copilot;
+mod cursor;
 mod detect;
+mod document;
 mod gemini;
 mod generic;
+mod hermes;
 mod lenient;
 mod lines;
 pub mod markdown;
 mod openclaw;
+mod slack;
 mod tree;
 mod turns;
 
@@ -68,11 +81,14 @@ const NOT_TRANSCRIPTS: [&str; 22] = [
     "message_feedback.json",
 ];
 
+/// Aider's chat history: hidden markdown, so note walks skip it, but a transcript.
+const AIDER_HISTORY: &str = ".aider.chat.history.md";
+
 /// JSONL files that are prompt histories or lifecycle journals, not conversations.
 const NOT_TRANSCRIPT_LINES: [&str; 3] = ["history.jsonl", "session_index.jsonl", "journal.jsonl"];
 
 /// Whether a directory walk should open `path` at all: `.jsonl`, `.jsonl.zst` and `.json`
-/// files, minus well-known sidecars (`*.meta.json`, `sessions-index.json`, `sessions.json`,
+/// files and Aider's `.aider.chat.history.md`, minus well-known sidecars (`*.meta.json`, `sessions-index.json`, `sessions.json`,
 /// Slack `channels.json`, …), prompt histories (`history.jsonl`), and a `.jsonl.zst` whose
 /// plain `.jsonl` sibling exists (the only check that touches the filesystem).
 ///
@@ -83,6 +99,9 @@ pub fn is_transcript_candidate(path: &Path) -> bool {
     let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
         return false;
     };
+    if name == AIDER_HISTORY {
+        return true;
+    }
     if name.ends_with(".jsonl") {
         return !NOT_TRANSCRIPT_LINES.contains(&name.as_ref());
     }
@@ -105,6 +124,7 @@ pub fn is_transcript_candidate(path: &Path) -> bool {
 pub fn is_candidate(path: &Path, forced: Option<Format>) -> bool {
     match forced {
         Some(Format::Markdown) => markdown::is_note_candidate(path),
+        Some(Format::Aider) => markdown::has_markdown_extension(path),
         Some(_) => is_transcript_candidate(path),
         None => is_transcript_candidate(path) || markdown::is_note_candidate(path),
     }
@@ -112,11 +132,11 @@ pub fn is_candidate(path: &Path, forced: Option<Format>) -> bool {
 
 /// Recognise the transcript format of `bytes` (the content of `path`; the path is only a
 /// tie-breaker, e.g. `rollout-*.jsonl`). `None` when it is no supported format. Markdown is
-/// recognised by its extension alone.
+/// recognised by its extension: an Aider chat history, else a note.
 #[must_use]
 pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
-    if markdown::has_markdown_extension(path) {
-        return Some(Format::Markdown);
+    if let Some(f) = markdown_format(bytes, path) {
+        return Some(f);
     }
     if bytes.starts_with(&ZSTD_MAGIC) {
         return decompress(bytes)
@@ -124,6 +144,19 @@ pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
             .and_then(|d| detect::detect(&d, path));
     }
     detect::detect(bytes, path)
+}
+
+/// For a markdown file: [`Format::Aider`] when it has an Aider session header, else
+/// [`Format::Markdown`]. `None` for other files.
+fn markdown_format(bytes: &[u8], path: &Path) -> Option<Format> {
+    if !markdown::has_markdown_extension(path) {
+        return None;
+    }
+    Some(if aider::is_aider(bytes) {
+        Format::Aider
+    } else {
+        Format::Markdown
+    })
 }
 
 fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
@@ -178,8 +211,9 @@ fn parse_plain_resumable(
     path: &Path,
     forced: Option<Format>,
 ) -> (ParsedFile, Option<Anchor>) {
-    // A markdown note is known by its name; appending to it can never change that.
-    let by_name = markdown::has_markdown_extension(path).then_some(Format::Markdown);
+    // A markdown file is known by its name (and an Aider header); appending to it can never
+    // change that.
+    let by_name = markdown_format(bytes, path);
     let (format, settled) = match forced.or(by_name) {
         Some(f) => (Some(f), true),
         None => detect::detect_settled(bytes, path),
@@ -211,6 +245,34 @@ fn parse_plain_resumable(
         }
         Format::Markdown => {
             markdown::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Cursor => {
+            cursor::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Aider => {
+            aider::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Chatgpt => {
+            chatgpt::parse(bytes, path, &mut out);
+            None
+        }
+        Format::ClaudeAi => {
+            claude_ai::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Copilot => {
+            copilot::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Slack => {
+            slack::parse(bytes, path, &mut out);
+            None
+        }
+        Format::Hermes => {
+            hermes::parse(bytes, path, &mut out);
             None
         }
     };

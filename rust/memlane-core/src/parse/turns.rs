@@ -215,6 +215,18 @@ impl TurnBuilder {
         }
     }
 
+    /// Tool names seen in tool output rather than as calls (Aider's `Applied edit`),
+    /// attached to the open assistant turn.
+    pub fn tool_names(&mut self, names: &[&str], ts: Option<i64>) {
+        if names.is_empty() {
+            return;
+        }
+        let t = self.assistant(ts);
+        for n in names {
+            clean::push_unique(&mut t.tools, n);
+        }
+    }
+
     /// Turns opened so far (before [`TurnBuilder::finish`] drops empty ones).
     pub fn len(&self) -> usize {
         self.turns.len()
