@@ -17,7 +17,6 @@
 //! in the parsers it is stored as written (read as UTC), so it is off by the writer's UTC
 //! offset (the core builds chrono without a clock or time-zone database).
 
-use std::borrow::Cow;
 use std::path::Path;
 
 use chrono::NaiveDateTime;
@@ -25,6 +24,7 @@ use chrono::NaiveDateTime;
 use crate::model::{Format, ParsedFile, Role, Session, Turn};
 
 use super::clean;
+use super::markdown;
 use super::turns::TurnBuilder;
 
 const HEADER: &str = "# aider chat started at ";
@@ -228,12 +228,8 @@ fn base_id(path: &Path) -> String {
 
 /// Parse an Aider chat history file.
 pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
-    out.complete_bytes = bytes.len() as u64;
-    let text = String::from_utf8_lossy(bytes);
-    if matches!(text, Cow::Owned(_)) {
-        out.skip("invalid_utf8");
-    }
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = markdown::decode(bytes, out);
+    let text = text.as_ref();
     let base = base_id(path);
     let mut reader = Reader::new(base.clone(), None);
     for line in text.split('\n') {

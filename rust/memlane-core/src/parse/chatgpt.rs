@@ -200,16 +200,5 @@ fn conversation(v: Value, sessions: &mut Vec<Session>, bad: &mut u64) {
 
 /// Parse a ChatGPT export file (an array of conversations, or one conversation).
 pub(crate) fn parse(bytes: &[u8], _path: &Path, out: &mut ParsedFile) {
-    let (sessions, bad) = document::stream(
-        bytes,
-        out,
-        || (Vec::new(), 0u64),
-        |(sessions, bad), v| conversation(v, sessions, bad),
-    );
-    out.sessions.extend(sessions);
-    if bad > 0 {
-        *out.skipped
-            .entry("malformed_conversation".into())
-            .or_insert(0) += bad;
-    }
+    document::conversations(bytes, out, conversation);
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::model::ParsedFile;
+use crate::model::{ParsedFile, Session};
 
 use super::lines;
 
@@ -80,4 +80,25 @@ pub(crate) fn stream<S>(
         });
     }
     s
+}
+
+/// Parse a chat-app export (an array of conversations, or one): `conversation` turns each
+/// element into a session, or counts it as malformed.
+pub(crate) fn conversations(
+    bytes: &[u8],
+    out: &mut ParsedFile,
+    conversation: fn(Value, &mut Vec<Session>, &mut u64),
+) {
+    let (sessions, bad) = stream(
+        bytes,
+        out,
+        || (Vec::new(), 0u64),
+        |(sessions, bad), v| conversation(v, sessions, bad),
+    );
+    out.sessions.extend(sessions);
+    if bad > 0 {
+        *out.skipped
+            .entry("malformed_conversation".into())
+            .or_insert(0) += bad;
+    }
 }

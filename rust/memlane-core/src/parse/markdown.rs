@@ -81,14 +81,22 @@ pub fn is_note_candidate(path: &Path) -> bool {
         && !brain_archive
 }
 
-/// Parse a markdown file into `out.note`.
-pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+/// The text of a whole-file markdown document without its BOM; invalid UTF-8 is replaced and
+/// counted. The file is always complete: markdown is never resumed.
+pub(crate) fn decode<'a>(bytes: &'a [u8], out: &mut ParsedFile) -> Cow<'a, str> {
     out.complete_bytes = bytes.len() as u64;
-    let text = String::from_utf8_lossy(bytes);
+    let body = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let text = String::from_utf8_lossy(body);
     if matches!(text, Cow::Owned(_)) {
         out.skip("invalid_utf8");
     }
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    text
+}
+
+/// Parse a markdown file into `out.note`.
+pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
+    let text = decode(bytes, out);
+    let text = text.as_ref();
     let mut lines: Vec<&str> = text
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
