@@ -136,6 +136,9 @@ def main() -> None:
     args = ap.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    if work.exists() and any(work.iterdir()):
+        # A previous run's home would make indexing a no-op and its appends change the archive.
+        sys.exit(f"--workdir {work} is not empty: give a new or empty folder")
     archive, home = work / "archive", work / "home"
     t = time.perf_counter()
     size = generate(archive, args.files, args.pairs)
