@@ -504,13 +504,9 @@ pub struct Continuation {
 
 /// `known` plus the fingerprints of the uuids and parent links of `nodes`, sorted.
 fn fingerprints(nodes: &[Node], known: Vec<u32>) -> Vec<u32> {
-    let ids = nodes.iter().flat_map(|n| {
-        let link = match &n.link {
-            Link::To(p) => Some(p.as_str()),
-            _ => None,
-        };
-        n.uuid.as_deref().into_iter().chain(link)
-    });
+    let ids = nodes
+        .iter()
+        .flat_map(|n| tree::id_and_parent(n.uuid.as_deref(), &n.link));
     super::fingerprints(ids, known)
 }
 

@@ -215,13 +215,9 @@ pub struct Continuation {
 
 /// `known` plus the fingerprints of the ids and parent links of `entries`.
 fn fingerprints(entries: &[Entry], known: Vec<u32>) -> Vec<u32> {
-    let ids = entries.iter().flat_map(|e| {
-        let link = match &e.link {
-            Link::To(p) => Some(p.as_str()),
-            _ => None,
-        };
-        e.id.as_deref().into_iter().chain(link)
-    });
+    let ids = entries
+        .iter()
+        .flat_map(|e| tree::id_and_parent(e.id.as_deref(), &e.link));
     super::fingerprints(ids, known)
 }
 

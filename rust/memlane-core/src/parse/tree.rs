@@ -20,6 +20,19 @@ pub(crate) enum Link {
     Previous,
 }
 
+/// A record's id and the parent id it links to, where it has them: the ids a resume
+/// fingerprints so that an appended record cannot silently re-route an older link.
+pub(crate) fn id_and_parent<'a>(
+    id: Option<&'a str>,
+    link: &'a Link,
+) -> impl Iterator<Item = &'a str> {
+    let parent = match link {
+        Link::To(p) => Some(p.as_str()),
+        _ => None,
+    };
+    id.into_iter().chain(parent)
+}
+
 /// Indices (into `ids`/`links`, which are parallel and in file order) of the active path,
 /// root first.
 ///
