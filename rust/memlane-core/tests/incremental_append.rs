@@ -1048,7 +1048,9 @@ fn plain_appends_of_every_format_resume() {
             tool: i % 2 == 0,
         })
         .collect();
-    let cases: [(&str, Vec<u8>, Vec<u8>, Option<Format>); 5] = [
+    // (file name, first version, appended version, forced format)
+    type Case<'a> = (&'a str, Vec<u8>, Vec<u8>, Option<Format>);
+    let cases: [Case; 5] = [
         (
             "s/rollout-x-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl",
             codex_rollout(&acts[..38], true, 0),
