@@ -42,3 +42,11 @@ def agent_transcript_dirs() -> list[Path]:
         Path(os.environ.get("HERMES_HOME", home / ".hermes")) / "sessions",
     ]
     return [p for p in candidates if p.is_dir()]
+
+
+# Transcript formats the core parses (names of `--format`); `memlane index` also takes
+# `markdown` notes, distillation only transcripts.
+TRANSCRIPT_FORMATS = [
+    "claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider",
+    "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo",
+]

@@ -13,11 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memlane._paths import agent_transcript_dirs, default_home
+from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 
-_FORMATS = ["claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider", "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo", "markdown"]
+_FORMATS = [*TRANSCRIPT_FORMATS, "markdown"]
 
 
 class _Bar:

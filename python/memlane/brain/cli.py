@@ -19,7 +19,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from memlane._paths import default_home
+from memlane._paths import TRANSCRIPT_FORMATS, default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
 from memlane.cli import emit
@@ -260,7 +260,7 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
     p.add_argument("--region", help="AWS region for Bedrock")
     p.add_argument("--session", help="only this session of the file")
-    p.add_argument("--format", choices=["claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider", "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo"], help="force the transcript format")
+    p.add_argument("--format", choices=TRANSCRIPT_FORMATS, help="force the transcript format")
     p.add_argument("--no-promote", action="store_true", help="write the DailyActivity note only")
     p.add_argument("--utc", action="store_true", help="date and time the note in UTC instead of local time")
     p.set_defaults(func=_cmd_distill)
