@@ -63,3 +63,28 @@ def test_every_format_folder_is_indexed_and_searchable(tmp_path, capsys, shared_
         top = hits[0]
         assert Path(top["path"]).relative_to(transcripts).parts[0] == folder, (phrase, top["path"])
         assert top["session_id"] == session
+
+
+def test_a_slack_export_zip_is_indexed_as_downloaded(tmp_path, capsys, shared_data):
+    """Exports arrive as ZIPs: memlane reads the transcript members in place, and drops what
+    the archive held when it is deleted."""
+    import zipfile
+
+    slack = (shared_data / "transcripts" / "slack-export").resolve()
+    archive = tmp_path / "exports" / "slack.zip"
+    archive.parent.mkdir()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in slack.rglob("*"):
+            if f.is_file():
+                z.write(f, f.relative_to(slack).as_posix())
+    home = tmp_path / "home"
+    report = run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")
+    assert report["chunks_added"] > 0 and report["records_skipped"] == {}
+
+    hits = run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none")
+    assert hits[0]["path"] == str(archive)
+    assert hits[0]["session_id"] == "enrique/2016-01-15"
+
+    archive.unlink()
+    run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")
+    assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none") == []

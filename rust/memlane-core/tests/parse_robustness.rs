@@ -1134,13 +1134,14 @@ const FORCED: [Option<Format>; 15] = [
     Some(Format::Aider),
 ];
 
-const PATHS: [&str; 6] = [
+const PATHS: [&str; 7] = [
     "/p/-proj/0b1c.jsonl",
     "/p/s/subagents/agent-ab.jsonl",
     "/c/sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
     "/d/bench.json",
     "/repo/.aider.chat.history.md",
     "/slack/general/2024-01-01.json",
+    "/exports/chatgpt.zip",
 ];
 
 fn check_all(bytes: &[u8]) {
@@ -1192,6 +1193,49 @@ proptest! {
         }
         check_all(&doc);
     }
+
+    /// A damaged or hostile export ZIP: bytes overwritten anywhere (headers, sizes, the
+    /// deflate stream, the central directory) and the archive cut short.
+    #[test]
+    fn damaged_zip_exports_never_panic(
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+        keep in any::<prop::sample::Index>(),
+    ) {
+        let mut bytes = zip_export().to_vec();
+        for (at, byte) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *byte;
+        }
+        bytes.truncate(keep.index(bytes.len() + 1));
+        check_all(&bytes);
+    }
+}
+
+/// A small ZIP export of JSON transcripts (Slack channel-days and a conversations.json).
+fn zip_export() -> &'static [u8] {
+    static ZIP: OnceLock<Vec<u8>> = OnceLock::new();
+    ZIP.get_or_init(|| {
+        use std::io::Write;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let day = json!([
+            {"type": "message", "user": "U1", "text": "deploy is red again", "ts": "1700000000.000100"},
+            {"type": "message", "user": "U2", "text": "rolling back now", "ts": "1700000060.000200"},
+        ]);
+        let conversations = json!([{"uuid": "c1", "name": "t", "chat_messages": [
+            {"uuid": "m1", "sender": "human", "text": "hello there", "created_at": "2024-01-01T00:00:00Z"},
+            {"uuid": "m2", "sender": "assistant", "text": "hi", "created_at": "2024-01-01T00:00:01Z"},
+        ]}]);
+        for (name, doc) in [
+            ("general/2023-11-14.json", &day),
+            ("ops/2023-11-15.json", &day),
+            ("conversations.json", &conversations),
+        ] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(doc.to_string().as_bytes()).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

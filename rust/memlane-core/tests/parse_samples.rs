@@ -838,6 +838,48 @@ fn chatgpt_export_follows_current_node() {
     }
 }
 
+/// The exports as users download them: one ZIP with `conversations.json` (ChatGPT, or
+/// Claude.ai under its batch folder), media and sidecars beside it.
+#[test]
+fn export_zips_parse_like_their_conversation_files() {
+    use std::io::Write;
+    let chatgpt = sample!("transcripts/chatgpt-export/polylogue-native-conversation-v1.json");
+    let claude_ai =
+        sample!("transcripts/claude-ai-export/polylogue-claude-ai-representative-sample-00.json");
+    let dir = tempfile::tempdir().unwrap();
+    for (export, member) in [
+        (&chatgpt, "conversations.json"),
+        (
+            &claude_ai,
+            "data-2025-01-02-03-04-05-batch-0000/conversations.json",
+        ),
+    ] {
+        let zip_path = dir.path().join("export.zip");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let options = zip::write::SimpleFileOptions::default();
+        for (name, data) in [
+            ("user.json", b"{\"id\":\"u\"}".to_vec()),
+            ("file-abc-photo.png", vec![0x89, b'P', b'N', b'G', 0, 1, 2]),
+            ("chat.html", b"<html>not a transcript</html>".to_vec()),
+            (member, std::fs::read(export).unwrap()),
+        ] {
+            zip.start_file(name, options).unwrap();
+            zip.write_all(&data).unwrap();
+        }
+        zip.finish().unwrap();
+        assert!(parse::is_transcript_candidate(&zip_path));
+        let (zipped, plain) = (parse_ok(&zip_path), parse_ok(export));
+        assert_eq!(zipped.format, plain.format);
+        assert!(zipped.skipped.is_empty(), "{:?}", zipped.skipped);
+        assert_eq!(zipped.sessions, plain.sessions, "{}", export.display());
+        assert!(!zipped.sessions.is_empty());
+        assert_eq!(
+            zipped.complete_bytes,
+            std::fs::metadata(&zip_path).unwrap().len()
+        );
+    }
+}
+
 #[test]
 fn claude_ai_export() {
     let path =

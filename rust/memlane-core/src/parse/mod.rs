@@ -4,8 +4,8 @@
 //! Supported: Claude Code, Codex (envelope and pre-envelope, plain or `.jsonl.zst`),
 //! OpenClaw/pi, Gemini CLI (JSONL upsert log and legacy JSON), Cursor agent transcripts,
 //! GitHub Copilot CLI events, Hermes legacy sessions, Aider chat histories, ChatGPT /
-//! Claude.ai / Slack exports, generic role/content lines, LongMemEval and LoCoMo. See
-//! `shared/FORMATS.md` for the formats themselves. Markdown notes (`.md`, `.markdown`,
+//! Claude.ai / Slack exports (as files or the export ZIP), generic role/content lines,
+//! LongMemEval and LoCoMo. See `shared/FORMATS.md` for the formats themselves. Markdown notes (`.md`, `.markdown`,
 //! recognised by extension, unless they are an Aider history) become a
 //! [`Note`](crate::model::Note) of sections instead (see [`markdown`]).
 //!
@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::model::{Format, ParsedFile};
 
 mod aider;
+mod archive;
 mod bench;
 mod chatgpt;
 mod claude;
@@ -50,7 +51,8 @@ mod turns;
 
 /// zstd frame magic number.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
-/// Largest decompressed `.zst` transcript we accept (a guard against decompression bombs).
+/// Largest decompressed `.zst` transcript, or text decompressed from one ZIP export, that we
+/// accept (a guard against decompression bombs).
 const MAX_DECOMPRESSED: u64 = 1 << 30;
 /// Largest `agent-*.meta.json` sidecar we read for a subagent title.
 const MAX_META: u64 = 1 << 20;
@@ -88,14 +90,36 @@ const AIDER_HISTORY: &str = ".aider.chat.history.md";
 const NOT_TRANSCRIPT_LINES: [&str; 3] = ["history.jsonl", "session_index.jsonl", "journal.jsonl"];
 
 /// Whether a directory walk should open `path` at all: `.jsonl`, `.jsonl.zst` and `.json`
-/// files and Aider's `.aider.chat.history.md`, minus well-known sidecars (`*.meta.json`, `sessions-index.json`, `sessions.json`,
-/// Slack `channels.json`, …), prompt histories (`history.jsonl`), and a `.jsonl.zst` whose
-/// plain `.jsonl` sibling exists (the only check that touches the filesystem).
+/// files, Aider's `.aider.chat.history.md` and `.zip` exports, minus well-known sidecars
+/// (`*.meta.json`, `sessions-index.json`, `sessions.json`, Slack `channels.json`, …), prompt
+/// histories (`history.jsonl`), and a `.jsonl.zst` whose plain `.jsonl` sibling exists (the
+/// only check that touches the filesystem).
 ///
 /// A candidate that turns out to be in no supported format parses to an empty
 /// [`ParsedFile`] with `format: None`; this is only a cheap pre-filter.
 #[must_use]
 pub fn is_transcript_candidate(path: &Path) -> bool {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
+    {
+        return true;
+    }
+    if !is_transcript_name(path) {
+        return false;
+    }
+    match path.file_name().map(|n| n.to_string_lossy()) {
+        // Codex decompresses a cold rollout back to `.jsonl` before appending to it: when both
+        // exist the plain file is the current one (FORMATS.md §2.1).
+        Some(name) if name.ends_with(".zst") => {
+            !path.with_file_name(&name[..name.len() - 4]).exists()
+        }
+        _ => true,
+    }
+}
+
+/// [`is_transcript_candidate`] by the name alone (also used for the members of a ZIP export).
+fn is_transcript_name(path: &Path) -> bool {
     let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
         return false;
     };
@@ -106,9 +130,7 @@ pub fn is_transcript_candidate(path: &Path) -> bool {
         return !NOT_TRANSCRIPT_LINES.contains(&name.as_ref());
     }
     if let Some(plain) = name.strip_suffix(".zst").filter(|p| p.ends_with(".jsonl")) {
-        // Codex decompresses a cold rollout back to `.jsonl` before appending to it: when both
-        // exist the plain file is the current one (FORMATS.md §2.1).
-        return !NOT_TRANSCRIPT_LINES.contains(&plain) && !path.with_file_name(plain).exists();
+        return !NOT_TRANSCRIPT_LINES.contains(&plain);
     }
     if name.ends_with(".json") {
         return !(name.ends_with(".meta.json")
@@ -143,6 +165,9 @@ pub fn detect(bytes: &[u8], path: &Path) -> Option<Format> {
             .ok()
             .and_then(|d| detect::detect(&d, path));
     }
+    if is_zip(bytes, path) {
+        return archive::parse(bytes, path, None).format;
+    }
     detect::detect(bytes, path)
 }
 
@@ -176,10 +201,14 @@ fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
 ///
 /// The format is `forced`, else detected from the content (see [`detect`]). zstd-compressed
 /// content is decompressed first (then `complete_bytes` is the compressed length, or 0 when
-/// the stream is corrupt or truncated). Never panics and never fails: unsupported content
+/// the stream is corrupt or truncated); a ZIP export has its transcript members parsed (see
+/// [`archive`]). Never panics and never fails: unsupported content
 /// yields `format: None` and no sessions; bad records are counted in `skipped`.
 #[must_use]
 pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
+    if is_zip(bytes, path) {
+        return archive::parse(bytes, path, forced);
+    }
     if bytes.starts_with(&ZSTD_MAGIC) {
         return match decompress(bytes) {
             Ok(data) => {
@@ -198,6 +227,15 @@ pub fn parse_bytes(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedF
         };
     }
     parse_plain(bytes, path, forced)
+}
+
+/// A ZIP archive by its magic number, or by its name (an empty or damaged one then reports
+/// `invalid_zip` instead of being read as text).
+fn is_zip(bytes: &[u8], path: &Path) -> bool {
+    bytes.starts_with(&archive::ZIP_MAGIC)
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
 }
 
 fn parse_plain(bytes: &[u8], path: &Path, forced: Option<Format>) -> ParsedFile {
@@ -279,7 +317,8 @@ fn parse_plain_resumable(
     (out, anchor.filter(|_| settled))
 }
 
-/// Read and parse one transcript file (`.jsonl`, `.json`, or zstd-compressed `.jsonl.zst`).
+/// Read and parse one transcript file (`.jsonl`, `.json`, zstd-compressed `.jsonl.zst`, or a
+/// `.zip` export).
 ///
 /// Subagent transcripts (`…/subagents/agent-<id>.jsonl`) take their title from the sibling
 /// `agent-<id>.meta.json` when present.
@@ -302,7 +341,7 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
             reason: "not a zstd stream".into(),
         });
     }
-    let (mut parsed, anchor) = if bytes.starts_with(&ZSTD_MAGIC) {
+    let (mut parsed, anchor) = if bytes.starts_with(&ZSTD_MAGIC) || is_zip(&bytes, path) {
         (parse_bytes(&bytes, path, forced), None)
     } else {
         parse_plain_resumable(&bytes, path, forced)
