@@ -21,6 +21,13 @@ import time
 from pathlib import Path
 
 
+def _search(search_memories, q: dict, palace: str, n: int, cid: str) -> list[dict[str, str]]:
+    res = search_memories(q["text"], palace, n_results=n)
+    if "error" in res:
+        raise RuntimeError(f"{cid} {q['qid']}: {res['error']}")
+    return [{"source_file": h["source_file"], "text": h["text"]} for h in res["results"]]
+
+
 def run(job: dict) -> dict:
     """Mine and search every conversation of ``job``; returns ``{"conversations": [...]}``."""
     from mempalace.convo_miner import mine_convos
@@ -39,12 +46,10 @@ def run(job: dict) -> dict:
             with contextlib.redirect_stdout(sys.stderr):
                 mine_convos(str(convo_dir), palace, wing="bench")
             t1 = time.perf_counter()
-            answers = {}
+            answers: dict[str, dict[str, list[dict[str, str]]]] = {}
             for q in conv["questions"]:
-                res = search_memories(q["text"], palace, n_results=job["k"])
-                if "error" in res:
-                    raise RuntimeError(f"{conv['cid']} {q['qid']}: {res['error']}")
-                answers[q["qid"]] = [{"source_file": h["source_file"], "text": h["text"]} for h in res["results"]]
+                # As memlane's harness does: the k-hit answer, and a deeper one for the session ranking.
+                answers[q["qid"]] = {name: _search(search_memories, q, palace, n, conv["cid"]) for name, n in (("hits", job["k"]), ("deep", job["depth"]))}
             out.append({"cid": conv["cid"], "answers": answers, "seconds": {"mine": t1 - t0, "search": time.perf_counter() - t1}})
         print(f"mempalace {conv['cid']}: mined {t1 - t0:.0f}s, searched {len(conv['questions'])} questions", file=sys.stderr)
     return {"conversations": out}

@@ -3,7 +3,8 @@
 memlane runs through ``memlane.bench.runner.run_benchmark`` (what ``memlane bench`` runs).
 MemPalace runs in its own venv (``benches/mempalace_worker.py``, a subprocess) through its own
 product API: its conversation miner files the transcripts into a fresh palace, its searcher
-answers each question with ``n_results = k``. Both rankings are scored here by
+answers each question with ``n_results = k`` (and ``n_results = 50`` for the session_top
+ranking, as memlane's harness asks ``k = 50``). Both rankings are scored here by
 ``memlane.bench.metrics`` against the gold of ``memlane.bench.datasets``.
 
 What MemPalace is given: each session of the conversation as one transcript file in its
@@ -42,8 +43,9 @@ DEFAULT_MEMPALACE_PYTHON = REPO / ".venv-mempalace" / "bin" / "python"
 # only when one of these files is missing (the archive's sha256 is checked only then).
 CHROMA_MODEL_DIR = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
 CHROMA_MODEL_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
-ROW_METRICS = (("session", "recall_any@10"), ("session", "evidence_recall@10"), ("turn", "recall_any@10"),
-               ("turn", "evidence_recall@10"), ("turn", "recall_all@10"), ("turn", "ndcg@10"))  # fmt: skip
+ROW_METRICS = (("session", "recall_any@10"), ("session", "evidence_recall@10"), ("session_top", "evidence_recall@10"),
+               ("turn", "recall_any@10"), ("turn", "evidence_recall@10"), ("turn", "recall_all@10"), ("turn", "ndcg@10"))  # fmt: skip
+GRANULARITIES = ("session", "session_top", "turn")
 
 
 def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
@@ -106,9 +108,10 @@ def drawer_turn_ids(text: str, lines: list[tuple[str, list[str]]]) -> list[str]:
 def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) -> dict[str, Any]:
     """Mine and search with MemPalace in its venv; score with memlane's metrics."""
     from memlane.bench.metrics import aggregate, score, session_ranking, turn_ranking
+    from memlane.bench.runner import SESSION_DEPTH
 
     with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
-        job: dict[str, Any] = {"k": k, "conversations": []}
+        job: dict[str, Any] = {"k": k, "depth": max(SESSION_DEPTH, k), "conversations": []}
         maps = {}
         for conv in conversations:
             src = Path(tmp) / "src" / conv.cid.replace("/", "_")
@@ -128,7 +131,7 @@ def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) 
         subprocess.run([str(python), str(worker), str(job_path), str(out_path)], env=env, check=True)
         answers = {c["cid"]: c for c in json.loads(out_path.read_text(encoding="utf-8"))["conversations"]}
 
-    rows: dict[str, list[dict[str, float]]] = {"session": [], "turn": []}
+    rows: dict[str, list[dict[str, float]]] = {g: [] for g in GRANULARITIES}
     unmapped = 0
     seconds = {"mine": 0.0, "search": 0.0}
     for conv in conversations:
@@ -137,12 +140,16 @@ def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) 
         seconds["mine"] += got["seconds"]["mine"]
         seconds["search"] += got["seconds"]["search"]
         for q in conv.questions:
-            hits = got["answers"][q.qid]
+            hits, deep = got["answers"][q.qid]["hits"], got["answers"][q.qid]["deep"]
             turn_ids = [drawer_turn_ids(h["text"], lines_of.get(h["source_file"], [])) for h in hits]
             unmapped += sum(1 for ids in turn_ids if not ids)
-            rankings = {"session": session_ranking(session_of.get(h["source_file"], "?") for h in hits), "turn": turn_ranking(turn_ids)}
+            rankings = {
+                "session": session_ranking(session_of.get(h["source_file"], "?") for h in hits),
+                "session_top": session_ranking(session_of.get(h["source_file"], "?") for h in deep),
+                "turn": turn_ranking(turn_ids),
+            }
             for gran in rows:
-                if not q.skip.get(gran):
+                if not q.skip_reason(gran):
                     rows[gran].append(score(rankings[gran], q.gold(gran), (k,)))
     return {
         "results": {g: {"questions": len(r), "metrics": aggregate(r)} for g, r in rows.items()},
@@ -192,11 +199,11 @@ def main(argv: list[str] | None = None) -> None:
     theirs = run_mempalace(dataset, conversations, k, args.mempalace_python)
 
     print(f"\n{dataset.name} {dataset.split}: {len(conversations)} conversations, k = {k}, percent\n")
-    print("| system | questions | session R_any@10 | session ev.R@10 | turn R_any@10 | turn ev.R@10 | turn R_all@10 | turn NDCG@10 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    ours_metrics = {g: ours["results"][g]["groups"]["all"]["metrics"] for g in ("session", "turn")}
+    print("| system | questions | session R_any@10 | session ev.R@10 | top-10 sessions ev.R | turn R_any@10 | turn ev.R@10 | turn R_all@10 | turn NDCG@10 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ours_metrics = {g: ours["results"][g]["groups"]["all"]["metrics"] for g in GRANULARITIES}
     print(row(f"memlane {ours['memlane_version']} ({ours['embedder']})", ours["counts"]["questions_scored"]["session"], ours_metrics))
-    theirs_metrics = {g: theirs["results"][g]["metrics"] for g in ("session", "turn")}
+    theirs_metrics = {g: theirs["results"][g]["metrics"] for g in GRANULARITIES}
     version = mempalace_version(args.mempalace_python)
     print(row(f"MemPalace {version} (ChromaDB MiniLM)", theirs["results"]["session"]["questions"], theirs_metrics))
     print(

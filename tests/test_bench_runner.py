@@ -14,7 +14,7 @@ import memlane
 from memlane.bench import cli as bench_cli
 from memlane.bench.datasets import load_beam, load_dataset, load_locomo, load_longmemeval, load_realtalk, sha256_file
 from memlane.bench.metrics import aggregate
-from memlane.bench.runner import git_revision, run_benchmark, search_defaults
+from memlane.bench.runner import SESSION_DEPTH, git_revision, run_benchmark, search_defaults
 
 from conftest import bench_fixture_dir  # noqa: E402
 
@@ -52,15 +52,16 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
     assert result["parameters"]["search"] == search_defaults()
     counts = result["counts"]
     assert counts["questions"] == 35
-    assert counts["questions_scored"] == {"session": 25, "turn": 25}
-    assert counts["questions_skipped"] == {g: {"no_evidence": 5, "no_valid_evidence": 5} for g in ("session", "turn")}
+    assert counts["questions_scored"] == {"session": 25, "session_top": 25, "turn": 25}
+    assert counts["questions_skipped"] == {g: {"no_evidence": 5, "no_valid_evidence": 5} for g in ("session", "session_top", "turn")}
     assert counts["evidence_issues"] == {"list": 5, "reformatted": 10, "unknown_id": 5, "unparseable": 5}
     assert counts["gold_turns_not_indexed"] == 0
     assert counts["chunks"] > 0 and counts["chunks_embedded"] == 0
 
-    # Every question went through Memory.search with k = max(k), in its own fresh home.
-    assert len(search_calls) == 35
-    assert {c["k"] for c in search_calls} == {10}
+    # Every question went through Memory.search with k = max(k), and once more with k = 50 for
+    # the session_top ranking, in its own fresh home.
+    assert len(search_calls) == 2 * 35
+    assert sorted(c["k"] for c in search_calls) == [10] * 35 + [SESSION_DEPTH] * 35
     assert len({c["home"] for c in search_calls}) == 5
     for entry in result["questions"]:
         assert all(h["session"].startswith(entry["conversation"] + ":") for h in entry["hits"])
@@ -72,8 +73,14 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
     assert teacher["metrics"]["turn"]["recall_any@1"] == 1.0
     assert "D1:3" in teacher["hits"][0]["turn_ids"]
 
+    # The deeper session ranking sees at least the sessions the first hits do, and never
+    # scores lower on this fixture.
+    ranks = result["results"]
+    for key in ("recall_any@10", "evidence_recall@10"):
+        assert ranks["session_top"]["groups"]["all"]["metrics"][key] >= ranks["session"]["groups"]["all"]["metrics"][key]
+
     # Aggregates are the means of the per-question scores in the log.
-    for gran in ("session", "turn"):
+    for gran in ("session", "session_top", "turn"):
         rows = [e["metrics"][gran] for e in result["questions"] if gran in e["metrics"]]
         assert result["results"][gran]["groups"]["all"] == {"questions": 25, "metrics": aggregate(rows)}
         cats = result["results"][gran]["categories"]
@@ -120,7 +127,7 @@ def test_realtalk_with_an_embedder(fake_embedder):
     # D2:3 is an empty message: gold, but nothing to index.
     assert counts["gold_turns_not_indexed"] == 1
     assert counts["conversion"] == {"empty_message": 1}
-    assert counts["questions_scored"] == {"session": 5, "turn": 5}
+    assert counts["questions_scored"] == {"session": 5, "session_top": 5, "turn": 5}
     assert counts["questions_skipped"]["turn"] == {"no_evidence": 1, "no_valid_evidence": 1}
     cat = next(e for e in result["questions"] if e["question"] == "What is the name of Bob's cat?")
     assert cat["metrics"]["turn"]["recall_any@1"] == 1.0

@@ -67,7 +67,12 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("dataset", choices=DATASETS, help="benchmark")
     p.add_argument("file", help="data: locomo10.json, the beam/100K folder, the realtalk folder (or one chat), a LongMemEval JSON")
     p.add_argument("--split", choices=["dev", "test", "all"], help="LoCoMo only: dev = conversations 0-4, test = 5-9 (default), all")
-    p.add_argument("--granularity", choices=[*GRANULARITIES, "both"], default="both", help="score at session, turn (dialog) or both (default)")
+    p.add_argument(
+        "--granularity",
+        choices=[*GRANULARITIES, "all"],
+        default="all",
+        help="score at session (sessions of the first k hits), session_top (top k sessions of 50 hits), turn (dialog) or all (default)",
+    )
     p.add_argument("--k", type=_ks, default=list(DEFAULT_KS), help="cut-offs, comma-separated (default 1,3,5,10); queries ask for the largest")
     p.add_argument("--embedder", "--embed", default="local", help="local (default, MiniLM fp32), local:int8, local:MODEL_DIR, or none (BM25 only)")
     p.add_argument("--limit", type=int, help="run only the first N conversations (quick runs)")
@@ -104,7 +109,7 @@ def run_cli(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
-    granularities = list(GRANULARITIES) if args.granularity == "both" else [args.granularity]
+    granularities = list(GRANULARITIES) if args.granularity == "all" else [args.granularity]
     result = run_benchmark(
         dataset,
         embedder=args.embedder,

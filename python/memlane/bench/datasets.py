@@ -54,7 +54,11 @@ __all__ = [
 ]
 
 DATASETS = ("locomo", "beam", "realtalk", "longmemeval")
-GRANULARITIES = ("session", "turn")
+# session: the sessions of the first k hits (a session counts once, where it first appears);
+# session_top: the first k distinct sessions of a deeper list of hits (see runner.SESSION_DEPTH),
+# the ranking a corpus of one document per session is scored on; turn: the dialog ids of the
+# first k hits.
+GRANULARITIES = ("session", "session_top", "turn")
 
 # Positions in locomo10.json (conv-26 … conv-43 are dev, conv-44 … conv-50 test). Fixed in
 # code so that no run can tune on the conversations it reports.
@@ -107,8 +111,13 @@ class Question:
     skip: dict[str, str] = field(default_factory=dict)
 
     def gold(self, granularity: str) -> frozenset[str]:
-        """Gold ids at ``granularity`` (``session`` or ``turn``)."""
-        return self.gold_sessions if granularity == "session" else self.gold_turns
+        """Gold ids at ``granularity`` (one of :data:`GRANULARITIES`)."""
+        return self.gold_turns if granularity == "turn" else self.gold_sessions
+
+    def skip_reason(self, granularity: str) -> str | None:
+        """Why the question cannot be scored at ``granularity``, if so (session-level reasons
+        hold for both session rankings)."""
+        return self.skip.get("turn" if granularity == "turn" else "session")
 
 
 @dataclass
