@@ -7,11 +7,11 @@
 //! dropped and plain alphabetic words are stemmed (Porter2), with a per-tokenizer cache
 //! because stemming the same few thousand words over and over dominated indexing time.
 //! Tokenizing runs once per indexed chunk, so the hot path allocates nothing and looks each
-//! plain word up once, in a cache that keeps short words and their stems inline: chasing a
-//! heap string per lookup made cache misses most of the tokenizer's time.
+//! plain word up once, in a table that keeps short words and their stems in one 32-byte slot:
+//! with heap strings as keys, cache misses chasing them were most of the tokenizer's time.
 
 use rust_stemmers::{Algorithm, Stemmer};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -19,9 +19,9 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 const MAX_TOKEN_BYTES: usize = 80;
 /// Stem cache entries before the cache is reset (bounds memory on huge vocabularies).
 const STEM_CACHE_LIMIT: usize = 200_000;
-/// Longest plain word the stem cache holds (longer ones are stemmed each time: they are rare,
-/// and no stop word is that long).
-const INLINE_WORD: usize = 24;
+/// Longest plain word (and stem) the stem cache holds. Longer ones are rare and stemmed each
+/// time; no stop word is that long.
+const INLINE_WORD: usize = 16;
 
 /// English function words: they carry no retrieval signal and make posting lists long.
 #[rustfmt::skip]
@@ -59,19 +59,19 @@ impl Default for CodeTokenizer {
             stems: Stems {
                 stop_words: Arc::new(STOP_WORDS.iter().copied().collect()),
                 stemmer: Arc::new(Stemmer::create(Algorithm::English)),
-                cache: FxHashMap::default(),
+                cache: StemTable::with_bits(6),
             },
         }
     }
 }
 
-/// A word of at most `INLINE_WORD` ASCII bytes, zero-padded (words hold no NUL byte); the
-/// empty word stands for "stop word" as a cached stem.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// A word of at most `INLINE_WORD` ASCII bytes, zero-padded (words hold no NUL byte).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct InlineWord([u8; INLINE_WORD]);
 
 impl InlineWord {
-    const STOP: InlineWord = InlineWord([0; INLINE_WORD]);
+    /// No word: a free slot, or the stem of a stop word.
+    const EMPTY: InlineWord = InlineWord([0; INLINE_WORD]);
 
     fn new(word: &str) -> Option<InlineWord> {
         let mut bytes = [0; INLINE_WORD];
@@ -85,6 +85,82 @@ impl InlineWord {
         let len = self.0.iter().position(|&b| b == 0).unwrap_or(INLINE_WORD);
         std::str::from_utf8(&self.0[..len]).unwrap_or_default()
     }
+
+    fn hash(&self) -> u64 {
+        let (head, tail) = self.0.split_at(8);
+        let half = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        (half(head).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ half(tail))
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+    }
+}
+
+/// One slot of the stem cache: a word and its stem, in one 32-byte line so a lookup reads
+/// a single cache line and follows no pointer.
+#[derive(Clone, Copy, Default)]
+#[repr(align(32))]
+struct Slot {
+    word: InlineWord,
+    stem: InlineWord,
+}
+
+/// Open-addressing (linear probing) map from plain lower-case word to stem, `EMPTY` for a
+/// stop word; at most half full, and reset past `STEM_CACHE_LIMIT` words.
+#[derive(Clone)]
+struct StemTable {
+    slots: Vec<Slot>,
+    len: usize,
+    /// 64 minus log2 of the slot count: the hash's top bits pick the first slot.
+    shift: u32,
+}
+
+impl StemTable {
+    fn with_bits(bits: u32) -> StemTable {
+        StemTable {
+            slots: vec![Slot::default(); 1 << bits],
+            len: 0,
+            shift: 64 - bits,
+        }
+    }
+
+    /// The stem cached for `word`, or the free slot where it belongs.
+    fn find(&self, word: &InlineWord) -> Result<InlineWord, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = usize::try_from(word.hash() >> self.shift).unwrap_or_default() & mask;
+        loop {
+            let slot = &self.slots[i];
+            if slot.word == *word {
+                return Ok(slot.stem);
+            }
+            if slot.word == InlineWord::EMPTY {
+                return Err(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Fill the free slot `at` (from `find`) with `word` → `stem`.
+    fn insert(&mut self, at: usize, word: InlineWord, stem: InlineWord) {
+        self.slots[at] = Slot { word, stem };
+        self.len += 1;
+        if self.len * 2 > self.slots.len() {
+            let bits = 64 - self.shift;
+            if self.len > STEM_CACHE_LIMIT {
+                *self = StemTable::with_bits(bits.min(12));
+                return;
+            }
+            let old = std::mem::replace(self, StemTable::with_bits(bits + 1));
+            for slot in old
+                .slots
+                .into_iter()
+                .filter(|s| s.word != InlineWord::EMPTY)
+            {
+                if let Err(free) = self.find(&slot.word) {
+                    self.slots[free] = slot;
+                    self.len += 1;
+                }
+            }
+        }
+    }
 }
 
 /// Stop words and stems of plain lower-case words, memoised.
@@ -92,8 +168,7 @@ impl InlineWord {
 struct Stems {
     stop_words: Arc<FxHashSet<&'static str>>,
     stemmer: Arc<Stemmer>,
-    /// Plain lower-case word → its stem, or `InlineWord::STOP`.
-    cache: FxHashMap<InlineWord, InlineWord>,
+    cache: StemTable,
 }
 
 impl Stems {
@@ -105,18 +180,15 @@ impl Stems {
             out.push_str(&self.stemmer.stem(word));
             return true;
         };
-        let stem = match self.cache.get(&key) {
-            Some(stem) => *stem,
-            None => {
-                if self.cache.len() > STEM_CACHE_LIMIT {
-                    self.cache.clear();
-                }
+        let stem = match self.cache.find(&key) {
+            Ok(stem) => stem,
+            Err(free) => {
                 let stem = if self.stop_words.contains(word) {
-                    InlineWord::STOP
+                    InlineWord::EMPTY
                 } else {
                     let stem = self.stemmer.stem(word);
                     match InlineWord::new(&stem) {
-                        Some(s) if s != InlineWord::STOP => s,
+                        Some(s) if s != InlineWord::EMPTY => s,
                         // An empty or overlong stem cannot be cached: give it uncached.
                         _ => {
                             out.clear();
@@ -125,11 +197,11 @@ impl Stems {
                         }
                     }
                 };
-                self.cache.insert(key, stem);
+                self.cache.insert(free, key, stem);
                 stem
             }
         };
-        if stem == InlineWord::STOP {
+        if stem == InlineWord::EMPTY {
             return false;
         }
         out.clear();
@@ -443,6 +515,33 @@ mod tests {
         }
         assert_eq!(runs[0], ["run", "run", "internation", "key"]);
         assert_eq!(runs[0], runs[1]);
+    }
+
+    #[test]
+    fn stem_table_keeps_every_word_as_it_grows() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let words: Vec<String> = (0..20_000u32)
+            .map(|i| {
+                let mut n = i;
+                let mut w = String::from("zq");
+                while n > 0 {
+                    w.push(char::from(b'a' + u8::try_from(n % 26).unwrap()));
+                    n /= 26;
+                }
+                w.push_str(["ing", "ed", "ies", "ational", ""][(i % 5) as usize]);
+                w
+            })
+            .collect();
+        let mut stems = CodeTokenizer::default().stems;
+        let mut out = String::new();
+        for _ in 0..2 {
+            for w in &words {
+                assert!(stems.stem_into(w, &mut out));
+                assert_eq!(out, stemmer.stem(w), "{w}");
+            }
+        }
+        assert!(!stems.stem_into("the", &mut out));
+        assert!(!stems.stem_into("the", &mut out));
     }
 
     #[test]
