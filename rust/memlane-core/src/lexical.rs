@@ -133,6 +133,29 @@ fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(CodeTokenizer::default()).build()
 }
 
+/// The stored `meta` of a transcript chunk. Serialised from borrowed fields rather than
+/// through a `serde_json::Value` (a tree of copies per chunk), in the sorted key order such
+/// a value has, so the stored text is the same.
+fn transcript_meta(chunk: &Chunk) -> String {
+    #[derive(Serialize)]
+    struct Meta<'a> {
+        files: &'a [String],
+        parent_session_id: Option<&'a str>,
+        part: u32,
+        tools: &'a [String],
+        turn_ids: &'a [String],
+    }
+    let meta = Meta {
+        files: &chunk.files,
+        parent_session_id: chunk.parent_session_id.as_deref(),
+        part: chunk.part,
+        tools: &chunk.tools,
+        turn_ids: &chunk.turn_ids,
+    };
+    // Strings, numbers and lists of strings always serialise.
+    serde_json::to_string(&meta).unwrap_or_default()
+}
+
 /// The BM25 index of one memlane home.
 pub struct Lexical {
     index: Index,
@@ -215,17 +238,11 @@ impl Lexical {
         doc.add_text(f.format, &chunk.format);
         doc.add_text(f.hash, &chunk.content_hash);
         let meta = if chunk.meta.is_object() {
-            chunk.meta.clone()
+            chunk.meta.to_string()
         } else {
-            serde_json::json!({
-                "tools": chunk.tools,
-                "files": chunk.files,
-                "turn_ids": chunk.turn_ids,
-                "parent_session_id": chunk.parent_session_id,
-                "part": chunk.part,
-            })
+            transcript_meta(chunk)
         };
-        doc.add_text(f.meta, meta.to_string());
+        doc.add_text(f.meta, meta);
         doc
     }
 
@@ -420,5 +437,39 @@ impl Lexical {
             .into_iter()
             .map(|c| (c.key, c.content_hash, c.text))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_meta_is_the_json_value_text() {
+        let mut chunk = crate::chunk::chunk_parsed(
+            &crate::parse::parse_bytes(
+                b"{\"role\":\"user\",\"content\":\"hi \\\"there\\\"\"}\n",
+                Path::new("/x.jsonl"),
+                Some(crate::model::Format::Generic),
+            ),
+            "/x.jsonl",
+            500,
+        )
+        .remove(0);
+        chunk.tools = vec!["Bash".into(), "Re\"ad".into()];
+        chunk.files = vec!["src/a.rs".into()];
+        chunk.turn_ids = vec!["D1:3".into()];
+        chunk.part = 2;
+        for parent in [None, Some("p-1".to_owned())] {
+            chunk.parent_session_id = parent;
+            let value = serde_json::json!({
+                "tools": chunk.tools,
+                "files": chunk.files,
+                "turn_ids": chunk.turn_ids,
+                "parent_session_id": chunk.parent_session_id,
+                "part": chunk.part,
+            });
+            assert_eq!(transcript_meta(&chunk), value.to_string());
+        }
     }
 }

@@ -7,10 +7,11 @@
 //! dropped and plain alphabetic words are stemmed (Porter2), with a per-tokenizer cache
 //! because stemming the same few thousand words over and over dominated indexing time.
 //! Tokenizing runs once per indexed chunk, so the hot path allocates nothing and looks each
-//! plain word up once.
+//! plain word up once, in a table that keeps short words and their stems in one 32-byte slot:
+//! with heap strings as keys, cache misses chasing them were most of the tokenizer's time.
 
 use rust_stemmers::{Algorithm, Stemmer};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -18,6 +19,9 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 const MAX_TOKEN_BYTES: usize = 80;
 /// Stem cache entries before the cache is reset (bounds memory on huge vocabularies).
 const STEM_CACHE_LIMIT: usize = 200_000;
+/// Longest plain word (and stem) the stem cache holds. Longer ones are rare and stemmed each
+/// time; no stop word is that long.
+const INLINE_WORD: usize = 16;
 
 /// English function words: they carry no retrieval signal and make posting lists long.
 #[rustfmt::skip]
@@ -43,10 +47,7 @@ pub struct CodeTokenizer {
     len: usize,
     /// Byte ranges of the parts of the current word (reused across words).
     parts: Vec<(usize, usize)>,
-    stop_words: Arc<FxHashSet<&'static str>>,
-    stemmer: Arc<Stemmer>,
-    /// Plain lower-case word → its stem, or `None` for a stop word.
-    stems: FxHashMap<String, Option<String>>,
+    stems: Stems,
 }
 
 impl Default for CodeTokenizer {
@@ -55,10 +56,157 @@ impl Default for CodeTokenizer {
             tokens: Vec::new(),
             len: 0,
             parts: Vec::new(),
-            stop_words: Arc::new(STOP_WORDS.iter().copied().collect()),
-            stemmer: Arc::new(Stemmer::create(Algorithm::English)),
-            stems: FxHashMap::default(),
+            stems: Stems {
+                stop_words: Arc::new(STOP_WORDS.iter().copied().collect()),
+                stemmer: Arc::new(Stemmer::create(Algorithm::English)),
+                cache: StemTable::with_bits(6),
+            },
         }
+    }
+}
+
+/// A word of at most `INLINE_WORD` ASCII bytes, zero-padded (words hold no NUL byte).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct InlineWord([u8; INLINE_WORD]);
+
+impl InlineWord {
+    /// No word: a free slot, or the stem of a stop word.
+    const EMPTY: InlineWord = InlineWord([0; INLINE_WORD]);
+
+    fn new(word: &str) -> Option<InlineWord> {
+        let mut bytes = [0; INLINE_WORD];
+        bytes
+            .get_mut(..word.len())?
+            .copy_from_slice(word.as_bytes());
+        Some(InlineWord(bytes))
+    }
+
+    fn as_str(&self) -> &str {
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(INLINE_WORD);
+        std::str::from_utf8(&self.0[..len]).unwrap_or_default()
+    }
+
+    fn hash(&self) -> u64 {
+        let (head, tail) = self.0.split_at(8);
+        let half = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        (half(head).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ half(tail))
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+    }
+}
+
+/// One slot of the stem cache: a word and its stem, in one 32-byte line so a lookup reads
+/// a single cache line and follows no pointer.
+#[derive(Clone, Copy, Default)]
+#[repr(align(32))]
+struct Slot {
+    word: InlineWord,
+    stem: InlineWord,
+}
+
+/// Open-addressing (linear probing) map from plain lower-case word to stem, `EMPTY` for a
+/// stop word; at most half full, and reset past `STEM_CACHE_LIMIT` words.
+#[derive(Clone)]
+struct StemTable {
+    slots: Vec<Slot>,
+    len: usize,
+    /// 64 minus log2 of the slot count: the hash's top bits pick the first slot.
+    shift: u32,
+}
+
+impl StemTable {
+    fn with_bits(bits: u32) -> StemTable {
+        StemTable {
+            slots: vec![Slot::default(); 1 << bits],
+            len: 0,
+            shift: 64 - bits,
+        }
+    }
+
+    /// The stem cached for `word`, or the free slot where it belongs.
+    fn find(&self, word: &InlineWord) -> Result<InlineWord, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = usize::try_from(word.hash() >> self.shift).unwrap_or_default() & mask;
+        loop {
+            let slot = &self.slots[i];
+            if slot.word == *word {
+                return Ok(slot.stem);
+            }
+            if slot.word == InlineWord::EMPTY {
+                return Err(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Fill the free slot `at` (from `find`) with `word` → `stem`.
+    fn insert(&mut self, at: usize, word: InlineWord, stem: InlineWord) {
+        self.slots[at] = Slot { word, stem };
+        self.len += 1;
+        if self.len * 2 > self.slots.len() {
+            let bits = 64 - self.shift;
+            if self.len > STEM_CACHE_LIMIT {
+                *self = StemTable::with_bits(bits.min(12));
+                return;
+            }
+            let old = std::mem::replace(self, StemTable::with_bits(bits + 1));
+            for slot in old
+                .slots
+                .into_iter()
+                .filter(|s| s.word != InlineWord::EMPTY)
+            {
+                if let Err(free) = self.find(&slot.word) {
+                    self.slots[free] = slot;
+                    self.len += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Stop words and stems of plain lower-case words, memoised.
+#[derive(Clone)]
+struct Stems {
+    stop_words: Arc<FxHashSet<&'static str>>,
+    stemmer: Arc<Stemmer>,
+    cache: StemTable,
+}
+
+impl Stems {
+    /// Write the stem of the plain lower-case `word` to `out`; false (and `out` untouched)
+    /// for a stop word.
+    fn stem_into(&mut self, word: &str, out: &mut String) -> bool {
+        let Some(key) = InlineWord::new(word) else {
+            out.clear();
+            out.push_str(&self.stemmer.stem(word));
+            return true;
+        };
+        let stem = match self.cache.find(&key) {
+            Ok(stem) => stem,
+            Err(free) => {
+                let stem = if self.stop_words.contains(word) {
+                    InlineWord::EMPTY
+                } else {
+                    let stem = self.stemmer.stem(word);
+                    match InlineWord::new(&stem) {
+                        Some(s) if s != InlineWord::EMPTY => s,
+                        // An empty or overlong stem cannot be cached: give it uncached.
+                        _ => {
+                            out.clear();
+                            out.push_str(&stem);
+                            return true;
+                        }
+                    }
+                };
+                self.cache.insert(free, key, stem);
+                stem
+            }
+        };
+        if stem == InlineWord::EMPTY {
+            return false;
+        }
+        out.clear();
+        out.push_str(stem.as_str());
+        true
     }
 }
 
@@ -130,29 +278,32 @@ impl CodeTokenizer {
             self.tokens.push(Token::default());
         }
         let token = &mut self.tokens[self.len];
-        token.text.clear();
-        if text.is_ascii() {
-            token.text.push_str(text);
-            token.text.make_ascii_lowercase();
-        } else {
-            token.text.extend(text.chars().flat_map(char::to_lowercase));
-        }
         // Stop words are plain lower-case words too, so one cache lookup settles both.
-        if is_part && token.text.bytes().all(|b| b.is_ascii_lowercase()) {
-            match self.stems.get(token.text.as_str()) {
-                Some(Some(stem)) => token.text.clone_from(stem),
-                Some(None) => return,
-                None => {
-                    if self.stems.len() > STEM_CACHE_LIMIT {
-                        self.stems.clear();
-                    }
-                    if self.stop_words.contains(token.text.as_str()) {
-                        self.stems.insert(token.text.clone(), None);
-                        return;
-                    }
-                    let stem = self.stemmer.stem(&token.text).into_owned();
-                    self.stems
-                        .insert(std::mem::replace(&mut token.text, stem.clone()), Some(stem));
+        if is_part && text.bytes().all(|b| b.is_ascii_alphabetic()) {
+            // The common case: lower-case on the stack, straight into the cache lookup.
+            let mut lower = [0u8; MAX_TOKEN_BYTES];
+            let lower = &mut lower[..text.len()];
+            lower.copy_from_slice(text.as_bytes());
+            lower.make_ascii_lowercase();
+            let lower = std::str::from_utf8(lower).unwrap_or_default();
+            if !self.stems.stem_into(lower, &mut token.text) {
+                return;
+            }
+        } else {
+            token.text.clear();
+            if text.is_ascii() {
+                token.text.push_str(text);
+                token.text.make_ascii_lowercase();
+            } else {
+                token.text.extend(text.chars().flat_map(char::to_lowercase));
+            }
+            // Lower-casing can turn a non-ASCII letter into an ASCII one (the Kelvin sign).
+            if is_part && token.text.bytes().all(|b| b.is_ascii_lowercase()) {
+                let lower = std::mem::take(&mut token.text);
+                let kept = self.stems.stem_into(&lower, &mut token.text);
+                if !kept {
+                    token.text = lower;
+                    return;
                 }
             }
         }
@@ -187,12 +338,43 @@ impl CodeTokenizer {
     }
 }
 
-/// Words: maximal runs without a hard break, with their byte offsets (from the pointers,
-/// so multi-byte break characters cannot shift them).
+/// `is_word_break` of every ASCII character, so the word scan decodes only non-ASCII ones.
+static ASCII_BREAKS: std::sync::LazyLock<[bool; 128]> = std::sync::LazyLock::new(|| {
+    let mut table = [false; 128];
+    for (b, slot) in (0u8..128).zip(table.iter_mut()) {
+        *slot = is_word_break(char::from(b));
+    }
+    table
+});
+
+/// Words: maximal runs without a hard break, with their byte offsets.
 fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split(is_word_break)
-        .filter(|w| !w.is_empty())
-        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+    let breaks: &[bool; 128] = &ASCII_BREAKS;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let mut start = None;
+        while at < bytes.len() {
+            let b = bytes[at];
+            let (is_break, width) = if b.is_ascii() {
+                (breaks[usize::from(b)], 1)
+            } else {
+                let c = text[at..].chars().next().unwrap_or_default();
+                (is_word_break(c), c.len_utf8())
+            };
+            if is_break {
+                if let Some(s) = start {
+                    let word = &text[s..at];
+                    at += width;
+                    return Some((s, word));
+                }
+            } else if start.is_none() {
+                start = Some(at);
+            }
+            at += width;
+        }
+        start.map(|s| (s, &text[s..]))
+    })
 }
 
 /// Byte ranges of the alphanumeric parts of a word, split on joiners and lower→upper
@@ -299,6 +481,67 @@ mod tests {
                 tok.text
             );
         }
+    }
+
+    #[test]
+    fn word_scan_splits_like_the_break_predicate() {
+        for input in [
+            "",
+            "  plain words\there ",
+            "a,b;c=(d)[e]{f}<g>|h!i?j*k&l^m~n+o\"p'q`r",
+            "see\u{3000}src/a.rs and\u{a0}x_y\u{2028}z",
+            "caf\u{e9} na\u{ef}ve \u{1f600}emoji\u{1f600} end",
+        ] {
+            let expected: Vec<(usize, &str)> = input
+                .split(is_word_break)
+                .filter(|w| !w.is_empty())
+                .map(|w| (w.as_ptr() as usize - input.as_ptr() as usize, w))
+                .collect();
+            assert_eq!(words(input).collect::<Vec<_>>(), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn cached_and_fresh_stems_agree() {
+        let mut t = CodeTokenizer::default();
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let mut stream = t.token_stream("Running RUNNING the internationalizations \u{212a}ey");
+            let mut out = Vec::new();
+            while stream.advance() {
+                out.push(stream.token().text.clone());
+            }
+            runs.push(out);
+        }
+        assert_eq!(runs[0], ["run", "run", "internation", "key"]);
+        assert_eq!(runs[0], runs[1]);
+    }
+
+    #[test]
+    fn stem_table_keeps_every_word_as_it_grows() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let words: Vec<String> = (0..20_000u32)
+            .map(|i| {
+                let mut n = i;
+                let mut w = String::from("zq");
+                while n > 0 {
+                    w.push(char::from(b'a' + u8::try_from(n % 26).unwrap()));
+                    n /= 26;
+                }
+                w.push_str(["ing", "ed", "ies", "ational", ""][(i % 5) as usize]);
+                w
+            })
+            .collect();
+        let mut stems = CodeTokenizer::default().stems;
+        let mut out = String::new();
+        for _ in 0..2 {
+            for w in &words {
+                assert!(stems.stem_into(w, &mut out));
+                assert_eq!(out, stemmer.stem(w), "{w}");
+            }
+        }
+        assert!(!stems.stem_into("the", &mut out));
+        assert!(!stems.stem_into("the", &mut out));
     }
 
     #[test]
