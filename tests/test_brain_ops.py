@@ -212,6 +212,13 @@ def test_events_log_reads_writes_searches_and_supersedes(brain):
     assert format_summary(summary).startswith("memory events 6 (")
 
 
+def test_event_log_makes_a_missing_home_then_appends(tmp_path):
+    log = EventLog(tmp_path / "not" / "made")
+    log.append("search", query="billing", results=1)
+    log.append("search", query="pasta", results=0)
+    assert [(e["query"], e["results"]) for e in log.read()] == [("billing", 1), ("pasta", 0)]
+
+
 def test_writes_are_atomic_and_keep_the_file_mode(brain):
     brain.add("kd", "Use Postgres.", on="2026-04-01")
     os.chmod(brain.memory_path, 0o600)

@@ -83,6 +83,16 @@ def test_status_shows_hits_misses_entries_and_bytes(tmp_path: Path, capsys, fake
     assert "2 entries" in line and "2 hits" in line and "2 misses" in line
 
 
+def test_a_search_reads_chunk_vectors_without_counting_a_lookup(tmp_path: Path, fake_embedder) -> None:
+    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", PAIRS))
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    mem.index([tmp_path / "t"])
+    before = mem.cache.totals()
+    # A present-state question: the reordering reads the hits' chunk vectors from the cache.
+    assert mem.search("which database does billing use now?", k=2)
+    assert mem.cache.totals() == before
+
+
 def test_status_of_a_machine_without_cache(tmp_path: Path, capsys) -> None:
     assert main(["--home", str(tmp_path / "h"), "--json", "status"]) == 0
     cache = json.loads(capsys.readouterr().out)["embedding_cache"]

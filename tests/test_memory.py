@@ -308,3 +308,33 @@ def test_indexing_one_file_never_drops_its_siblings(mem, corpus):
     report = mem.index([corpus / "deploy.jsonl"])
     assert (report.files_removed, report.chunks_removed) == (0, 0)
     assert mem.status()["files"] == 3
+
+
+class _AsksFor(FakeEmbedder):
+    """Answers every query with the vector of one text: hits then come from the vector index alone."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def embed_query(self, text):
+        return self._vector(self.text)
+
+
+def test_a_hit_found_by_vector_alone_is_the_live_chunk_not_a_deleted_copy(tmp_path, corpus):
+    # A chunk moved to another file is deleted from the first commit's segment and added again
+    # in a later one; a hit only the vector index found is looked up by key, which must give
+    # the live copy with its new path.
+    chunk = "User: which database does billing use?\nAssistant: Billing runs on Postgres 16 since March."
+    mem = memlane.open(tmp_path / "home", embedder=_AsksFor(chunk))
+    mem.index([corpus])
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.move(corpus / "deploy.jsonl", moved / "deploy.jsonl")
+    assert mem.index([corpus]).chunks_removed == 3
+    assert mem.index([moved]).chunks_added == 3
+    hits = mem.search("zebra quokka marsupial", k=5)
+    assert hits and hits[0].scores["bm25"] is None
+    assert "Postgres 16" in hits[0].text
+    assert all(h.path.startswith(str(moved)) for h in hits if h.session_id == "deploy-1")
+    assert mem.get(hits[0].id).path == str(moved / "deploy.jsonl")

@@ -44,8 +44,12 @@ class EventLog:
         record = {"type": type, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
         record.update(fields)
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except FileNotFoundError:  # a home not made yet: no mkdir on every search
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o644)
         try:
             os.write(fd, line)
         finally:

@@ -514,7 +514,7 @@ class Memory:
             return None
         import numpy as np
 
-        cached = self.cache.get_many(embedder_id, content_hashes)
+        cached = self.cache.get_many(embedder_id, content_hashes, count=False)
         if len(cached) < len(set(content_hashes)):
             return None
         rows = np.stack([w[0] if len(w) == 1 else w.mean(axis=0) for w in (cached[h] for h in content_hashes)])

@@ -5,9 +5,10 @@ rebuilt without a single new embedding call. SQLite gives atomic, concurrent-saf
 free; vectors are stored as float16 (what the HNSW index keeps by default), which halves the
 cache at no measurable recall cost.
 
-Hits and misses are counted in the database itself, for every process on the machine: each
-lookup adds its counts with one ``UPDATE ... SET n = n + ?``, which SQLite applies atomically
-however many processes write at once, so ``memlane status`` sees the lifetime totals.
+Hits and misses (of lookups for embedding; a search reading chunk vectors is not one) are
+counted in the database itself, for every process on the machine: each lookup adds its
+counts with one ``UPDATE ... SET n = n + ?``, which SQLite applies atomically however many
+processes write at once, so ``memlane status`` sees the lifetime totals.
 
 Example:
     >>> import numpy as np, tempfile, pathlib
@@ -67,8 +68,13 @@ class EmbeddingCache:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
 
-    def get_many(self, embedder_id: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        """Cached vectors (float32) for the hashes that are present."""
+    def get_many(self, embedder_id: str, hashes: Iterable[str], *, count: bool = True) -> dict[str, np.ndarray]:
+        """Cached vectors (float32) for the hashes that are present.
+
+        ``count=False`` leaves the hit and miss counters alone: a search reading chunk vectors
+        saves no embedding, and without the counter write it never waits for an indexer's
+        transaction on the cache.
+        """
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -81,10 +87,11 @@ class EmbeddingCache:
                 )
                 for h, windows, dim, data in rows:
                     found[h] = np.frombuffer(data, dtype=np.float16).reshape(windows, dim).astype(np.float32)
-            if wanted:
+            if wanted and count:
                 self._count(hits=len(found), misses=len(wanted) - len(found))
-        self.stats.hits += len(found)
-        self.stats.misses += len(wanted) - len(found)
+        if count:
+            self.stats.hits += len(found)
+            self.stats.misses += len(wanted) - len(found)
         return found
 
     def known(self, embedder_id: str, hashes: Iterable[str]) -> set[str]:

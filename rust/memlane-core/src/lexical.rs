@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::Path;
 use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
@@ -15,7 +16,8 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
+    Term, TERMINATED,
 };
 
 /// Name the analyzer is registered under.
@@ -154,6 +156,33 @@ fn transcript_meta(chunk: &Chunk) -> String {
     };
     // Strings, numbers and lists of strings always serialise.
     serde_json::to_string(&meta).unwrap_or_default()
+}
+
+/// The `key` fast-field column of each segment, opened on first use.
+struct KeyColumns<'a> {
+    searcher: &'a Searcher,
+    columns: Vec<Option<Column<u64>>>,
+}
+
+impl<'a> KeyColumns<'a> {
+    fn new(searcher: &'a Searcher) -> Self {
+        KeyColumns {
+            searcher,
+            columns: vec![None; searcher.segment_readers().len()],
+        }
+    }
+
+    fn key(&mut self, addr: DocAddress) -> Result<u64> {
+        let slot = &mut self.columns[addr.segment_ord as usize];
+        if slot.is_none() {
+            let reader = self.searcher.segment_reader(addr.segment_ord);
+            *slot = Some(reader.fast_fields().u64("key")?);
+        }
+        Ok(slot
+            .as_ref()
+            .and_then(|c| c.first(addr.doc_id))
+            .unwrap_or_default())
+    }
 }
 
 /// The BM25 index of one memlane home.
@@ -330,11 +359,18 @@ impl Lexical {
         clauses
     }
 
-    /// BM25 top `limit` (key, score) for `query`, restricted by `filters`.
+    /// BM25 top `limit` (key, score, document address) for `query` in `searcher`, restricted by
+    /// `filters`; the addresses let the caller fetch the stored chunks without a key lookup.
     ///
     /// # Errors
     /// tantivy errors.
-    pub fn search(&self, query: &str, filters: &Filters, limit: usize) -> Result<Vec<(u64, f32)>> {
+    pub fn search(
+        &self,
+        searcher: &Searcher,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32, DocAddress)>> {
         let terms = self.query_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -353,10 +389,10 @@ impl Lexical {
             clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
             Box::new(BooleanQuery::new(clauses))
         };
-        let searcher = self.searcher();
         let top = searcher.search(&*query, &TopDocs::with_limit(limit))?;
+        let mut keys = KeyColumns::new(searcher);
         top.into_iter()
-            .map(|(score, addr)| Ok((self.key_at(&searcher, addr)?, score)))
+            .map(|(score, addr)| Ok((keys.key(addr)?, score, addr)))
             .collect()
     }
 
@@ -364,21 +400,49 @@ impl Lexical {
     ///
     /// # Errors
     /// tantivy errors.
-    pub fn filtered_keys(&self, filters: &Filters) -> Result<HashSet<u64>> {
-        let searcher = self.searcher();
+    pub fn filtered_keys(&self, searcher: &Searcher, filters: &Filters) -> Result<HashSet<u64>> {
         let query = BooleanQuery::new(self.filter_clauses(filters));
         let docs = searcher.search(&query, &DocSetCollector)?;
-        docs.into_iter()
-            .map(|addr| self.key_at(&searcher, addr))
-            .collect()
+        let mut keys = KeyColumns::new(searcher);
+        docs.into_iter().map(|addr| keys.key(addr)).collect()
     }
 
-    fn key_at(&self, searcher: &Searcher, addr: DocAddress) -> Result<u64> {
-        let column = searcher
-            .segment_reader(addr.segment_ord)
-            .fast_fields()
-            .u64("key")?;
-        Ok(column.first(addr.doc_id).unwrap_or_default())
+    /// Where the live document of chunk `key` is, if any: a postings lookup per segment,
+    /// without the query machinery (weights, scorers, collectors) a `TermQuery` brings.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn address(&self, searcher: &Searcher, key: u64) -> Result<Option<DocAddress>> {
+        let term = self.key_term(key);
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let postings = segment
+                .inverted_index(self.fields.key)?
+                .read_postings(&term, IndexRecordOption::Basic)?;
+            let Some(mut postings) = postings else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if segment
+                    .alive_bitset()
+                    .is_none_or(|alive| alive.is_alive(doc))
+                {
+                    let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+                    return Ok(Some(DocAddress::new(ord, doc)));
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(None)
+    }
+
+    /// The stored chunk at `addr`.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn fetch(&self, searcher: &Searcher, addr: DocAddress) -> Result<StoredChunk> {
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        Ok(self.stored(&doc))
     }
 
     /// Load stored chunks by key (missing keys are skipped).
@@ -389,11 +453,8 @@ impl Lexical {
         let searcher = self.searcher();
         let mut out = Vec::with_capacity(keys.len());
         for &key in keys {
-            let query = TermQuery::new(self.key_term(key), IndexRecordOption::Basic);
-            let top = searcher.search(&query, &TopDocs::with_limit(1))?;
-            if let Some((_, addr)) = top.first() {
-                let doc: TantivyDocument = searcher.doc(*addr)?;
-                out.push(self.stored(&doc));
+            if let Some(addr) = self.address(&searcher, key)? {
+                out.push(self.fetch(&searcher, addr)?);
             }
         }
         Ok(out)

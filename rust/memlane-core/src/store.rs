@@ -427,9 +427,15 @@ impl Store {
             }
             _ => None,
         };
+        // One searcher for the whole request: keyword hits, filters and stored chunks all come
+        // from the same commit.
+        let searcher = self.lexical.searcher();
         // The keyword and vector searches are independent: run them on both cores.
-        let (bm25, ann) = rayon::join(
-            || self.lexical.search(&req.query, &req.filters, candidates),
+        let (keyword, ann) = rayon::join(
+            || {
+                self.lexical
+                    .search(&searcher, &req.query, &req.filters, candidates)
+            },
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
                     return Ok(Vec::new());
@@ -437,12 +443,13 @@ impl Store {
                 let allowed = if req.filters.is_empty() {
                     None
                 } else {
-                    Some(self.lexical.filtered_keys(&req.filters)?)
+                    Some(self.lexical.filtered_keys(&searcher, &req.filters)?)
                 };
                 index.search(qv, candidates, allowed.as_ref())
             },
         );
-        let (bm25, ann) = (bm25?, ann?);
+        let (keyword, ann) = (keyword?, ann?);
+        let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
         let mut extra = HashMap::new();
         if let Some((qv, index)) = index {
             // Keyword hits the ANN list missed still get their exact similarity.
@@ -458,24 +465,25 @@ impl Store {
         let have_vectors = index.is_some();
         let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
         fused.truncate(req.k);
-        let keys: Vec<u64> = fused.iter().map(|f| f.key).collect();
-        let chunks: HashMap<u64, StoredChunk> = self
-            .lexical
-            .get(&keys)?
-            .into_iter()
-            .map(|c| (c.key, c))
-            .collect();
-        Ok(fused
-            .into_iter()
-            .filter_map(|f| {
-                chunks.get(&f.key).map(|c| Hit {
-                    chunk: c.clone(),
+        // Stored fields only for the final hits; keyword hits already know their document.
+        let addresses: HashMap<u64, tantivy::DocAddress> =
+            keyword.iter().map(|h| (h.0, h.2)).collect();
+        let mut hits = Vec::with_capacity(fused.len());
+        for f in fused {
+            let addr = match addresses.get(&f.key) {
+                Some(addr) => Some(*addr),
+                None => self.lexical.address(&searcher, f.key)?,
+            };
+            if let Some(addr) = addr {
+                hits.push(Hit {
+                    chunk: self.lexical.fetch(&searcher, addr)?,
                     score: f.score,
                     bm25: f.bm25,
                     vector: f.vector,
-                })
-            })
-            .collect())
+                });
+            }
+        }
+        Ok(hits)
     }
 
     /// Load chunks by key.

@@ -11,7 +11,7 @@ use memlane_core::{parse, Error};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +27,36 @@ fn json_to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAn
     let text = serde_json::to_string(value).map_err(|e| to_py(Error::Json(e)))?;
     let json = py.import("json")?;
     Ok(json.call_method1("loads", (text,))?.unbind())
+}
+
+/// A JSON value as Python objects, built directly (the `json` module round trip cost more
+/// than the rest of a hit's conversion).
+fn value_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(value_to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, value_to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
 }
 
 fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
@@ -59,7 +89,7 @@ fn chunk_dict<'py>(py: Python<'py>, c: &StoredChunk) -> PyResult<Bound<'py, PyDi
     d.set_item("role", &c.role)?;
     d.set_item("format", &c.format)?;
     d.set_item("content_hash", &c.content_hash)?;
-    d.set_item("meta", json_to_py(py, &c.meta)?)?;
+    d.set_item("meta", value_to_py(py, &c.meta)?)?;
     Ok(d)
 }
 
