@@ -510,7 +510,7 @@ class Memory:
     def _unit_vectors(self, content_hashes: list[str], embedder_id: str | None) -> np.ndarray | None:
         """One unit vector per chunk (its windows averaged) from the embedding cache, or None
         when any is missing (then hits are compared by their words)."""
-        if embedder_id is None:
+        if embedder_id is None or not content_hashes:
             return None
         import numpy as np
 
