@@ -9,8 +9,9 @@ MCP tools, ``memlane bench``) gets the same ranking.
   subject joins, then the most relevant hit newer than that one about the same subject as it,
   and so on; older statements of the subject join as well. The members then take the group's
   places and scores newest first. The older ones are marked ``superseded_by`` the newest only
-  when both answer the question (score at least ``MARK_RATIO`` of the pool's best): a wrong
-  "outdated" mark misleads an agent more than none.
+  when both answer the question (score at least ``MARK_RATIO`` of the pool's best) and the two
+  are one subject's without counting identifier slots: a wrong "outdated" mark misleads an
+  agent more than none.
   Hits outside any group never move for being old: there is no blanket recency decay.
 * **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
@@ -152,9 +153,10 @@ def _word_vectors(stems: list[frozenset[str]]) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.ndarray:
-    """Matrix of same-subject evidence but relevance (row = the older or better hit, column =
-    the candidate). Repeats say the same thing, so neither supersedes the other."""
+def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Matrices of same-subject evidence but relevance (row = the older or better hit, column =
+    the candidate): without the identifier slots, and their share. Repeats say the same thing,
+    so neither supersedes the other."""
     import numpy as np
 
     n = len(hits)
@@ -179,12 +181,9 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.nda
     # A new value in an identifier slot both hits fill.
     query_words = _words(query)
     idents = [_identifiers(h.text, query_words) for h in hits]
-    for i in range(n):
-        for j in range(n):
-            if i != j and idents[i] and idents[j] - idents[i]:
-                evidence[i, j] += IDENTIFIER_WEIGHT
+    slots = np.array([[float(i != j and bool(idents[i]) and bool(idents[j] - idents[i])) for j in range(n)] for i in range(n)])
     change = np.array([bool(_CHANGE.search(h.text.lower())) - bool(_ADDITION.search(h.text.lower())) for h in hits], dtype=np.float32)
-    return evidence + CHANGE_WEIGHT * change[None, :]
+    return evidence + CHANGE_WEIGHT * change[None, :], IDENTIFIER_WEIGHT * slots
 
 
 def _ratio(hit: Hit, best: Hit) -> float:
@@ -200,7 +199,8 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
     takes the group's first place (see the module docstring)."""
     if len(hits) < 2:
         return hits
-    evidence = _evidence(hits, query, vectors)
+    plain, slots = _evidence(hits, query, vectors)
+    evidence = plain + slots
     top = max(h.score for h in hits)
     order = list(range(len(hits)))
     scores = [h.score for h in hits]
@@ -231,7 +231,10 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             scores[j] = score
         newest = newest_first[0]
         for j in newest_first[1:]:
-            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top:
+            # Identifier slots only reorder: a new identifier is too weak a sign to tell an agent
+            # that a memory is outdated, so the pair must be one subject's without them.
+            alike = max(plain[j][newest], plain[newest][j])
+            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top and _joins(alike, _ratio(hits[newest], hits[j])):
                 superseded[j] = hits[newest].id
     return [replace(hits[i], score=scores[i], superseded_by=superseded.get(i)) for i in order]
 
