@@ -102,8 +102,10 @@ _CHANGE = re.compile(
     r"retired|decommissioned|deprecated|dropped|ported|changed|became|grew|rewritten|rewrite|cut ?over|"
     r"phased out|shut down|turned off|is gone|are gone|from \S+ to)\b"
 )
-# Identifiers: words or numbers joined by - _ / or . ("us-east-1", "jobs.v2", "BILLING_PG_URL", "5.7").
+# Identifiers: words or numbers joined by - _ / or . ("us-east-1", "jobs.v2", "BILLING_PG_URL",
+# "5.7"); words joined by hyphens alone are English compounds ("dairy-free"), not identifiers.
 _IDENTIFIER = re.compile(r"\b\w+[-_/.]\w[\w/.-]*")
+_NOT_COMPOUND = re.compile(r"[\d_/.]")
 # Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does
 # not restate it.
 _ADDITION = re.compile(r"\b(also|as well|in addition|additionally|now (?:has|have|supports|offers|includes|shows))\b")
@@ -124,7 +126,8 @@ def _stems(words: frozenset[str]) -> frozenset[str]:
 
 def _identifiers(text: str, query_words: frozenset[str]) -> frozenset[str]:
     """The identifiers a hit names that the query does not (dates and clock times aside)."""
-    return frozenset(v for v in (m.lower().rstrip(".") for m in _IDENTIFIER.findall(_CLOCK.sub(" ", text))) if v not in query_words)
+    found = (m.lower().rstrip(".") for m in _IDENTIFIER.findall(_CLOCK.sub(" ", text)))
+    return frozenset(v for v in found if _NOT_COMPOUND.search(v) and v not in query_words)
 
 
 def _robust_z(sims: np.ndarray) -> np.ndarray:
