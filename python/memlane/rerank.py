@@ -184,7 +184,12 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[
     # A new value in an identifier slot both hits fill.
     query_words = _words(query)
     idents = [_identifiers(h.text, query_words) for h in hits]
-    slots = np.array([[float(i != j and bool(idents[i]) and bool(idents[j] - idents[i])) for j in range(n)] for i in range(n)])
+    named = [i for i in range(n) if idents[i]]
+    slots = np.zeros((n, n), dtype=np.float32)
+    for i in named:
+        for j in named:
+            if idents[j] - idents[i]:
+                slots[i, j] = 1.0
     change = np.array([bool(_CHANGE.search(h.text.lower())) - bool(_ADDITION.search(h.text.lower())) for h in hits], dtype=np.float32)
     return evidence + CHANGE_WEIGHT * change[None, :], IDENTIFIER_WEIGHT * slots
 
