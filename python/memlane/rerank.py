@@ -64,8 +64,8 @@ may rank well below the stale one before reordering."""
 #   topic does not displace a fact nothing contradicts.
 # Repeats (word sets at least DUPLICATE alike) say the same thing: neither supersedes the other.
 # The weights were chosen on the tune half of benches/reversal_corpus.py (seeds 11-14), with
-# no unique old fact allowed to lose its first place (IDENTIFIER_WEIGHT 1 / 1.5 / 2 / 2.5: current
-# first 61.8 / 63.9 / 64.6 / 67.4 with the local embedder, false marks rising with it).
+# no unique old fact allowed to lose its first place (IDENTIFIER_WEIGHT 0 / 1 / 2 / 3: current
+# first 56.9 / 61.1 / 63.2 / 67.4 with the local embedder; 2 was the one checked on LoCoMo dev).
 SAME_SUBJECT_EVIDENCE = 7.0
 SUBJECT_WEIGHT = 2.0
 CHANGE_WEIGHT = 1.0
