@@ -16,6 +16,7 @@ import memlane
 from memlane.cli import main as cli_main
 from memlane.mcp import MemoryTools
 from memlane.memory import Hit
+import memlane.rerank as rerank_module
 from memlane.rerank import rerank
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
@@ -194,6 +195,22 @@ def test_without_vectors_a_reworded_decision_still_supersedes_the_old_one():
     out = rerank(hits, "Where are user sessions cached?", None)
     assert "Redis" in out[0].text and out[0].superseded_by is None
     assert "two nodes" in out[1].text and out[1].superseded_by == out[0].id
+
+
+def test_a_new_identifier_in_the_same_slot_restates_the_setting(monkeypatch):
+    # Little shared wording and no change language: what ties the two is that both name an
+    # identifier the question does not ask about, and the newer one names another. That is
+    # enough to put the newer first, not to tell the agent the older one is outdated.
+    hits = _pool([
+        (0.9, "2026-01-21", "Billing runs on MySQL 5.7 on the db-billing-01 host; the schema lives in billing/schema.sql."),
+        (0.55, "2026-03-19", "Read BILLING_PG_URL: billing data is in Postgres 16 on the managed cluster."),
+    ])
+    out = rerank(hits, "Which database does billing use now?", None)
+    assert "Postgres" in out[0].text and "MySQL" in out[1].text
+    assert all(h.superseded_by is None for h in out)
+    monkeypatch.setattr(rerank_module, "IDENTIFIER_WEIGHT", 0.0)
+    out = rerank(hits, "Which database does billing use now?", None)
+    assert "MySQL" in out[0].text and all(h.superseded_by is None for h in out)
 
 
 def test_an_addition_does_not_supersede_a_fact():

@@ -9,8 +9,9 @@ MCP tools, ``memlane bench``) gets the same ranking.
   subject joins, then the most relevant hit newer than that one about the same subject as it,
   and so on; older statements of the subject join as well. The members then take the group's
   places and scores newest first. The older ones are marked ``superseded_by`` the newest only
-  when both answer the question (score at least ``MARK_RATIO`` of the pool's best): a wrong
-  "outdated" mark misleads an agent more than none.
+  when both answer the question (score at least ``MARK_RATIO`` of the pool's best) and the two
+  are one subject's without counting identifier slots: a wrong "outdated" mark misleads an
+  agent more than none.
   Hits outside any group never move for being old: there is no blanket recency decay.
 * **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
@@ -56,15 +57,20 @@ may rank well below the stale one before reordering."""
 #   subject's statements even when their own wording has little in common;
 # * change language in j ("moved to", "switched", "replaced", "no longer", "now"); additive
 #   language ("also", "as well", "now has") counts against it;
+# * a new value in an identifier slot: both name identifiers the query does not ("us-east-1",
+#   "db-billing-01", ".github/workflows", "BILLING_PG_URL") and j names one i does not — a
+#   restated setting usually changes exactly such a value;
 # * how relevant j is next to the group's best (fused score ratio, at most 1): the weaker j
 #   answers the question, the stronger the rest of the evidence must be, so a neighbouring
 #   topic does not displace a fact nothing contradicts.
 # Repeats (word sets at least DUPLICATE alike) say the same thing: neither supersedes the other.
 # The weights were chosen on the tune half of benches/reversal_corpus.py (seeds 11-14), with
-# no unique old fact allowed to lose its first place.
+# no unique old fact allowed to lose its first place (IDENTIFIER_WEIGHT 0 / 1 / 2 / 3: current
+# first 56.9 / 61.1 / 63.2 / 67.4 with the local embedder; 2 was the one checked on LoCoMo dev).
 SAME_SUBJECT_EVIDENCE = 7.0
 SUBJECT_WEIGHT = 2.0
 CHANGE_WEIGHT = 1.0
+IDENTIFIER_WEIGHT = 2.0
 RELEVANCE_WEIGHT = 3.0
 SPREAD_FLOOR = 0.05
 SMALL_POOL = 5
@@ -97,6 +103,10 @@ _CHANGE = re.compile(
     r"retired|decommissioned|deprecated|dropped|ported|changed|became|grew|rewritten|rewrite|cut ?over|"
     r"phased out|shut down|turned off|is gone|are gone|from \S+ to)\b"
 )
+# Identifiers: words or numbers joined by - _ / or . ("us-east-1", "jobs.v2", "BILLING_PG_URL",
+# "5.7"); words joined by hyphens alone are English compounds ("dairy-free"), not identifiers.
+_IDENTIFIER = re.compile(r"\b\w+[-_/.]\w[\w/.-]*")
+_NOT_COMPOUND = re.compile(r"[\d_/.]")
 # Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does
 # not restate it.
 _ADDITION = re.compile(r"\b(also|as well|in addition|additionally|now (?:has|have|supports|offers|includes|shows))\b")
@@ -120,6 +130,12 @@ def _stems(words: frozenset[str]) -> frozenset[str]:
 @lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     return _SUFFIX.sub("", word).removesuffix("e") if len(word) > 3 else word
+
+
+def _identifiers(text: str, query_words: frozenset[str]) -> frozenset[str]:
+    """The identifiers a hit names that the query does not (dates and clock times aside)."""
+    found = (m.lower().rstrip(".") for m in _IDENTIFIER.findall(_CLOCK.sub(" ", text)))
+    return frozenset(v for v in found if _NOT_COMPOUND.search(v) and v not in query_words)
 
 
 def _robust_z(sims: np.ndarray) -> np.ndarray:
@@ -153,9 +169,10 @@ def _word_vectors(stems: list[frozenset[str]]) -> np.ndarray:
     return rows[:, held > 1]
 
 
-def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.ndarray:
-    """Matrix of same-subject evidence but relevance (row = the older or better hit, column =
-    the candidate). Repeats say the same thing, so neither supersedes the other."""
+def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Matrices of same-subject evidence but relevance (row = the older or better hit, column =
+    the candidate): without the identifier slots, and their share. Repeats say the same thing,
+    so neither supersedes the other."""
     import numpy as np
 
     n = len(hits)
@@ -180,8 +197,17 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> np.nda
         if own > 0:
             shared = np.array([sum(weight[t] for t in covered[i] & covered[j]) for j in range(n)])
             evidence[i] += SUBJECT_WEIGHT * shared / own
+    # A new value in an identifier slot both hits fill.
+    query_words = _words(query)
+    idents = [_identifiers(h.text, query_words) for h in hits]
+    named = [i for i in range(n) if idents[i]]
+    slots = np.zeros((n, n), dtype=np.float32)
+    for i in named:
+        for j in named:
+            if idents[j] - idents[i]:
+                slots[i, j] = 1.0
     change = np.array([bool(_CHANGE.search(h.text.lower())) - bool(_ADDITION.search(h.text.lower())) for h in hits], dtype=np.float32)
-    return evidence + CHANGE_WEIGHT * change[None, :]
+    return evidence + CHANGE_WEIGHT * change[None, :], IDENTIFIER_WEIGHT * slots
 
 
 def _ratio(hit: Hit, best: Hit) -> float:
@@ -197,7 +223,8 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
     takes the group's first place (see the module docstring)."""
     if len(hits) < 2:
         return hits
-    evidence = _evidence(hits, query, vectors)
+    plain, slots = _evidence(hits, query, vectors)
+    evidence = plain + slots
     top = max(h.score for h in hits)
     order = list(range(len(hits)))
     scores = [h.score for h in hits]
@@ -228,7 +255,10 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             scores[j] = score
         newest = newest_first[0]
         for j in newest_first[1:]:
-            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top:
+            # Identifier slots only reorder: a new identifier is too weak a sign to tell an agent
+            # that a memory is outdated, so the pair must be one subject's without them.
+            alike = max(plain[j][newest], plain[newest][j])
+            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top and _joins(alike, _ratio(hits[newest], hits[j])):
                 superseded[j] = hits[newest].id
     return [replace(hits[i], score=scores[i], superseded_by=superseded.get(i)) for i in order]
 
