@@ -22,7 +22,7 @@ use crate::hybrid::{fuse, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
 use crate::model::{Format, ParsedFile, Turn};
 use crate::parse::{self, ResumePoint};
-use crate::vector::{Quantization, VectorIndex, WindowKeys};
+use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -56,10 +56,6 @@ pub struct HomeMeta {
     pub dim: Option<usize>,
     /// `f16` | `i8` | `f32`.
     pub quantization: String,
-    /// How the vector file packs window keys (absent in homes from before the field: those
-    /// keep the layout their vectors were written with).
-    #[serde(default)]
-    pub window_keys: WindowKeys,
 }
 
 /// Per source file state.
@@ -397,7 +393,6 @@ impl Store {
                     &path,
                     dim,
                     self.quantization,
-                    meta.window_keys,
                     true,
                 )?)),
                 _ => None,
@@ -861,13 +856,11 @@ impl Writer {
     fn writable_vectors(&mut self) -> Result<Option<&VectorIndex>> {
         if self.vectors.is_none() {
             let path = self.store.home.join(VECTORS_FILE);
-            let meta = self.store.meta();
-            if let (Some(dim), true) = (meta.dim, path.exists()) {
+            if let (Some(dim), true) = (self.store.meta().dim, path.exists()) {
                 self.vectors = Some(VectorIndex::load(
                     &path,
                     dim,
                     self.store.quantization,
-                    meta.window_keys,
                     false,
                 )?);
             }
@@ -911,14 +904,9 @@ impl Writer {
                 if let Ok(mut meta) = self.store.meta.write() {
                     meta.embedder_id = Some(embedder_id.to_owned());
                     meta.dim = Some(dim);
-                    meta.window_keys = WindowKeys::HighByte;
                 }
                 write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
-                empty.insert(VectorIndex::new(
-                    dim,
-                    self.store.quantization,
-                    WindowKeys::HighByte,
-                )?)
+                empty.insert(VectorIndex::new(dim, self.store.quantization)?)
             }
         };
         let mut batch = Vec::with_capacity(keys.len());

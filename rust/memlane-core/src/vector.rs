@@ -1,51 +1,16 @@
 //! The usearch side: an HNSW cosine index over embedding windows.
 //!
-//! A chunk may be embedded as several windows (long text, small model context), each stored
-//! under a window key that packs the chunk key (56 bits) and the window number (8 bits; see
-//! [`WindowKeys`]); a chunk scores as its best window.
+//! A chunk may be embedded as several windows (long text, small model context). Window `w`
+//! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
-/// Most windows one chunk may have (one byte of a window key).
+/// Most windows one chunk may have (the low byte of a window key).
 pub const MAX_WINDOWS: usize = 256;
-
-/// Where the window number sits in a window key.
-///
-/// usearch finds keys through an open-addressing table indexed by the key's low bits (its hash
-/// of an integer is the integer), and rebuilds that table on every open. With the window in
-/// the low byte almost every key ends in `0x00`, so all keys start probing from 1/256 of the
-/// slots: inserts slow down as the index grows and opening a 1M-chunk index spent ~90 ms
-/// rebuilding the table. With the window in the high byte the low bits are content-hash bits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WindowKeys {
-    /// `key << 8 | w`: homes whose vectors were created before the high-byte layout.
-    #[default]
-    LowByte,
-    /// `w << 56 | key`: every vector index created since.
-    HighByte,
-}
-
-impl WindowKeys {
-    fn pack(self, key: u64, window: u64) -> u64 {
-        match self {
-            WindowKeys::LowByte => key << 8 | window,
-            WindowKeys::HighByte => window << 56 | key,
-        }
-    }
-
-    fn chunk(self, window_key: u64) -> u64 {
-        match self {
-            WindowKeys::LowByte => window_key >> 8,
-            WindowKeys::HighByte => window_key & ((1 << 56) - 1),
-        }
-    }
-}
 
 fn verr(e: impl std::fmt::Display) -> Error {
     Error::Vector(e.to_string())
@@ -91,7 +56,6 @@ impl Quantization {
 pub struct VectorIndex {
     index: Index,
     dim: usize,
-    keys: WindowKeys,
 }
 
 impl VectorIndex {
@@ -112,9 +76,9 @@ impl VectorIndex {
     ///
     /// # Errors
     /// usearch errors.
-    pub fn new(dim: usize, quantization: Quantization, keys: WindowKeys) -> Result<VectorIndex> {
+    pub fn new(dim: usize, quantization: Quantization) -> Result<VectorIndex> {
         let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
-        Ok(VectorIndex { index, dim, keys })
+        Ok(VectorIndex { index, dim })
     }
 
     /// Load an index file; `view` memory-maps it read-only (fast open for readers).
@@ -125,7 +89,6 @@ impl VectorIndex {
         path: &Path,
         dim: usize,
         quantization: Quantization,
-        keys: WindowKeys,
         view: bool,
     ) -> Result<VectorIndex> {
         let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
@@ -144,7 +107,7 @@ impl VectorIndex {
                 ),
             });
         }
-        Ok(VectorIndex { index, dim, keys })
+        Ok(VectorIndex { index, dim })
     }
 
     /// Dimension of the vectors.
@@ -174,7 +137,7 @@ impl VectorIndex {
     /// Whether chunk `key` has vectors.
     #[must_use]
     pub fn contains(&self, key: u64) -> bool {
-        self.index.contains(self.keys.pack(key, 0))
+        self.index.contains(key << 8)
     }
 
     /// Add the windows of one chunk (`windows.len()` must be a multiple of the dimension);
@@ -217,9 +180,7 @@ impl VectorIndex {
         }
         chunks.par_iter().try_for_each(|(key, flat)| {
             for (w, vector) in flat.chunks_exact(self.dim).enumerate() {
-                self.index
-                    .add(self.keys.pack(*key, w as u64), vector)
-                    .map_err(verr)?;
+                self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
             }
             Ok(())
         })
@@ -231,7 +192,7 @@ impl VectorIndex {
     /// usearch errors.
     pub fn remove(&self, key: u64) -> Result<()> {
         for w in 0..MAX_WINDOWS as u64 {
-            let window_key = self.keys.pack(key, w);
+            let window_key = key << 8 | w;
             if !self.index.contains(window_key) {
                 break;
             }
@@ -266,14 +227,14 @@ impl VectorIndex {
         let matches = match allowed {
             Some(set) => self
                 .index
-                .filtered_search(query, want, |k: u64| set.contains(&self.keys.chunk(k)))
+                .filtered_search(query, want, |k: u64| set.contains(&(k >> 8)))
                 .map_err(verr)?,
             None => self.index.search(query, want).map_err(verr)?,
         };
         let mut best: HashMap<u64, f32> = HashMap::new();
         let mut order = Vec::new();
         for (k, d) in matches.keys.iter().zip(&matches.distances) {
-            let chunk = self.keys.chunk(*k);
+            let chunk = k >> 8;
             let sim = 1.0 - d;
             match best.get_mut(&chunk) {
                 Some(s) if *s >= sim => {}
@@ -296,7 +257,7 @@ impl VectorIndex {
         let mut buffer = vec![0f32; self.dim];
         let mut best: Option<f32> = None;
         for w in 0..MAX_WINDOWS as u64 {
-            let window_key = self.keys.pack(key, w);
+            let window_key = key << 8 | w;
             if !self.index.contains(window_key) {
                 break;
             }
@@ -338,65 +299,49 @@ mod tests {
         v.iter().map(|x| x / n).collect()
     }
 
-    const LAYOUTS: [WindowKeys; 2] = [WindowKeys::LowByte, WindowKeys::HighByte];
-
     #[test]
     fn best_window_wins_and_remove_drops_all_windows() {
-        for keys in LAYOUTS {
-            let idx = VectorIndex::new(3, Quantization::F32, keys).unwrap();
-            let mut two = unit(&[1.0, 0.0, 0.0]);
-            two.extend(unit(&[0.0, 1.0, 0.0]));
-            // The largest 56-bit key: no bit of it may leak into the window byte.
-            let big = (1 << 56) - 1;
-            idx.add(big, &two).unwrap();
-            idx.add(9, &unit(&[0.0, 0.0, 1.0])).unwrap();
-            let hits = idx.search(&unit(&[0.0, 1.0, 0.1]), 2, None).unwrap();
-            assert_eq!(hits[0].0, big, "{keys:?}");
-            assert!(hits[0].1 > 0.99);
-            assert!((idx.similarity(big, &unit(&[0.0, 1.0, 0.0])).unwrap() - 1.0).abs() < 1e-5);
-            idx.remove(big).unwrap();
-            assert!(!idx.contains(big));
-            assert_eq!(idx.len(), 1, "both windows removed");
-            assert_eq!(
-                idx.search(&unit(&[0.0, 1.0, 0.0]), 5, None)
-                    .unwrap()
-                    .iter()
-                    .map(|h| h.0)
-                    .collect::<Vec<_>>(),
-                vec![9]
-            );
-        }
+        let idx = VectorIndex::new(3, Quantization::F32).unwrap();
+        let mut two = unit(&[1.0, 0.0, 0.0]);
+        two.extend(unit(&[0.0, 1.0, 0.0]));
+        idx.add(7, &two).unwrap();
+        idx.add(9, &unit(&[0.0, 0.0, 1.0])).unwrap();
+        let hits = idx.search(&unit(&[0.0, 1.0, 0.1]), 2, None).unwrap();
+        assert_eq!(hits[0].0, 7);
+        assert!(hits[0].1 > 0.99);
+        assert!((idx.similarity(7, &unit(&[0.0, 1.0, 0.0])).unwrap() - 1.0).abs() < 1e-5);
+        idx.remove(7).unwrap();
+        assert!(!idx.contains(7));
+        assert_eq!(
+            idx.search(&unit(&[0.0, 1.0, 0.0]), 5, None)
+                .unwrap()
+                .iter()
+                .map(|h| h.0)
+                .collect::<Vec<_>>(),
+            vec![9]
+        );
     }
 
     #[test]
     fn filtered_search_respects_allowed_set() {
-        for keys in LAYOUTS {
-            let idx = VectorIndex::new(2, Quantization::F16, keys).unwrap();
-            idx.add(1, &unit(&[1.0, 0.0])).unwrap();
-            idx.add(2, &unit(&[0.9, 0.1])).unwrap();
-            let allowed: HashSet<u64> = [2].into_iter().collect();
-            let hits = idx.search(&unit(&[1.0, 0.0]), 5, Some(&allowed)).unwrap();
-            assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![2]);
-        }
+        let idx = VectorIndex::new(2, Quantization::F16).unwrap();
+        idx.add(1, &unit(&[1.0, 0.0])).unwrap();
+        idx.add(2, &unit(&[0.9, 0.1])).unwrap();
+        let allowed: HashSet<u64> = [2].into_iter().collect();
+        let hits = idx.search(&unit(&[1.0, 0.0]), 5, Some(&allowed)).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![2]);
     }
 
     #[test]
     fn save_load_round_trip_and_dimension_check() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.usearch");
-        let idx = VectorIndex::new(4, Quantization::F16, WindowKeys::HighByte).unwrap();
+        let idx = VectorIndex::new(4, Quantization::F16).unwrap();
         idx.add(5, &unit(&[1.0, 2.0, 3.0, 4.0])).unwrap();
         idx.save(&path).unwrap();
-        let back =
-            VectorIndex::load(&path, 4, Quantization::F16, WindowKeys::HighByte, true).unwrap();
+        let back = VectorIndex::load(&path, 4, Quantization::F16, true).unwrap();
         assert!(back.contains(5));
-        // Read with the other layout, the stored keys name other chunks.
-        let wrong =
-            VectorIndex::load(&path, 4, Quantization::F16, WindowKeys::LowByte, true).unwrap();
-        assert!(!wrong.contains(5));
-        assert!(
-            VectorIndex::load(&path, 8, Quantization::F16, WindowKeys::HighByte, false).is_err()
-        );
+        assert!(VectorIndex::load(&path, 8, Quantization::F16, false).is_err());
         assert!(idx.add(6, &[1.0, 2.0, 3.0]).is_err());
     }
 }
