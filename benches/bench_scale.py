@@ -1,7 +1,7 @@
 """Query speed at scale (DESIGN.md §5: 1M chunks p50 ≤ 5 ms, open + first query ≤ 50 ms).
 
 Builds a home of about `--chunks` chunks through the product's index path: generic-format
-JSONL transcripts (one user/assistant pair per chunk, Zipf words as in archive.py) indexed
+JSONL transcripts (about one user/assistant pair per chunk, Zipf words as in archive.py) indexed
 by `Memory.index`, then one synthetic 384-dim vector per chunk through the writer, as
 bench_pipeline.py does (embedding is excluded by design). Then measures, like
 bench_pipeline.py, the warm hybrid query through `Memory.search` (and the core alone), open
@@ -38,7 +38,8 @@ PAIRS_PER_FILE = 250
 def generate(root: Path, chunks: int, seed: int = 7) -> int:
     """Write `chunks` user/assistant pairs as generic JSONL, `PAIRS_PER_FILE` per session file;
     returns total bytes. Questions are 5-40 words, replies 20-220: most pairs fit one chunk
-    (500 tokens), a few split in two."""
+    (500 tokens), a few split in two and a few short ones are packed together (2,500 pairs give
+    2,460 chunks)."""
     rng = np.random.default_rng(seed)
     vocab = np.array(VOCAB, dtype=object)
     cum = np.array(_CUM_WEIGHTS) / _CUM_WEIGHTS[-1]

@@ -93,15 +93,51 @@ def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = 
 
 
 # A small two-session corpus: exact identifiers and a database fact (deploy), and an unrelated
-# topic (cooking) that must not come back for them.
+# topic (cooking) that must not come back for them. Every exchange is over 100 estimated tokens,
+# so no two are packed into one chunk (see PACK_TOKENS in chunk.rs): one chunk an exchange.
 DEPLOY = [
-    ("why did the deploy fail?", "The container was OOM-killed: exit code 137 in src/app/main.py under load."),
-    ("what about the ERR_CONN_RESET errors?", "They come from the proxy idle timeout; set keepalive_timeout to 75s."),
-    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
+    (
+        "why did the deploy fail?",
+        "The container was OOM-killed: exit code 137 in src/app/main.py under load. The worker pool had"
+        " grown to sixteen processes after the last release and each one loaded the full model, so the"
+        " node ran out of memory during the nightly import. We lowered the pool to eight workers, added"
+        " a memory alert and reran the import without trouble. The next release also caps the model cache"
+        " per worker.",
+    ),
+    (
+        "what about the ERR_CONN_RESET errors?",
+        "They come from the proxy idle timeout; set keepalive_timeout to 75s. The upstream kept idle"
+        " sockets open for ninety seconds while the proxy closed them after sixty, so every request that"
+        " reused a socket in that window was reset. With the longer timeout on the proxy side the"
+        " resets stopped within an hour of the change. The health check now also reports open sockets"
+        " per upstream.",
+    ),
+    (
+        "which database does billing use?",
+        "Billing runs on Postgres 16 since March. The move from the old cluster took two weekends: the"
+        " first copied the invoices and ledgers with logical replication, the second switched writes"
+        " over during a short maintenance window. Reports now read from a replica so month-end jobs no"
+        " longer slow down checkout. Nightly backups go to object storage and a restore is tested every"
+        " quarter.",
+    ),
 ]
 COOKING = [
-    ("how long should pasta boil?", "About nine minutes for spaghetti, taste it before draining."),
-    ("and the sauce?", "Simmer tomatoes with garlic and basil for twenty minutes."),
+    (
+        "how long should pasta boil?",
+        "About nine minutes for spaghetti, taste it before draining. Use plenty of water, salt it well"
+        " once it is at a rolling boil, and stir during the first minute so the strands do not stick"
+        " together. Keep a cup of the starchy cooking water aside: a splash of it loosens the sauce and"
+        " helps it cling to every strand. Thick shapes like rigatoni need two or three minutes"
+        " longer.",
+    ),
+    (
+        "and the sauce?",
+        "Simmer tomatoes with garlic and basil for twenty minutes. Start with olive oil over low heat,"
+        " let the sliced garlic turn golden but never brown, then add crushed tomatoes and a pinch of"
+        " sugar if they taste sharp. Tear the basil in at the end so it stays bright, and finish with"
+        " a knob of butter. A spoonful of the tomato paste at the start deepens the colour and the"
+        " flavour of the whole pot.",
+    ),
 ]
 
 

@@ -141,8 +141,10 @@ def test_gold_lost_to_identical_chunks_is_counted(tmp_path):
 
     chat = {
         "name": {"speaker_1": "Ann", "speaker_2": "Bob"},
-        "session_1": [msg("D1:1", "See you soon!"), msg("D1:2", "Bring the maps")],
+        # One turn a session, so no other turn is packed into their chunks.
+        "session_1": [msg("D1:1", "See you soon!")],
         "session_2": [msg("D2:1", "See you soon!")],
+        "session_3": [msg("D3:1", "Bring the maps")],
         "qa": [{"question": "see you soon", "answer": "x", "evidence": ["D1:1", "D2:1"], "category": 1}],
     }
     (tmp_path / "Chat_1_Ann_Bob.json").write_text(json.dumps(chat))

@@ -53,11 +53,21 @@ def runtime(fake_aws: None):
     emb.close()
 
 
+# Long enough that no two exchanges are packed into one chunk (see PACK_TOKENS in chunk.rs).
+LONG_REPLY = (
+    " The scheduler kept placing new replicas on the same host, the kernel killed the largest"
+    " process each time, and the restarts hid the pattern until the memory graphs were put side"
+    " by side. Spreading the replicas and setting a request equal to the limit stopped it; the"
+    " alert on restarts per hour now catches a repeat before users notice."
+)
+
+
 @pytest.fixture
 def home_with_chunks(tmp_path: Path) -> Path:
-    """A keyword-only home of 120 chunks (3 sessions of 40 turn pairs)."""
+    """A keyword-only home of 120 chunks (3 sessions of 40 turn pairs, each too long to be packed
+    with another)."""
     for f in range(3):
-        pairs = [(f"question {f}-{i}: why did service {i} fail?", f"answer {f}-{i}: the node ran out of memory") for i in range(40)]
+        pairs = [(f"question {f}-{i}: why did service {i} fail?", f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY) for i in range(40)]
         write_jsonl(tmp_path / "t" / f"s{f}.jsonl", generic_session(f"s{f}", pairs))
     home = tmp_path / "home"
     assert memlane.open(home, embedder="none").index([tmp_path / "t"], embed=False).chunks_added == 120

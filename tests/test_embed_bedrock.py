@@ -541,10 +541,10 @@ def test_real_bedrock(real_bedrock: str) -> None:
 
 def test_index_reports_billed_tokens_and_cost(stubbed, tmp_path: Path) -> None:
     import memlane
-    from conftest import generic_session, write_jsonl
+    from conftest import DEPLOY, generic_session, write_jsonl
 
-    pairs = [("why did the deploy fail?", "OOM-killed, exit code 137."), ("and billing?", "Postgres 16.")]
-    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", pairs))
+    # Two exchanges too long to be packed into one chunk.
+    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", DEPLOY[:2]))
     emb, stubber = stubbed(dimensions=256, concurrency=1)
     chunks = memlane._core.chunk_file(tmp_path / "t" / "a.jsonl")
     for c in sorted(chunks, key=lambda c: c["key"]):  # the backfill embeds in key order

@@ -9,16 +9,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from conftest import generic_session, write_jsonl
+from conftest import DEPLOY, generic_session, write_jsonl
 
 import memlane
 from memlane.cli import main
 from memlane.embed.cache import CacheStats, EmbeddingCache
 
-PAIRS = [
-    ("why did the deploy fail with exit code 137?", "The pod was OOM-killed; raise the memory limit to 2Gi."),
-    ("which database does billing use?", "Billing runs on Postgres 16 since March."),
-]
+# Two exchanges too long to be packed into one chunk: two chunks.
+PAIRS = DEPLOY[:2]
 
 
 def test_counters_persist_and_are_shared_by_every_instance(tmp_path: Path) -> None:

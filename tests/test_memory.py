@@ -58,11 +58,20 @@ def test_unchanged_reindex_is_a_noop_and_embeds_nothing(mem, corpus, fake_embedd
     assert fake_embedder.texts_embedded == embedded
 
 
+# Makes a reply long enough that its exchange is never packed with another (one chunk each).
+LONG = (
+    " The runbook entry was updated with the steps we took, the dashboards were checked twice"
+    " during the following hour, and the change was noted in the weekly operations review so"
+    " that the on-call rotation knows what to look for next time. Nothing else in the service"
+    " needed a change, and the follow-up ticket was closed once the numbers stayed flat for a day."
+)
+
+
 def test_append_adds_only_new_chunks_and_embeds_only_them(mem, corpus, fake_embedder):
     mem.index([corpus])
     before = fake_embedder.texts_embedded
     path = corpus / "deploy.jsonl"
-    extra = generic_session("deploy-1", DEPLOY + [("is the pager quiet now?", "Yes, no alerts since the rollback.")])[-2:]
+    extra = generic_session("deploy-1", DEPLOY + [("is the pager quiet now?", "Yes, no alerts since the rollback." + LONG)])[-2:]
     with path.open("a") as f:
         import json
 
@@ -92,12 +101,12 @@ def claude_records(session_id: str, pairs: list[tuple[str, str]], parent: str | 
 
 def test_claude_code_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
     root = tmp_path / "projects"
-    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}") for i in range(40)]
+    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}." + LONG) for i in range(40)]
     path = write_jsonl(root / "s1.jsonl", claude_records("s1", pairs))
     first = mem.index([root])
     assert (first.chunks_added, first.files_resumed) == (40, 0)
     size_before = path.stat().st_size
-    new = claude_records("s1", [("where is the pager config?", "In ops/pager.yaml since the rollback.")], parent="a39", first=40)
+    new = claude_records("s1", [("where is the pager config?", "In ops/pager.yaml since the rollback." + LONG)], parent="a39", first=40)
     with path.open("a") as f:
         import json
 
@@ -133,12 +142,12 @@ def test_codex_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
     import json
 
     root = tmp_path / "sessions"
-    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}") for i in range(40)]
+    pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}." + LONG) for i in range(40)]
     path = write_jsonl(root / "rollout-2026-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl", codex_records(pairs))
     assert mem.index([root]).chunks_added == 40
     size_before = path.stat().st_size
     with path.open("a") as f:
-        f.writelines(json.dumps(r) + "\n" for r in codex_records([("where is the pager config?", "In ops/pager.yaml.")], first=40))
+        f.writelines(json.dumps(r) + "\n" for r in codex_records([("where is the pager config?", "In ops/pager.yaml." + LONG)], first=40))
     report = mem.index([root])
     assert (report.files_indexed, report.files_resumed, report.chunks_added) == (1, 1, 1)
     assert report.bytes_parsed < (path.stat().st_size - size_before) * 3

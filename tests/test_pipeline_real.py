@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from conftest import generic_session, write_jsonl
+from conftest import COOKING, DEPLOY, generic_session, write_jsonl
 
 import memlane
 
-PAIRS = [
-    ("why did the deploy fail?", "The container was OOM-killed: exit code 137."),
-    ("how long should pasta boil?", "About nine minutes for spaghetti."),
-    ("which database does billing use?", "Billing runs on Postgres 16."),
-]
+# Three exchanges too long to be packed together: a chunk each.
+PAIRS = [DEPLOY[0], COOKING[0], DEPLOY[2]]
 
 
 @pytest.mark.model

@@ -37,6 +37,13 @@ FILLER = [
 ]
 
 
+def padded(pair: tuple[str, str]) -> tuple[str, str]:
+    """A filler exchange long enough (over 185 estimated tokens) that the short statements
+    between fillers are never packed into one chunk with one (see PACK_TOKENS in chunk.rs):
+    its reply said over and over, so its words and their proportions stay the same."""
+    return pair[0], " ".join([pair[1]] * 12)
+
+
 def utc(m: int, d: int) -> datetime:
     return datetime(2026, m, d, 9, tzinfo=timezone.utc)
 
@@ -45,10 +52,11 @@ def utc(m: int, d: int) -> datetime:
 def mem(request, tmp_path):
     """A home holding a decision reversed across formats, a unique old fact and filler."""
     src = tmp_path / "src"
-    write_session(src, "claude-code", "s-jan", [FILLER[0], ("Which database does billing use?", OLD_DB), FILLER[1]], utc(1, 12))
-    write_session(src, "generic", "s-feb", [FILLER[2], ("When does the invoice job run?", INVOICES), FILLER[3]], utc(2, 3))
-    write_session(src, "codex", "s-mar", [FILLER[4], ("Is the billing database migration done?", NEW_DB), FILLER[5]], utc(3, 20))
-    write_session(src, "generic", "s-apr", [FILLER[6], FILLER[7]], utc(4, 2))
+    f = [padded(p) for p in FILLER]
+    write_session(src, "claude-code", "s-jan", [f[0], ("Which database does billing use?", OLD_DB), f[1]], utc(1, 12))
+    write_session(src, "generic", "s-feb", [f[2], ("When does the invoice job run?", INVOICES), f[3]], utc(2, 3))
+    write_session(src, "codex", "s-mar", [f[4], ("Is the billing database migration done?", NEW_DB), f[5]], utc(3, 20))
+    write_session(src, "generic", "s-apr", [f[6], f[7]], utc(4, 2))
     m = memlane.open(tmp_path / "home", embedder=FakeEmbedder() if request.param == "fake" else "none")
     m.index([src])
     return m

@@ -66,4 +66,4 @@ def parse_file(path: str | PathLike[str], format: str | None = None) -> dict[str
     """Parse one file: ``sessions`` of a transcript, or ``note`` (sections) of a markdown file."""
 
 def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
-    """Chunk one file: turn pairs (``source`` ``transcript``) or note sections (``knowledge``, with ``heading`` and ``meta``)."""
+    """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""

@@ -5,8 +5,8 @@ counts for:
 
 * session granularity: one session id per position, repeated sessions removed (a session
   ranks where it first appears; see :func:`session_ranking`);
-* turn granularity: every source id in the hit's ``meta["turn_ids"]`` (a turn-pair chunk
-  counts for both of its turns).
+* turn granularity: every source id in the hit's ``meta["turn_ids"]`` (a chunk counts for
+  both turns of a pair, or every turn of the short pairs packed into it).
 
 For gold ids ``G`` and the union ``R_k`` of the ids in the first ``k`` positions:
 

@@ -1,4 +1,5 @@
-//! Turn-pair chunking: a human turn with the reply it got, about 500 tokens by a cheap estimate.
+//! Turn-pair chunking: a human turn with the reply it got, about 500 tokens by a cheap estimate;
+//! consecutive short turn groups are packed into one chunk up to [`PACK_TOKENS`].
 //!
 //! A pair is never split unless one turn alone exceeds the budget; that turn is then cut at
 //! paragraph boundaries (then lines, then words) into consecutive parts.
@@ -12,7 +13,11 @@ pub const DEFAULT_BUDGET_TOKENS: usize = 500;
 /// Cheap token estimate: about four bytes of English per model token.
 #[must_use]
 pub fn estimate_tokens(text: &str) -> usize {
-    text.len().div_ceil(4)
+    tokens_of_bytes(text.len())
+}
+
+fn tokens_of_bytes(bytes: usize) -> usize {
+    bytes.div_ceil(4)
 }
 
 /// One searchable unit with its provenance.
@@ -169,44 +174,109 @@ pub fn turn_groups(turns: &[Turn]) -> Vec<(usize, usize)> {
     groups
 }
 
-/// Chunk one session from `path` into turn-pair chunks.
+/// Consecutive turn groups are packed into one chunk while their text together stays within
+/// this many estimated tokens (inside one 256-token window of the local embedder). A chat of
+/// short messages otherwise gives chunks of a line or two: too little text for BM25 and the
+/// embedder to match on, and an answer often sits in the turn right after the pair that
+/// holds its question.
+pub const PACK_TOKENS: usize = 200;
+
+/// The pack size for a chunk budget: never more than the budget itself.
+fn pack_limit(budget: usize) -> usize {
+    PACK_TOKENS.min(budget)
+}
+
+/// How a turn reads in a chunk.
+fn render(turn: &Turn) -> String {
+    format!("{}: {}", speaker_label(turn), turn.text.trim())
+}
+
+/// Merge consecutive `groups` greedily, left to right, while the joined text of a pack
+/// (`rendered` turns separated by blank lines) stays within `pack` estimated tokens. Whether
+/// a group joins the pack before it depends only on the groups up to it, so packing restarted
+/// at a pack boundary yields the packs a packing from the start yields.
+fn pack_groups(rendered: &[String], groups: &[(usize, usize)], pack: usize) -> Vec<(usize, usize)> {
+    // Bytes a group adds to a pack: its turns, each followed by a blank line.
+    let bytes = |(s, e): (usize, usize)| rendered[s..=e].iter().map(|r| r.len() + 2).sum();
+    let mut out: Vec<((usize, usize), usize)> = Vec::new();
+    for &g in groups {
+        let added: usize = bytes(g);
+        match out.last_mut() {
+            Some((last, held)) if tokens_of_bytes(*held + added - 2) <= pack => {
+                last.1 = g.1;
+                *held += added;
+            }
+            _ => out.push((g, added)),
+        }
+    }
+    out.into_iter().map(|(g, _)| g).collect()
+}
+
+/// Where chunking `turns` again must start so that every chunk before it stays what chunking
+/// them whole gives, when the turns from `turn_base` on may still change (an appended
+/// transcript is re-parsed from there): the start of the pack before `turn_base` if that pack
+/// could still take another group, else `turn_base`. `turns` must start at a pack boundary
+/// (a session's first turn, or an earlier result of this function) and `turn_base` must open
+/// a turn group.
+#[must_use]
+pub fn rechunk_start(turns: &[Turn], turn_base: usize, budget: usize) -> usize {
+    let head = &turns[..turn_base.min(turns.len())];
+    let rendered: Vec<String> = head.iter().map(render).collect();
+    let pack = pack_limit(budget);
+    let Some(&(start, end)) = pack_groups(&rendered, &turn_groups(head), pack).last() else {
+        return turn_base;
+    };
+    let text_bytes: usize = rendered[start..=end]
+        .iter()
+        .map(|r| r.len() + 2)
+        .sum::<usize>()
+        - 2;
+    // The smallest group (`: ` and its blank line) adds one estimated token.
+    if tokens_of_bytes(text_bytes) < pack {
+        start
+    } else {
+        turn_base
+    }
+}
+
+/// Chunk one session from `path` into turn-pair chunks, short pairs packed together.
 #[must_use]
 pub fn chunk_session(session: &Session, path: &str, budget: usize) -> Vec<Chunk> {
     let format = session.format.map_or("unknown", |f| f.as_str());
+    let rendered: Vec<String> = session.turns.iter().map(render).collect();
+    let pack = pack_limit(budget);
     let mut chunks = Vec::new();
-    for (start, end) in turn_groups(&session.turns) {
-        let group = &session.turns[start..=end];
-        let rendered: Vec<String> = group
-            .iter()
-            .map(|t| format!("{}: {}", speaker_label(t), t.text.trim()))
-            .collect();
-        let total: usize = rendered.iter().map(|r| estimate_tokens(r)).sum();
+    for (start, end) in pack_groups(&rendered, &turn_groups(&session.turns), pack) {
+        let group = &rendered[start..=end];
+        let joined = group.join("\n\n");
+        let total: usize = group.iter().map(|r| estimate_tokens(r)).sum();
         let simple_pair_fits =
-            rendered.len() <= 2 && rendered.iter().all(|r| estimate_tokens(r) <= budget);
-        let texts: Vec<(String, usize, usize)> = if total <= budget || simple_pair_fits {
-            // A prompt and its reply stay together unless one of them alone is too long.
-            vec![(rendered.join("\n\n"), start, end)]
-        } else {
-            // Too long: pack turns greedily, splitting only turns that exceed the budget, so
-            // a tool-heavy reply of many turns does not become one giant chunk.
-            let mut out: Vec<(String, usize, usize)> = Vec::new();
-            for (offset, text) in rendered.iter().enumerate() {
-                let idx = start + offset;
-                for piece in split_text(text, budget) {
-                    match out.last_mut() {
-                        Some((prev, _, prev_end))
-                            if estimate_tokens(prev) + estimate_tokens(&piece) < budget =>
-                        {
-                            prev.push_str("\n\n");
-                            prev.push_str(&piece);
-                            *prev_end = idx;
+            group.len() <= 2 && group.iter().all(|r| estimate_tokens(r) <= budget);
+        let texts: Vec<(String, usize, usize)> =
+            if estimate_tokens(&joined) <= pack || total <= budget || simple_pair_fits {
+                // A pack, or a prompt and its reply unless one of them alone is too long.
+                vec![(joined, start, end)]
+            } else {
+                // Too long: pack turns greedily, splitting only turns that exceed the budget,
+                // so a tool-heavy reply of many turns does not become one giant chunk.
+                let mut out: Vec<(String, usize, usize)> = Vec::new();
+                for (offset, text) in group.iter().enumerate() {
+                    let idx = start + offset;
+                    for piece in split_text(text, budget) {
+                        match out.last_mut() {
+                            Some((prev, _, prev_end))
+                                if estimate_tokens(prev) + estimate_tokens(&piece) < budget =>
+                            {
+                                prev.push_str("\n\n");
+                                prev.push_str(&piece);
+                                *prev_end = idx;
+                            }
+                            _ => out.push((piece, idx, idx)),
                         }
-                        _ => out.push((piece, idx, idx)),
                     }
                 }
-            }
-            out
-        };
+                out
+            };
         let n_parts = texts.len();
         for (part, (text, first, last)) in texts.into_iter().enumerate() {
             let covered = &session.turns[first..=last];
@@ -324,13 +394,90 @@ mod tests {
         ]);
         let groups = turn_groups(&s.turns);
         assert_eq!(groups, vec![(0, 0), (1, 3), (4, 4), (5, 5), (6, 6)]);
+        // Short groups are packed: the whole session is one chunk.
         let chunks = chunk_session(&s, "p", DEFAULT_BUDGET_TOKENS);
-        assert_eq!(chunks.len(), 5);
-        assert_eq!(
-            chunks[1].text,
-            "User: q1\n\nAssistant: a1\n\nAssistant: a1 more"
-        );
-        assert_eq!(chunks[1].role, "user+assistant");
+        assert_eq!(chunks.len(), 1);
+        assert_eq!((chunks[0].turn_start, chunks[0].turn_end), (0, 6));
+        assert!(chunks[0]
+            .text
+            .contains("\n\nUser: q1\n\nAssistant: a1\n\nAssistant: a1 more\n\n"));
+        assert_eq!(chunks[0].role, "assistant+user+summary");
+    }
+
+    /// Eight pairs of 105- and 110-byte turns, then a 250-token prompt with a short reply.
+    fn short_pairs_then_a_long_one() -> Vec<Turn> {
+        let line = "word ".repeat(20);
+        let mut turns = Vec::new();
+        for _ in 0..8 {
+            turns.push(turn(Role::User, &line));
+            turns.push(turn(Role::Assistant, &line));
+        }
+        turns.push(turn(Role::User, &"word ".repeat(200)));
+        turns.push(turn(Role::Assistant, "ok"));
+        turns
+    }
+
+    fn spans(chunks: &[Chunk]) -> Vec<(u32, u32)> {
+        chunks.iter().map(|c| (c.turn_start, c.turn_end)).collect()
+    }
+
+    #[test]
+    fn short_pairs_are_packed_up_to_the_pack_size() {
+        let chunks = chunk_session(&session(short_pairs_then_a_long_one()), "p", 500);
+        // Three pairs are 164 estimated tokens, four would be 219; the long pair stays alone.
+        assert_eq!(spans(&chunks), vec![(0, 5), (6, 11), (12, 15), (16, 17)]);
+        assert!(chunks[0].text.starts_with("User: word"));
+        assert!(chunks[..3]
+            .iter()
+            .all(|c| estimate_tokens(&c.text) <= PACK_TOKENS));
+        // A budget below the pack size caps the packs too.
+        let small = chunk_session(&session(short_pairs_then_a_long_one()), "p", 120);
+        assert_eq!(&spans(&small)[..2], &[(0, 3), (4, 7)]);
+    }
+
+    #[test]
+    fn rechunk_starts_at_the_last_pack_that_could_still_grow() {
+        let turns = short_pairs_then_a_long_one();
+        // Inside a pack: from its start.
+        assert_eq!(rechunk_start(&turns, 8, 500), 6);
+        assert_eq!(rechunk_start(&turns, 10, 500), 6);
+        // At a pack boundary: the pack before holds 164 tokens, so a short group could join it.
+        assert_eq!(rechunk_start(&turns, 6, 500), 0);
+        assert_eq!(rechunk_start(&turns, 16, 500), 12);
+        assert_eq!(rechunk_start(&turns, 0, 500), 0);
+        // After a group that fills a pack alone, nothing before the anchor changes.
+        assert_eq!(rechunk_start(&turns[16..], 2, 500), 2);
+    }
+
+    #[test]
+    fn rechunking_from_the_rechunk_start_matches_chunking_whole() {
+        let turns = short_pairs_then_a_long_one();
+        let fresh = |t: &[Turn]| chunk_session(&session(t.to_vec()), "p", 500);
+        for base in [2, 4, 6, 8, 12, 14, 16] {
+            let earlier = fresh(&turns[..base + 1]);
+            // The turns from `base` on change: the group there grows and more follow.
+            let mut grown = turns[..base].to_vec();
+            grown.push(turn(Role::User, "and one more thing"));
+            grown.push(turn(Role::Assistant, &"reply ".repeat(30)));
+            grown.extend(turns[base..].iter().cloned());
+            let whole = fresh(&grown);
+            let from = rechunk_start(&turns[..base + 1], base, 500);
+            let kept: Vec<&Chunk> = earlier
+                .iter()
+                .filter(|c| (c.turn_start as usize) < from)
+                .collect();
+            let mut tail = fresh(&grown[from..]);
+            for c in &mut tail {
+                c.turn_start += from as u32;
+                c.turn_end += from as u32;
+            }
+            let resumed: Vec<&Chunk> = kept.into_iter().chain(&tail).collect();
+            assert_eq!(
+                resumed,
+                whole.iter().collect::<Vec<_>>(),
+                "anchor at turn {base}"
+            );
+        }
     }
 
     #[test]

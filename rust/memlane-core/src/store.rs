@@ -5,8 +5,9 @@
 //! ```text
 //! memlane.json     which embedder built the vectors (id, dimension, quantization)
 //! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys
-//! resume/          per appendable source file, where its next parse can start (one file
-//!                  each, named by its content, so a commit writes only the ones that changed)
+//! resume/          per appendable source file, where its next parse can start and the turns
+//!                  its re-chunking starts with (one file each, named by its content, so a
+//!                  commit writes only the ones that changed)
 //! lexical/         tantivy index (atomic commits)
 //! vectors.usearch  HNSW index (saved to a temp file, then renamed)
 //! write.lock       held by the one writer
@@ -15,11 +16,11 @@
 //! crash between them leaves chunks the manifest does not reference, which the next commit
 //! collects, and resume states it does not name, which are never read.
 
-use crate::chunk::{chunk_parsed, Chunk, DEFAULT_BUDGET_TOKENS};
+use crate::chunk::{chunk_parsed, rechunk_start, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
 use crate::hybrid::{fuse, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
-use crate::model::{Format, ParsedFile};
+use crate::model::{Format, ParsedFile, Turn};
 use crate::parse::{self, ResumePoint};
 use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
@@ -81,21 +82,56 @@ pub struct FileEntry {
     pub resume_state: Option<ResumeRef>,
 }
 
-/// Where a file's [`ResumePoint`] is kept, and the chunks it leaves alone.
+/// Where a file's [`ResumeState`] is kept, and the chunks it leaves alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResumeRef {
-    /// Name of the file under `resume/` that holds the point as JSON: a hash of the source
+    /// Name of the file under `resume/` that holds the state as JSON: a hash of the source
     /// path and that content, so a state is never overwritten and a damaged or missing one
     /// is noticed (the source file is then parsed whole).
     pub file: String,
-    /// How many of the entry's first `keys` come from turns before the point's `turn_base`:
-    /// those chunks are final and kept as they are.
+    /// How many of the entry's first `keys` come from turns before the state's `carry`
+    /// (before the point's `turn_base` when it carries nothing): those chunks are final and
+    /// kept as they are.
     pub head_keys: usize,
 }
 
-/// Name of the state file of `point` for source `path`, and its content.
-fn resume_file_of(path: &str, point: &ResumePoint) -> Result<(String, Vec<u8>)> {
-    let bytes = serde_json::to_vec(point)?;
+/// What a resume of one file needs: where its parser continues, and the turns before that
+/// point which a re-chunking must start with. Short turn groups are packed into one chunk
+/// (see [`crate::chunk::PACK_TOKENS`]), so the group at `point.turn_base` may belong to a
+/// pack that began earlier, and its chunk can still change when the group grows; re-chunking
+/// from that pack's start (see [`rechunk_start`]) gives the chunks a full index gives. The
+/// carried turns are at most one pack (~200 estimated tokens).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ResumeState {
+    point: ResumePoint,
+    /// The session's turns from the re-chunking start up to `point.turn_base`, exclusive.
+    carry: Vec<Turn>,
+}
+
+impl ResumeState {
+    /// The state a later resume of `parsed` needs, taken from its resume point and its one
+    /// session, whose turns begin with turn `first_turn` (0 unless `parsed` was itself
+    /// resumed); with the index of the first turn a resume re-chunks. `None` when the
+    /// file cannot be resumed.
+    fn of(parsed: &mut ParsedFile, first_turn: u32, budget: usize) -> Option<(ResumeState, u32)> {
+        let point = parsed.resume.take()?;
+        let [session] = parsed.sessions.as_slice() else {
+            return None;
+        };
+        let base = usize::try_from(point.turn_base.checked_sub(first_turn)?).ok()?;
+        if base > session.turns.len() {
+            return None;
+        }
+        let from = rechunk_start(&session.turns, base, budget);
+        let carry = session.turns[from..base].to_vec();
+        let start = first_turn + u32::try_from(from).ok()?;
+        Some((ResumeState { point, carry }, start))
+    }
+}
+
+/// Name of the state file of `state` for source `path`, and its content.
+fn resume_file_of(path: &str, state: &ResumeState) -> Result<(String, Vec<u8>)> {
+    let bytes = serde_json::to_vec(state)?;
     let mut h = blake3::Hasher::new();
     h.update(path.as_bytes());
     h.update(&[0]);
@@ -103,12 +139,14 @@ fn resume_file_of(path: &str, point: &ResumePoint) -> Result<(String, Vec<u8>)> 
     Ok((format!("{}.json", &h.finalize().to_hex()[..32]), bytes))
 }
 
-/// The resume point `r` names for source `path`, if its file is there and intact.
-fn load_resume(home: &Path, path: &str, r: &ResumeRef) -> Option<ResumePoint> {
+/// The resume state `r` names for source `path`, if its file is there and intact. (A state
+/// written before turns were packed holds a bare point: it does not load, and the file is
+/// parsed whole once, so its chunks are packed too.)
+fn load_resume(home: &Path, path: &str, r: &ResumeRef) -> Option<ResumeState> {
     let bytes = std::fs::read(home.join(RESUME_DIR).join(&r.file)).ok()?;
-    let point: ResumePoint = serde_json::from_slice(&bytes).ok()?;
-    let (name, _) = resume_file_of(path, &point).ok()?;
-    (name == r.file).then_some(point)
+    let state: ResumeState = serde_json::from_slice(&bytes).ok()?;
+    let (name, _) = resume_file_of(path, &state).ok()?;
+    (name == r.file).then_some(state)
 }
 
 /// Per source file state of a whole home.
@@ -695,6 +733,7 @@ impl Writer {
                 retained,
                 parsed_bytes,
                 resumed,
+                next,
             }) = result
             else {
                 *batch
@@ -757,13 +796,13 @@ impl Writer {
                 }
                 self.old_states.extend(old.resume_state.map(|r| r.file));
             }
-            let resume_state = match parsed.resume {
-                Some(point) => {
-                    let (file, bytes) = resume_file_of(&key, &point)?;
+            let resume_state = match next {
+                Some((state, rechunk_from)) => {
+                    let (file, bytes) = resume_file_of(&key, &state)?;
                     self.new_states.insert(file.clone(), bytes);
                     Some(ResumeRef {
                         file,
-                        head_keys: head_keys(&retained, &chunks, point.turn_base),
+                        head_keys: head_keys(&retained, &chunks, rechunk_from),
                     })
                 }
                 None => None,
@@ -1015,13 +1054,15 @@ struct ParsedSource {
     parsed_bytes: u64,
     /// Parsed from a resume point rather than from the start.
     resumed: bool,
+    /// What the next resume needs, and the first turn it re-chunks.
+    next: Option<(ResumeState, u32)>,
 }
 
 /// What a resumed parse needs from a file's manifest entry.
 struct Prior {
     size: u64,
     hash: String,
-    point: ResumePoint,
+    state: ResumeState,
     head: Vec<u64>,
 }
 
@@ -1033,17 +1074,18 @@ impl Prior {
             size: entry.size,
             hash: entry.hash.clone(),
             head: entry.keys.get(..r.head_keys)?.to_vec(),
-            point: load_resume(home, path, r)?,
+            state: load_resume(home, path, r)?,
         })
     }
 }
 
-/// How many distinct keys the chunks before turn `turn_base` contribute, `retained` first:
-/// the length of the prefix of the entry's keys that a later resume from `turn_base` keeps.
-fn head_keys(retained: &[u64], chunks: &[Chunk], turn_base: u32) -> usize {
+/// How many distinct keys the chunks before turn `rechunk_from` contribute, `retained` first:
+/// the length of the prefix of the entry's keys that a later resume re-chunking from
+/// `rechunk_from` keeps.
+fn head_keys(retained: &[u64], chunks: &[Chunk], rechunk_from: u32) -> usize {
     let head = chunks
         .iter()
-        .take_while(|c| c.turn_start < turn_base)
+        .take_while(|c| c.turn_start < rechunk_from)
         .map(|c| c.key);
     let distinct: HashSet<u64> = retained.iter().copied().chain(head).collect();
     distinct.len()
@@ -1053,9 +1095,10 @@ impl ParsedSource {
     /// `None` when the file vanished or cannot be read at all.
     fn read(path: &Path, format: Option<Format>, budget: usize) -> Option<ParsedSource> {
         let meta = std::fs::metadata(path).ok()?;
-        let parsed = parse::parse_file(path, format).ok()?;
+        let mut parsed = parse::parse_file(path, format).ok()?;
         let hash = parsed.content_hash.clone().unwrap_or_default();
         let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
+        let next = ResumeState::of(&mut parsed, 0, budget);
         Some(ParsedSource {
             meta,
             parsed_bytes: parsed.complete_bytes,
@@ -1064,6 +1107,7 @@ impl ParsedSource {
             retained: Vec::new(),
             chunks,
             resumed: false,
+            next,
         })
     }
 
@@ -1080,14 +1124,23 @@ impl ParsedSource {
         if meta.len() < prior.size {
             return None;
         }
-        let point = &prior.point;
-        let parsed = parse::resume_file(path, point, format, &prior.hash).ok()??;
+        let ResumeState { point, carry } = prior.state;
+        let mut parsed = parse::resume_file(path, &point, format, &prior.hash).ok()??;
+        // Re-chunk from where the carried turns start, so the last pack comes out whole.
+        let first_turn = point
+            .turn_base
+            .checked_sub(u32::try_from(carry.len()).ok()?)?;
+        let [session] = parsed.sessions.as_mut_slice() else {
+            return None;
+        };
+        session.turns.splice(0..0, carry);
         let path_str = path.to_string_lossy();
         let mut chunks = chunk_parsed(&parsed, &path_str, budget);
         for c in &mut chunks {
-            c.turn_start = c.turn_start.saturating_add(point.turn_base);
-            c.turn_end = c.turn_end.saturating_add(point.turn_base);
+            c.turn_start = c.turn_start.saturating_add(first_turn);
+            c.turn_end = c.turn_end.saturating_add(first_turn);
         }
+        let next = ResumeState::of(&mut parsed, first_turn, budget);
         Some(ParsedSource {
             meta,
             hash: parsed.content_hash.clone().unwrap_or_default(),
@@ -1096,6 +1149,7 @@ impl ParsedSource {
             retained: prior.head,
             chunks,
             resumed: true,
+            next,
         })
     }
 }

@@ -1,7 +1,9 @@
-//! Property: chunking covers every turn of a session exactly once, in order, and every chunk
-//! stays within the budget unless a single indivisible pair is larger than it.
+//! Properties: chunking covers every turn of a session exactly once, in order, and every chunk
+//! stays within the budget unless a single indivisible pair is larger than it; re-chunking
+//! from `rechunk_start` after the turns from an anchor on changed gives what chunking the
+//! changed session whole gives.
 
-use memlane_core::chunk::{chunk_session, estimate_tokens};
+use memlane_core::chunk::{chunk_session, estimate_tokens, rechunk_start, Chunk};
 use memlane_core::model::{Role, Session, Turn};
 use proptest::prelude::*;
 
@@ -63,5 +65,35 @@ proptest! {
         let expected: String = session.turns.iter().map(|t| format!("{}{}", label(t.role), squash(&t.text))).collect();
         let actual: String = chunks.iter().map(|c| squash(&c.text)).collect();
         prop_assert_eq!(actual, expected);
+    }
+
+    #[test]
+    fn rechunking_after_an_append_matches_chunking_whole(
+        mut turns in prop::collection::vec(turn_strategy(), 1..25),
+        anchor_turn in turn_strategy(),
+        appended in prop::collection::vec(turn_strategy(), 0..8),
+        pick in any::<prop::sample::Index>(),
+        budget in 20usize..600,
+    ) {
+        // An append resumes at a human turn (it opens a group); from there on anything may
+        // change.
+        let base = pick.index(turns.len());
+        turns[base].role = Role::User;
+        let chunks = |t: &[Turn]| chunk_session(&Session { id: "s".into(), turns: t.to_vec(), ..Session::default() }, "p", budget);
+        let from = rechunk_start(&turns, base, budget);
+        prop_assert!(from <= base);
+        let earlier = chunks(&turns);
+        let mut later = turns[..base].to_vec();
+        later.push(Turn { role: Role::User, ..anchor_turn });
+        later.extend(appended);
+        let whole = chunks(&later);
+        let kept: Vec<&Chunk> = earlier.iter().filter(|c| (c.turn_start as usize) < from).collect();
+        let mut tail = chunks(&later[from..]);
+        for c in &mut tail {
+            c.turn_start += from as u32;
+            c.turn_end += from as u32;
+        }
+        let resumed: Vec<&Chunk> = kept.into_iter().chain(&tail).collect();
+        prop_assert_eq!(resumed, whole.iter().collect::<Vec<_>>());
     }
 }

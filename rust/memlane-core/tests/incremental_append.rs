@@ -434,13 +434,20 @@ proptest! {
     }
 }
 
-fn exchanges(n: usize) -> Vec<Step> {
+/// `n` exchanges of about `words` words a prompt (twice that a reply, every other one with a
+/// tool call).
+fn exchanges_of(n: usize, words: usize) -> Vec<Step> {
     (0..n)
         .map(|i| Step::Exchange {
-            words: 10 + i % 7,
+            words: words + i % 7,
             tool: i % 2 == 0,
         })
         .collect()
+}
+
+/// Short exchanges (10 to 16 words a prompt): two or three are packed into one chunk.
+fn exchanges(n: usize) -> Vec<Step> {
+    exchanges_of(n, 10)
 }
 
 /// Cut `steps`' session after `first` steps, index, append the rest, re-index: snapshots
@@ -452,29 +459,70 @@ fn two_part(steps: &[Step], first: usize) -> (Snapshot, Snapshot, u64) {
     append_in_pieces(Path::new("p/s1.jsonl"), &bytes, &[head.len()], None)
 }
 
-#[test]
-fn plain_append_reads_only_the_last_exchange_and_the_new_bytes() {
-    let steps = exchanges(40);
+/// The chunk keys the manifest of `home` lists for its one file.
+fn file_keys(home: &Path) -> Vec<u64> {
+    let manifest: Manifest =
+        serde_json::from_slice(&std::fs::read(home.join("manifest.json")).unwrap()).unwrap();
+    let [entry] = manifest.files.values().collect::<Vec<_>>()[..] else {
+        panic!("expected one file");
+    };
+    entry.keys.clone()
+}
+
+/// Index a Claude Code session of `steps` cut before its last two exchanges, append them,
+/// index again: the second run's report and the file's chunk keys after each run.
+fn append_last_two(steps: &[Step]) -> (IndexReport, Vec<u64>, Vec<u64>) {
     let tmp = tempfile::tempdir().unwrap();
     let (root, home) = (tmp.path().join("a"), tmp.path().join("home"));
     std::fs::create_dir_all(&root).unwrap();
     let file = root.join("s1.jsonl");
-    let head = claude_session(&steps[..38]);
-    let bytes = claude_session(&steps);
+    let head = claude_session(&steps[..steps.len() - 2]);
+    let bytes = claude_session(steps);
     std::fs::write(&file, &head).unwrap();
     let first = index(&home, &root, None);
     assert_eq!(first.files_resumed, 0);
+    let before = file_keys(&home);
     std::fs::write(&file, &bytes).unwrap();
     let again = index(&home, &root, None);
     assert_eq!((again.files_indexed, again.files_resumed), (1, 1));
     let appended = (bytes.len() - head.len()) as u64;
     // The last exchange of the head is re-read (its pair could still have been growing),
-    // nothing before it.
+    // nothing before it: the turns a re-chunking starts with come from the resume state.
     assert!(again.bytes_parsed > appended, "{again:?}");
     assert!(again.bytes_parsed < appended * 2, "{again:?} vs {appended}");
+    (again, before, file_keys(&home))
+}
+
+#[test]
+fn plain_append_reads_only_the_last_exchange_and_the_new_bytes() {
+    // Exchanges of 200 to 350 estimated tokens: too long to pack, short enough for one chunk.
+    let steps = exchanges_of(40, 40);
+    let (again, before, after) = append_last_two(&steps);
     assert_eq!(again.chunks_removed, 0, "a closed pair keeps its chunk");
     assert_eq!(again.chunks_added, 2);
+    assert_eq!(after[..before.len()], before[..]);
+    let (appended, full, resumed) = two_part(&steps, 38);
+    assert_eq!(appended, full);
+    assert_eq!(resumed, 1);
+}
 
+#[test]
+fn plain_append_to_packed_exchanges_re_chunks_only_the_last_pack() {
+    let steps = exchanges(40);
+    let (again, before, after) = append_last_two(&steps);
+    assert!(
+        before.len() < 30,
+        "short exchanges are packed: {} chunks",
+        before.len()
+    );
+    // Every pack but the last one, which the appended exchanges may join, keeps its chunk.
+    let kept = before.len() - 1;
+    assert_eq!(after[..kept], before[..kept]);
+    assert!(again.chunks_removed <= 1, "{again:?}");
+    let added = after[kept..].iter().filter(|k| !before.contains(k)).count();
+    let removed = before[kept..].iter().filter(|k| !after.contains(k)).count();
+    assert_eq!(again.chunks_added, added as u64, "{again:?}");
+    assert_eq!(again.chunks_removed, removed as u64, "{again:?}");
     let (appended, full, resumed) = two_part(&steps, 38);
     assert_eq!(appended, full);
     assert_eq!(resumed, 1);
