@@ -77,15 +77,15 @@ def test_recall_remember_supersede_get_over_stdio(home: Path) -> None:
     out = run(go())
     assert "Postgres 15 on RDS" in out["recall"] and "session s1" in out["recall"]
     chunk_id = out["chunk_id"]
-    # Both short exchanges are packed into one chunk.
-    assert out["get_chunk"].startswith(f"[{chunk_id}] transcript") and "turns 0-3" in out["get_chunk"]
-    assert "cluster billing-db-2" in out["get_chunk"]
+    # The two exchanges share no topic: the billing one is a chunk of its own.
+    assert out["get_chunk"].startswith(f"[{chunk_id}] transcript") and "turns 0-1" in out["get_chunk"]
+    assert "cluster billing-db-2" in out["get_chunk"] and "exporter" not in out["get_chunk"]
     assert out["remember"] == "added [KD01] to MEMORY.md"
     assert out["supersede"] == "[KD01] superseded by [KD02]"
     assert out["get_key"].startswith("[KD01]") and "superseded by KD02" in out["get_key"]
     assert "referenced: [KD02]" in out["get_key"] and "Detail: transcript s1 turns 0-1" in out["get_key"]
     assert out["recall_after"].index("DynamoDB") < out["recall_after"].index("Postgres 15 on RDS.")
-    assert "1 chunks, 1 sessions" in out["status"] and "2 entries" in out["status"] and "1 active" in out["status"]
+    assert "2 chunks, 1 sessions" in out["status"] and "2 entries" in out["status"] and "1 active" in out["status"]
 
     brain = (home / "brain" / "MEMORY.md").read_text()
     assert "[KD02]" in brain and "superseded_by: KD02" in brain

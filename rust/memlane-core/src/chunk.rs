@@ -6,6 +6,7 @@
 
 use crate::model::{ParsedFile, Role, Session, Turn};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// Default chunk budget in estimated tokens.
 pub const DEFAULT_BUDGET_TOKENS: usize = 500;
@@ -191,18 +192,135 @@ fn render(turn: &Turn) -> String {
     format!("{}: {}", speaker_label(turn), turn.text.trim())
 }
 
+/// Words too common to say that two turns share a topic. Sorted: searched by bisection.
+const COMMON_WORDS: &[&str] = &[
+    "about",
+    "after",
+    "again",
+    "also",
+    "always",
+    "amazing",
+    "awesome",
+    "back",
+    "because",
+    "been",
+    "before",
+    "being",
+    "cool",
+    "could",
+    "definitely",
+    "does",
+    "doing",
+    "done",
+    "even",
+    "every",
+    "feel",
+    "from",
+    "glad",
+    "going",
+    "good",
+    "great",
+    "have",
+    "hear",
+    "help",
+    "here",
+    "hope",
+    "into",
+    "just",
+    "keep",
+    "know",
+    "like",
+    "look",
+    "love",
+    "made",
+    "make",
+    "many",
+    "more",
+    "much",
+    "need",
+    "nice",
+    "only",
+    "other",
+    "over",
+    "really",
+    "right",
+    "should",
+    "some",
+    "something",
+    "still",
+    "sure",
+    "take",
+    "than",
+    "thank",
+    "thanks",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "time",
+    "totally",
+    "very",
+    "want",
+    "well",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "will",
+    "with",
+    "would",
+    "yeah",
+    "your",
+];
+
+/// The topic words of turns: words of four or more letters, lowercased, common words aside
+/// (speaker labels aside: every turn of a chat has them).
+fn topic_words(rendered: &[String]) -> HashSet<String> {
+    rendered
+        .iter()
+        .flat_map(|r| {
+            r.split_once(": ")
+                .map_or(r.as_str(), |(_, body)| body)
+                .split(|c: char| !c.is_alphanumeric())
+        })
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| COMMON_WORDS.binary_search(&w.as_str()).is_err())
+        .collect()
+}
+
 /// Merge consecutive `groups` greedily, left to right, while the joined text of a pack
-/// (`rendered` turns separated by blank lines) stays within `pack` estimated tokens. Whether
-/// a group joins the pack before it depends only on the groups up to it, so packing restarted
-/// at a pack boundary yields the packs a packing from the start yields.
+/// (`rendered` turns separated by blank lines) stays within `pack` estimated tokens and the
+/// conversation stays on its topic: a group joins when the pack ends on a question (the group
+/// answers it) or shares a topic word with the pack. Packing across a change of topic blurs
+/// both: the chunk's vector and words then speak for neither, and a statement packed with
+/// unrelated chatter loses to its own older restatement. Whether a group joins the pack
+/// before it depends only on the groups up to it, so packing restarted at a pack boundary
+/// yields the packs a packing from the start yields.
 fn pack_groups(rendered: &[String], groups: &[(usize, usize)], pack: usize) -> Vec<(usize, usize)> {
     // Bytes a group adds to a pack: its turns, each followed by a blank line.
     let bytes = |(s, e): (usize, usize)| rendered[s..=e].iter().map(|r| r.len() + 2).sum();
+    let on_topic = |(ps, pe): (usize, usize), (gs, ge): (usize, usize)| {
+        rendered[pe].trim_end().ends_with('?')
+            || !topic_words(&rendered[ps..=pe]).is_disjoint(&topic_words(&rendered[gs..=ge]))
+    };
     let mut out: Vec<((usize, usize), usize)> = Vec::new();
     for &g in groups {
         let added: usize = bytes(g);
         match out.last_mut() {
-            Some((last, held)) if tokens_of_bytes(*held + added - 2) <= pack => {
+            // Size first: the topic test only ever reads packs of a few hundred bytes.
+            Some((last, held))
+                if tokens_of_bytes(*held + added - 2) <= pack && on_topic(*last, g) =>
+            {
                 last.1 = g.1;
                 *held += added;
             }
@@ -215,9 +333,10 @@ fn pack_groups(rendered: &[String], groups: &[(usize, usize)], pack: usize) -> V
 /// Where chunking `turns` again must start so that every chunk before it stays what chunking
 /// them whole gives, when the turns from `turn_base` on may still change (an appended
 /// transcript is re-parsed from there): the start of the pack before `turn_base` if that pack
-/// could still take another group, else `turn_base`. `turns` must start at a pack boundary
-/// (a session's first turn, or an earlier result of this function) and `turn_base` must open
-/// a turn group.
+/// has room for another group (whether one joins depends on its topic too, unknown until it is
+/// written: re-chunking a pack that stays as it was costs little), else `turn_base`. `turns`
+/// must start at a pack boundary (a session's first turn, or an earlier result of this
+/// function) and `turn_base` must open a turn group.
 #[must_use]
 pub fn rechunk_start(turns: &[Turn], turn_base: usize, budget: usize) -> usize {
     let head = &turns[..turn_base.min(turns.len())];
@@ -384,23 +503,23 @@ mod tests {
     #[test]
     fn pairs_user_with_following_replies() {
         let s = session(vec![
-            turn(Role::Assistant, "greeting"),
-            turn(Role::User, "q1"),
+            turn(Role::Assistant, "greeting, deploy"),
+            turn(Role::User, "q1 deploy"),
             turn(Role::Assistant, "a1"),
             turn(Role::Assistant, "a1 more"),
-            turn(Role::Summary, "summary"),
-            turn(Role::Assistant, "after summary"),
-            turn(Role::User, "q2"),
+            turn(Role::Summary, "summary of the deploy"),
+            turn(Role::Assistant, "after summary: deploy"),
+            turn(Role::User, "q2 deploy"),
         ]);
         let groups = turn_groups(&s.turns);
         assert_eq!(groups, vec![(0, 0), (1, 3), (4, 4), (5, 5), (6, 6)]);
-        // Short groups are packed: the whole session is one chunk.
+        // Short groups on one topic are packed: the whole session is one chunk.
         let chunks = chunk_session(&s, "p", DEFAULT_BUDGET_TOKENS);
         assert_eq!(chunks.len(), 1);
         assert_eq!((chunks[0].turn_start, chunks[0].turn_end), (0, 6));
         assert!(chunks[0]
             .text
-            .contains("\n\nUser: q1\n\nAssistant: a1\n\nAssistant: a1 more\n\n"));
+            .contains("\n\nUser: q1 deploy\n\nAssistant: a1\n\nAssistant: a1 more\n\n"));
         assert_eq!(chunks[0].role, "assistant+user+summary");
     }
 
@@ -433,6 +552,30 @@ mod tests {
         // A budget below the pack size caps the packs too.
         let small = chunk_session(&session(short_pairs_then_a_long_one()), "p", 120);
         assert_eq!(&spans(&small)[..2], &[(0, 3), (4, 7)]);
+    }
+
+    #[test]
+    fn a_change_of_topic_starts_a_new_pack() {
+        let said = |speaker: &str, text: &str| Turn {
+            speaker: Some(speaker.to_owned()),
+            ..turn(Role::User, text)
+        };
+        let s = session(vec![
+            said("Melanie", "I painted a sunset over the lake last weekend."),
+            said("Caroline", "The lake sounds lovely at that hour."),
+            said("Melanie", "My daughter starts school on Monday."),
+            said("Caroline", "Which school did you pick?"),
+            said("Melanie", "The one near the library, five minutes away."),
+        ]);
+        let chunks = chunk_session(&s, "p", DEFAULT_BUDGET_TOKENS);
+        // "lake" is shared; school shares no word with the painting, but the last turn answers
+        // the question before it.
+        assert_eq!(spans(&chunks), vec![(0, 1), (2, 4)]);
+        // Topic words skip the speaker label, short words and common words.
+        let words = topic_words(&["Melanie: Thanks, that is a great idea for my garden".into()]);
+        let mut words: Vec<_> = words.into_iter().collect();
+        words.sort();
+        assert_eq!(words, ["garden", "idea"]);
     }
 
     #[test]
