@@ -416,11 +416,14 @@ impl Store {
         if let Some((qv, index)) = index {
             // Keyword hits the ANN list missed still get their exact similarity.
             let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
-            for (key, _) in &bm25 {
-                if !in_ann.contains(key) {
-                    if let Some(sim) = index.similarity(*key, qv) {
-                        extra.insert(*key, sim);
-                    }
+            let missed: Vec<u64> = bm25
+                .iter()
+                .map(|h| h.0)
+                .filter(|k| !in_ann.contains(k))
+                .collect();
+            for (key, sim) in missed.iter().zip(index.similarities(&missed, qv)) {
+                if let Some(sim) = sim {
+                    extra.insert(*key, sim);
                 }
             }
         }
