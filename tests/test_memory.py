@@ -203,6 +203,19 @@ def test_a_long_lived_reader_uses_vectors_another_writer_added(tmp_path, corpus,
     assert reader.search("exit code 137", k=1)[0].scores["vector"] is not None
 
 
+def test_keyword_search_does_not_read_the_vector_file(tmp_path, corpus, fake_embedder):
+    # Keyword-only search never loads the vectors (nor fails for them); a vector search still
+    # reports the damaged file.
+    from memlane.errors import CorruptIndexError
+
+    memlane.open(tmp_path / "home", embedder=fake_embedder).index([corpus])
+    (tmp_path / "home" / "vectors.usearch").write_bytes(b"not an index")
+    keyword_only = memlane.open(tmp_path / "home", embedder="none")
+    assert "keepalive_timeout" in keyword_only.search("ERR_CONN_RESET", k=1)[0].text
+    with pytest.raises(CorruptIndexError):
+        memlane.open(tmp_path / "home", embedder=fake_embedder).search("ERR_CONN_RESET", k=1)
+
+
 def test_embedding_cache_is_shared_across_homes(tmp_path, corpus, fake_embedder):
     memlane.open(tmp_path / "a", embedder=fake_embedder).index([corpus])
     calls = fake_embedder.texts_embedded

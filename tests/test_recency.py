@@ -258,3 +258,17 @@ def test_a_repeat_under_another_dated_heading_is_not_an_earlier_statement():
     hits = _pool([(0.9, "2026-01-20", f"2026-01-20 › 15:03 {text}"), (0.85, "2026-05-10", f"2026-05-10 › 17:00 {text}")])
     out = rerank(hits, "what docs theme do we use now?", None)
     assert all(h.superseded_by is None for h in out)
+
+
+def test_a_hits_words_identifiers_and_change_language_leave_dates_and_clock_times_out():
+    features = rerank_module._features
+    moved = features("2026-05-10 › 17:30 We moved billing from db-billing-01 to db-billing-02 (us-east-1).")
+    assert moved.identifiers == {"db-billing-01", "db-billing-02", "us-east-1"}
+    assert "2026-05-10" not in moved.stems and "17:30" not in moved.stems
+    assert {"bill", "mov"} <= moved.stems
+    assert moved.change == 1.0
+    assert features("The admin panel also shows a dark mode toggle.").change == -1.0
+    assert features("The admin panel now has a dark mode toggle.").change == 0.0  # "now", then "now has"
+    assert features("Lunch is at 12:00 near the office.").change == 0.0
+    # A date-like run inside a longer number is not a date: the word boundary holds.
+    assert "12026-05-101" in features("build 12026-05-101 passed").identifiers

@@ -473,8 +473,8 @@ class Memory:
             raise ValueError("k must be at least 1")
         vector = None
         embedder_id = None
-        meta = self._store.meta()
-        if meta.get("embedder_id") and self._embedder_spec != "none":
+        # Keyword-only homes never ask for the vectors' meta: that would load them.
+        if self._embedder_spec != "none" and self._store.meta().get("embedder_id"):
             embedder = self.embedder
             if embedder is not None:
                 vector = self._query_vector(embedder, query)

@@ -254,14 +254,24 @@ impl VectorIndex {
     /// Exact best-window cosine similarity of chunk `key` to a normalised `query`.
     #[must_use]
     pub fn similarity(&self, key: u64, query: &[f32]) -> Option<f32> {
+        self.similarity_with(key, query, &mut vec![0f32; self.dim])
+    }
+
+    /// [`Self::similarity`] of many chunks, with one scratch buffer for all of them.
+    #[must_use]
+    pub fn similarities(&self, keys: &[u64], query: &[f32]) -> Vec<Option<f32>> {
         let mut buffer = vec![0f32; self.dim];
+        keys.iter()
+            .map(|&key| self.similarity_with(key, query, &mut buffer))
+            .collect()
+    }
+
+    fn similarity_with(&self, key: u64, query: &[f32], buffer: &mut [f32]) -> Option<f32> {
         let mut best: Option<f32> = None;
         for w in 0..MAX_WINDOWS as u64 {
-            let window_key = key << 8 | w;
-            if !self.index.contains(window_key) {
-                break;
-            }
-            if self.index.get(window_key, &mut buffer).ok()? == 0 {
+            // `get` answers "absent" itself: one key-table probe per window instead of a
+            // `contains` before it.
+            if self.index.get(key << 8 | w, buffer).ok()? == 0 {
                 break;
             }
             let norm = buffer
@@ -310,6 +320,15 @@ mod tests {
         assert_eq!(hits[0].0, 7);
         assert!(hits[0].1 > 0.99);
         assert!((idx.similarity(7, &unit(&[0.0, 1.0, 0.0])).unwrap() - 1.0).abs() < 1e-5);
+        let q = unit(&[0.3, 0.5, 0.2]);
+        let many = idx.similarities(&[9, 42, 7], &q);
+        assert_eq!(many[0], idx.similarity(9, &q));
+        assert_eq!(many[1], None);
+        assert_eq!(many[2], idx.similarity(7, &q));
+        assert!(
+            many[2].unwrap() > many[0].unwrap(),
+            "chunk 7 scores as its best window"
+        );
         idx.remove(7).unwrap();
         assert!(!idx.contains(7));
         assert_eq!(

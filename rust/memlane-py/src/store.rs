@@ -208,8 +208,17 @@ impl PyStore {
         json_to_py(py, &status)
     }
 
-    fn meta(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        json_to_py(py, &self.inner.meta())
+    /// Called before every search: a dict built directly (no JSON round trip), and the stat
+    /// and any load of the vectors it triggers happen without the GIL.
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &self.inner;
+        let meta = py.detach(|| inner.meta());
+        let d = PyDict::new(py);
+        d.set_item("version", meta.version)?;
+        d.set_item("embedder_id", meta.embedder_id)?;
+        d.set_item("dim", meta.dim)?;
+        d.set_item("quantization", meta.quantization)?;
+        Ok(d)
     }
 
     #[pyo3(signature = (format = None))]
