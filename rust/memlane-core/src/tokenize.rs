@@ -12,8 +12,11 @@
 
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashSet;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+#[cfg(test)]
+mod reference;
 
 /// Longest token kept; longer runs are base64 or minified noise.
 const MAX_TOKEN_BYTES: usize = 80;
@@ -70,7 +73,7 @@ impl Default for CodeTokenizer {
 struct InlineWord([u8; INLINE_WORD]);
 
 impl InlineWord {
-    /// No word: a free slot, or the stem of a stop word.
+    /// No word: a free slot.
     const EMPTY: InlineWord = InlineWord([0; INLINE_WORD]);
 
     fn new(word: &str) -> Option<InlineWord> {
@@ -78,6 +81,15 @@ impl InlineWord {
         bytes
             .get_mut(..word.len())?
             .copy_from_slice(word.as_bytes());
+        Some(InlineWord(bytes))
+    }
+
+    /// The lower-case form of an ASCII word, built in place (no intermediate copy).
+    fn lowercase(word: &[u8]) -> Option<InlineWord> {
+        let mut bytes = [0; INLINE_WORD];
+        for (to, from) in bytes.get_mut(..word.len())?.iter_mut().zip(word) {
+            *to = from.to_ascii_lowercase();
+        }
         Some(InlineWord(bytes))
     }
 
@@ -94,17 +106,26 @@ impl InlineWord {
     }
 }
 
-/// One slot of the stem cache: a word and its stem, in one 32-byte line so a lookup reads
-/// a single cache line and follows no pointer.
+/// Longest stem a slot holds (longer ones are stemmed each time; they are rare).
+const INLINE_STEM: usize = 15;
+/// `Slot::stem_len` of a stop word.
+const STOP: u8 = u8::MAX;
+
+/// One slot of the stem cache: a word and its stem, in one 32-byte line so a lookup reads a
+/// single cache line and follows no pointer (a miss on a rare word then costs one memory
+/// access, not two).
 #[derive(Clone, Copy, Default)]
 #[repr(align(32))]
 struct Slot {
     word: InlineWord,
-    stem: InlineWord,
+    /// ASCII letters.
+    stem: [u8; INLINE_STEM],
+    /// `STOP` for a stop word.
+    stem_len: u8,
 }
 
-/// Open-addressing (linear probing) map from plain lower-case word to stem, `EMPTY` for a
-/// stop word; at most half full, and reset past `STEM_CACHE_LIMIT` words.
+/// Open-addressing (linear probing) map from plain lower-case word to stem; at most half
+/// full, and reset past `STEM_CACHE_LIMIT` words.
 #[derive(Clone)]
 struct StemTable {
     slots: Vec<Slot>,
@@ -122,14 +143,14 @@ impl StemTable {
         }
     }
 
-    /// The stem cached for `word`, or the free slot where it belongs.
-    fn find(&self, word: &InlineWord) -> Result<InlineWord, usize> {
+    /// The slot of `word`, or the free slot where it belongs.
+    fn find(&self, word: &InlineWord) -> Result<Slot, usize> {
         let mask = self.slots.len() - 1;
         let mut i = usize::try_from(word.hash() >> self.shift).unwrap_or_default() & mask;
         loop {
             let slot = &self.slots[i];
             if slot.word == *word {
-                return Ok(slot.stem);
+                return Ok(*slot);
             }
             if slot.word == InlineWord::EMPTY {
                 return Err(i);
@@ -138,9 +159,25 @@ impl StemTable {
         }
     }
 
-    /// Fill the free slot `at` (from `find`) with `word` → `stem`.
-    fn insert(&mut self, at: usize, word: InlineWord, stem: InlineWord) {
-        self.slots[at] = Slot { word, stem };
+    /// Fill the free slot `at` (from `find`) with `word` → `stem` (`None`: a stop word); a
+    /// stem that does not fit a slot is not kept.
+    fn insert(&mut self, at: usize, word: InlineWord, stem: Option<&str>) {
+        let mut slot = Slot {
+            word,
+            stem: [0; INLINE_STEM],
+            stem_len: STOP,
+        };
+        if let Some(stem) = stem {
+            let Some(to) = slot.stem.get_mut(..stem.len()) else {
+                return;
+            };
+            if !stem.is_ascii() {
+                return;
+            }
+            to.copy_from_slice(stem.as_bytes());
+            slot.stem_len = u8::try_from(stem.len()).unwrap_or(STOP);
+        }
+        self.slots[at] = slot;
         self.len += 1;
         if self.len * 2 > self.slots.len() {
             let bits = 64 - self.shift;
@@ -148,15 +185,11 @@ impl StemTable {
                 *self = StemTable::with_bits(bits.min(12));
                 return;
             }
-            let old = std::mem::replace(self, StemTable::with_bits(bits + 1));
-            for slot in old
-                .slots
-                .into_iter()
-                .filter(|s| s.word != InlineWord::EMPTY)
-            {
+            let old = std::mem::replace(&mut self.slots, vec![Slot::default(); 1 << (bits + 1)]);
+            self.shift -= 1;
+            for slot in old.into_iter().filter(|s| s.word != InlineWord::EMPTY) {
                 if let Err(free) = self.find(&slot.word) {
                     self.slots[free] = slot;
-                    self.len += 1;
                 }
             }
         }
@@ -174,38 +207,43 @@ struct Stems {
 impl Stems {
     /// Write the stem of the plain lower-case `word` to `out`; false (and `out` untouched)
     /// for a stop word.
-    fn stem_into(&mut self, word: &str, out: &mut String) -> bool {
-        let Some(key) = InlineWord::new(word) else {
-            out.clear();
-            out.push_str(&self.stemmer.stem(word));
-            return true;
-        };
-        let stem = match self.cache.find(&key) {
-            Ok(stem) => stem,
-            Err(free) => {
-                let stem = if self.stop_words.contains(word) {
-                    InlineWord::EMPTY
-                } else {
-                    let stem = self.stemmer.stem(word);
-                    match InlineWord::new(&stem) {
-                        Some(s) if s != InlineWord::EMPTY => s,
-                        // An empty or overlong stem cannot be cached: give it uncached.
-                        _ => {
-                            out.clear();
-                            out.push_str(&stem);
-                            return true;
-                        }
-                    }
-                };
-                self.cache.insert(free, key, stem);
-                stem
+    fn stem_inline(&mut self, word: InlineWord, out: &mut String) -> bool {
+        match self.cache.find(&word) {
+            Ok(slot) if slot.stem_len == STOP => false,
+            Ok(slot) => {
+                out.clear();
+                // ASCII bytes pushed as chars: no UTF-8 check of the stem on every hit (the
+                // mask lets the compiler see that each is one byte).
+                let stem = &slot.stem[..usize::from(slot.stem_len)];
+                out.reserve(stem.len());
+                for &b in stem {
+                    out.push(char::from(b & 0x7f));
+                }
+                true
             }
-        };
-        if stem == InlineWord::EMPTY {
-            return false;
+            Err(free) => {
+                let text = word.as_str();
+                if self.stop_words.contains(text) {
+                    self.cache.insert(free, word, None);
+                    return false;
+                }
+                let stem = self.stemmer.stem(text);
+                out.clear();
+                out.push_str(&stem);
+                self.cache.insert(free, word, Some(&stem));
+                true
+            }
+        }
+    }
+
+    /// `stem_inline` for any plain lower-case word: longer ones are rare, stemmed each time,
+    /// and never stop words.
+    fn stem_into(&mut self, word: &str, out: &mut String) -> bool {
+        if let Some(key) = InlineWord::new(word) {
+            return self.stem_inline(key, out);
         }
         out.clear();
-        out.push_str(stem.as_str());
+        out.push_str(&self.stemmer.stem(word));
         true
     }
 }
@@ -269,24 +307,130 @@ fn is_joiner(c: char) -> bool {
     )
 }
 
+/// Byte classes: an ASCII byte is exactly one of the first six; every byte of a non-ASCII
+/// character is `NON_ASCII` (whether that character breaks words needs decoding it).
+const BREAK: u8 = 1;
+const JOINER: u8 = 2;
+const LOWER: u8 = 4;
+const UPPER: u8 = 8;
+const DIGIT: u8 = 16;
+/// ASCII control characters that are not white space: inside a word, they split parts.
+const OTHER: u8 = 32;
+const NON_ASCII: u8 = 64;
+
+/// The class of every byte, so a word is scanned and classified in one pass.
+static CLASSES: LazyLock<[u8; 256]> = LazyLock::new(|| {
+    let mut table = [NON_ASCII; 256];
+    for (b, class) in (0u8..128).zip(table.iter_mut()) {
+        let c = char::from(b);
+        *class = if is_word_break(c) {
+            BREAK
+        } else if is_joiner(c) {
+            JOINER
+        } else if b.is_ascii_lowercase() {
+            LOWER
+        } else if b.is_ascii_uppercase() {
+            UPPER
+        } else if b.is_ascii_digit() {
+            DIGIT
+        } else {
+            OTHER
+        };
+    }
+    table
+});
+
+/// Words: maximal runs without a hard break, with their byte offsets and the union of their
+/// bytes' classes.
+struct Words<'a> {
+    text: &'a str,
+    at: usize,
+    classes: &'a [u8; 256],
+}
+
+fn words(text: &str) -> Words<'_> {
+    Words {
+        text,
+        at: 0,
+        classes: &CLASSES,
+    }
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = (usize, &'a str, u8);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.text.as_bytes();
+        // Find the start of the next word.
+        loop {
+            let class = self.classes[usize::from(*bytes.get(self.at)?)];
+            if class == NON_ASCII {
+                let c = self.text[self.at..].chars().next().unwrap_or_default();
+                if !is_word_break(c) {
+                    break;
+                }
+                self.at += c.len_utf8();
+            } else if class == BREAK {
+                self.at += 1;
+            } else {
+                break;
+            }
+        }
+        let start = self.at;
+        let mut seen = 0;
+        while let Some(&b) = bytes.get(self.at) {
+            let class = self.classes[usize::from(b)];
+            if class == NON_ASCII {
+                let c = self.text[self.at..].chars().next().unwrap_or_default();
+                if is_word_break(c) {
+                    break;
+                }
+                self.at += c.len_utf8();
+            } else if class == BREAK {
+                break;
+            } else {
+                self.at += 1;
+            }
+            seen |= class;
+        }
+        Some((start, &self.text[start..self.at], seen))
+    }
+}
+
+/// True when an upper-case letter follows a lower-case one (a camel-case boundary) in an
+/// ASCII word.
+fn has_camel_boundary(word: &[u8]) -> bool {
+    word.windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+}
+
 impl CodeTokenizer {
+    /// The next token buffer to fill; it counts only once `len` is incremented.
+    fn slot(&mut self) -> &mut Token {
+        if self.len == self.tokens.len() {
+            self.tokens.push(Token::default());
+        }
+        &mut self.tokens[self.len]
+    }
+
+    fn commit(&mut self, from: usize, to: usize, position: usize) {
+        let token = &mut self.tokens[self.len];
+        token.offset_from = from;
+        token.offset_to = to;
+        token.position = position;
+        token.position_length = 1;
+        self.len += 1;
+    }
+
     fn push(&mut self, text: &str, from: usize, to: usize, position: usize, is_part: bool) {
         if text.is_empty() || text.len() > MAX_TOKEN_BYTES {
             return;
         }
-        if self.len == self.tokens.len() {
-            self.tokens.push(Token::default());
-        }
+        self.slot();
         let token = &mut self.tokens[self.len];
         // Stop words are plain lower-case words too, so one cache lookup settles both.
         if is_part && text.bytes().all(|b| b.is_ascii_alphabetic()) {
-            // The common case: lower-case on the stack, straight into the cache lookup.
-            let mut lower = [0u8; MAX_TOKEN_BYTES];
-            let lower = &mut lower[..text.len()];
-            lower.copy_from_slice(text.as_bytes());
-            lower.make_ascii_lowercase();
-            let lower = std::str::from_utf8(lower).unwrap_or_default();
-            if !self.stems.stem_into(lower, &mut token.text) {
+            if !self.stem_ascii_word(text.as_bytes()) {
                 return;
             }
         } else {
@@ -307,24 +451,76 @@ impl CodeTokenizer {
                 }
             }
         }
-        token.offset_from = from;
-        token.offset_to = to;
-        token.position = position;
-        token.position_length = 1;
-        self.len += 1;
+        self.commit(from, to, position);
+    }
+
+    /// Stem the ASCII letters `word` (any case, at most `MAX_TOKEN_BYTES`) into the next token
+    /// buffer; false for a stop word.
+    fn stem_ascii_word(&mut self, word: &[u8]) -> bool {
+        let token = &mut self.tokens[self.len];
+        if let Some(key) = InlineWord::lowercase(word) {
+            return self.stems.stem_inline(key, &mut token.text);
+        }
+        let mut lower = [0u8; MAX_TOKEN_BYTES];
+        let lower = &mut lower[..word.len()];
+        lower.copy_from_slice(word);
+        lower.make_ascii_lowercase();
+        let lower = std::str::from_utf8(lower).unwrap_or_default();
+        self.stems.stem_into(lower, &mut token.text)
+    }
+
+    /// A word that is a single ASCII part (letters and digits, no camel-case boundary): what
+    /// most words are, so it skips the part splitting.
+    fn push_ascii_part(&mut self, word: &str, from: usize, position: usize, has_digit: bool) {
+        if word.len() > MAX_TOKEN_BYTES {
+            return;
+        }
+        let token = self.slot();
+        if has_digit {
+            token.text.clear();
+            token.text.push_str(word);
+            token.text.make_ascii_lowercase();
+        } else if !self.stem_ascii_word(word.as_bytes()) {
+            return;
+        }
+        self.commit(from, from + word.len(), position);
     }
 
     fn tokenize(&mut self, text: &str) {
         self.len = 0;
         let mut position = 0;
+        let classes: &[u8; 256] = &CLASSES;
         let mut parts = std::mem::take(&mut self.parts);
-        for (word_start, word) in words(text) {
-            // Trim joiners at the ends: "end." or "--flag" keep their core.
-            let trimmed = word.trim_matches(is_joiner);
+        for (word_start, word, seen) in words(text) {
+            // Trim joiners at the ends: "end." or "--flag" keep their core. Joiners are ASCII,
+            // so trimming bytes never cuts a character.
+            let (mut from, mut to) = (0, word.len());
+            let mut inner = seen;
+            if seen & JOINER != 0 {
+                let bytes = word.as_bytes();
+                while from < to && classes[usize::from(bytes[from])] == JOINER {
+                    from += 1;
+                }
+                while to > from && classes[usize::from(bytes[to - 1])] == JOINER {
+                    to -= 1;
+                }
+                inner = bytes[from..to]
+                    .iter()
+                    .fold(0, |acc, &b| acc | classes[usize::from(b)]);
+            }
+            let trimmed = &word[from..to];
             if trimmed.is_empty() {
                 continue;
             }
-            let start = word_start + (word.len() - word.trim_start_matches(is_joiner).len());
+            let start = word_start + from;
+            if inner & (JOINER | OTHER | NON_ASCII) == 0
+                && (inner & (LOWER | UPPER) != LOWER | UPPER
+                    || !has_camel_boundary(trimmed.as_bytes()))
+            {
+                self.push_ascii_part(trimmed, start, position, inner & DIGIT != 0);
+                position += 1;
+                continue;
+            }
             split_parts(trimmed, &mut parts);
             if parts.len() > 1 {
                 self.push(trimmed, start, start + trimmed.len(), position, false);
@@ -336,45 +532,6 @@ impl CodeTokenizer {
         }
         self.parts = parts;
     }
-}
-
-/// `is_word_break` of every ASCII character, so the word scan decodes only non-ASCII ones.
-static ASCII_BREAKS: std::sync::LazyLock<[bool; 128]> = std::sync::LazyLock::new(|| {
-    let mut table = [false; 128];
-    for (b, slot) in (0u8..128).zip(table.iter_mut()) {
-        *slot = is_word_break(char::from(b));
-    }
-    table
-});
-
-/// Words: maximal runs without a hard break, with their byte offsets.
-fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let breaks: &[bool; 128] = &ASCII_BREAKS;
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let mut start = None;
-        while at < bytes.len() {
-            let b = bytes[at];
-            let (is_break, width) = if b.is_ascii() {
-                (breaks[usize::from(b)], 1)
-            } else {
-                let c = text[at..].chars().next().unwrap_or_default();
-                (is_word_break(c), c.len_utf8())
-            };
-            if is_break {
-                if let Some(s) = start {
-                    let word = &text[s..at];
-                    at += width;
-                    return Some((s, word));
-                }
-            } else if start.is_none() {
-                start = Some(at);
-            }
-            at += width;
-        }
-        start.map(|s| (s, &text[s..]))
-    })
 }
 
 /// Byte ranges of the alphanumeric parts of a word, split on joiners and lower→upper
@@ -497,7 +654,8 @@ mod tests {
                 .filter(|w| !w.is_empty())
                 .map(|w| (w.as_ptr() as usize - input.as_ptr() as usize, w))
                 .collect();
-            assert_eq!(words(input).collect::<Vec<_>>(), expected, "{input:?}");
+            let scanned: Vec<(usize, &str)> = words(input).map(|(at, w, _)| (at, w)).collect();
+            assert_eq!(scanned, expected, "{input:?}");
         }
     }
 
@@ -541,6 +699,169 @@ mod tests {
             }
         }
         assert!(!stems.stem_into("the", &mut out));
+        assert!(!stems.stem_into("the", &mut out));
+    }
+
+    /// Every field of every token, as an index would see it.
+    fn all_tokens<T: Tokenizer>(t: &mut T, input: &str) -> Vec<(String, usize, usize, usize)> {
+        let mut stream = t.token_stream(input);
+        let mut out = Vec::new();
+        while stream.advance() {
+            let tok = stream.token();
+            out.push((
+                tok.text.clone(),
+                tok.offset_from,
+                tok.offset_to,
+                tok.position,
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn same_tokens_as_the_reference_on_tricky_text() {
+        let mut fast = CodeTokenizer::default();
+        let mut slow = reference::CodeTokenizer::default();
+        for input in [
+            "Why did the deploy fail? (exit code 137). Running tests; --release",
+            "src/app/main.py ERR_CONN_RESET getUserName() AKIAIOSFODNN7EXAMPLE snake_case_name",
+            "...leading and trailing joiners... __init__ -x --flag=1 a.b.c. #tag @user $HOME 50%",
+            "Deploy DEPLOY dePloy HTTPServer iPhone E0502 e0502 0xFF 3rd 1.2.3 v2-beta",
+            "see\u{3000}src/a.rs and\u{a0}x_y\u{2028}z caf\u{e9} na\u{ef}ve \u{1f600}emoji\u{1f600} end",
+            "\u{212a}ey \u{212a}EY stra\u{df}e \u{130}stanbul \u{3a3}\u{3a3} \u{1}ctl\u{1}word\u{7f}x",
+            "internationalizations internationalization counterrevolutionaries THE The the a I",
+            "abcdefghijklmnop abcdefghijklmnopq ABCDEFGHIJKLMNOPQRSTUVWXYZ camelCaseWordsThatAreLong",
+            &"A".repeat(200),
+            &format!("{} {}", "b".repeat(80), "c".repeat(81)),
+            "", "   ", "-", "._/", "a", "A.", "x\u{300}y",
+        ] {
+            assert_eq!(all_tokens(&mut fast, input), all_tokens(&mut slow, input), "{input:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn same_tokens_as_the_reference(
+            words in proptest::collection::vec(
+                "([a-zA-Z]{1,20}|[a-z0-9]{1,6}|[A-Z][a-z]{1,8}|[_./:@#$%-]|[ \\t\\n,;()\"'!?]|[\u{0}-\u{7f}]|[\u{80}-\u{2fff}]|\u{212a}|\u{3000}){1,4}",
+                0..40,
+            )
+        ) {
+            let input = words.concat();
+            let mut fast = CodeTokenizer::default();
+            let mut slow = reference::CodeTokenizer::default();
+            proptest::prop_assert_eq!(all_tokens(&mut fast, &input), all_tokens(&mut slow, &input));
+        }
+    }
+
+    /// Every string of up to four symbols from one of each kind of character the tokenizer
+    /// tells apart (letters of both cases, digits, joiners, breaks, controls, non-ASCII letters
+    /// and spaces, the Kelvin sign that lower-cases to ASCII, a combining mark).
+    #[test]
+    fn same_tokens_as_the_reference_on_every_short_string() {
+        let alphabet = [
+            "a", "Ab", "B", "7", "_", ".", "/", " ", "(", "\u{1}", "\u{e9}", "\u{c9}", "\u{212a}",
+            "\u{3000}", "\u{300}", "\u{df}",
+        ];
+        let mut fast = CodeTokenizer::default();
+        let mut slow = reference::CodeTokenizer::default();
+        let mut input = String::new();
+        let n = alphabet.len();
+        for len in 1..=4u32 {
+            for mut code in 0..n.pow(len) {
+                input.clear();
+                for _ in 0..len {
+                    input.push_str(alphabet[code % n]);
+                    code /= n;
+                }
+                assert_eq!(
+                    all_tokens(&mut fast, &input),
+                    all_tokens(&mut slow, &input),
+                    "{input:?}"
+                );
+            }
+        }
+    }
+
+    /// The real transcripts under `<repo>/../shared/data/transcripts` (or
+    /// `MEMLANE_TOKENIZE_CORPUS=DIR`): every raw line of every file, and every chunk text the
+    /// indexer would tokenize. Skipped when the corpus is absent.
+    #[test]
+    fn same_tokens_as_the_reference_on_real_transcripts() {
+        let dir = std::env::var_os("MEMLANE_TOKENIZE_CORPUS").map_or_else(
+            || {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../../shared/data/transcripts")
+            },
+            std::path::PathBuf::from,
+        );
+        if !dir.is_dir() {
+            eprintln!("SKIP: no transcripts at {}", dir.display());
+            return;
+        }
+        let mut fast = CodeTokenizer::default();
+        let mut slow = reference::CodeTokenizer::default();
+        let (mut texts, mut tokens) = (0usize, 0usize);
+        let mut check = |text: &str, path: &std::path::Path| {
+            let expected = all_tokens(&mut slow, text);
+            assert_eq!(all_tokens(&mut fast, text), expected, "{}", path.display());
+            texts += 1;
+            tokens += expected.len();
+        };
+        for entry in walkdir::WalkDir::new(&dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+        {
+            let path = entry.path();
+            let Ok(bytes) = std::fs::read(path) else {
+                continue;
+            };
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                check(line, path);
+            }
+            if let Ok(parsed) = crate::parse::parse_file(path, None) {
+                let chunks = crate::chunk::chunk_parsed(
+                    &parsed,
+                    &path.to_string_lossy(),
+                    crate::chunk::DEFAULT_BUDGET_TOKENS,
+                );
+                for chunk in chunks {
+                    check(&chunk.text, path);
+                }
+            }
+        }
+        assert!(tokens > 0, "no tokens in {}", dir.display());
+        eprintln!("{texts} texts, {tokens} tokens: the same");
+    }
+
+    #[test]
+    fn stem_table_reset_keeps_stemming_right() {
+        // Past the cache limit the table starts over; stems must come out the same after.
+        let stemmer = Stemmer::create(Algorithm::English);
+        let mut stems = CodeTokenizer::default().stems;
+        let mut out = String::new();
+        let mut n = 0u32;
+        let mut word = String::new();
+        let mut reset = false;
+        // The table checks the limit when it would grow, so it resets somewhat past it.
+        while !reset || n % 1000 != 0 {
+            word.clear();
+            let mut k = n;
+            word.push('q');
+            while k > 0 {
+                word.push(char::from(b'a' + u8::try_from(k % 26).unwrap()));
+                k /= 26;
+            }
+            word.push_str(["ing", "ed", ""][(n % 3) as usize]);
+            let before = stems.cache.len;
+            assert!(stems.stem_into(&word, &mut out));
+            assert_eq!(out, stemmer.stem(&word), "{word}");
+            reset |= stems.cache.len < before;
+            n += 1;
+        }
+        assert!(stems.stem_into("running", &mut out));
+        assert_eq!(out, "run");
         assert!(!stems.stem_into("the", &mut out));
     }
 
