@@ -282,8 +282,8 @@ const COMMON_WORDS: &[&str] = &[
     "your",
 ];
 
-/// The topic words of turns: words of four or more letters, lowercased, common words aside
-/// (speaker labels aside: every turn of a chat has them).
+/// The topic words of turns: words of four or more letters or digits, lowercased, common words
+/// aside (speaker labels aside: every turn of a chat has them).
 fn topic_words(rendered: &[String]) -> HashSet<String> {
     rendered
         .iter()
@@ -576,6 +576,9 @@ mod tests {
         let mut words: Vec<_> = words.into_iter().collect();
         words.sort();
         assert_eq!(words, ["garden", "idea"]);
+        // The common words are searched by bisection: sorted, lowercase, no repeats.
+        assert!(COMMON_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(COMMON_WORDS.iter().all(|w| *w == w.to_lowercase()));
     }
 
     #[test]
