@@ -213,6 +213,21 @@ def test_a_new_identifier_in_the_same_slot_restates_the_setting(monkeypatch):
     assert "MySQL" in out[0].text and all(h.superseded_by is None for h in out)
 
 
+def test_a_new_number_for_what_both_count_restates_the_setting(monkeypatch):
+    # Little shared wording: what ties the two is that both give a number of percent, and the
+    # newer another one. Enough to put the newer first, not to call the older one outdated.
+    hits = _pool([
+        (0.9, "2026-01-05", "CI fails when line coverage drops below 70 percent."),
+        (0.8, "2026-03-12", "The gate was raised: 80 percent or the build goes red."),
+    ])
+    query = "What coverage do PRs need now?"
+    out = rerank(hits, query, None)
+    assert "80 percent" in out[0].text and "70 percent" in out[1].text
+    assert all(h.superseded_by is None for h in out)
+    monkeypatch.setattr(rerank_module, "QUANTITY_WEIGHT", 0.0)
+    assert "70 percent" in rerank(hits, query, None)[0].text
+
+
 def test_an_addition_does_not_supersede_a_fact():
     # "now" alone would be change language; "also" and "now has" make it an addition to the fact.
     hits = _pool([
@@ -272,3 +287,14 @@ def test_a_hits_words_identifiers_and_change_language_leave_dates_and_clock_time
     assert features("Lunch is at 12:00 near the office.").change == 0.0
     # A date-like run inside a longer number is not a date: the word boundary holds.
     assert "12026-05-101" in features("build 12026-05-101 passed").identifiers
+
+
+def test_a_hits_quantities_are_the_numbers_by_the_words_they_count():
+    features = rerank_module._features
+    assert features("Production runs 3 API replicas.").quantities == {"api": {"3"}, "replica": {"3"}, "run": {"3"}}
+    assert features("Branch protection requires two approving reviews.").quantities == {"approv": {"2"}, "review": {"2"}}
+    assert features("A single approval is enough.").quantities == {"approval": {"1"}}
+    assert features("The services run Python 3.12.").quantities == {"python": {"3.12"}}
+    # Dates and clock times count nothing, nor does a number count a stop word ("of", "the").
+    assert features("2026-05-10 › 17:30 standup at the office").quantities == {}
+    assert features("we moved 3 of the hosts").quantities == {"mov": {"3"}}

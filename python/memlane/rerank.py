@@ -10,7 +10,7 @@ MCP tools, ``memlane bench``) gets the same ranking.
   and so on; older statements of the subject join as well. The members then take the group's
   places and scores newest first. The older ones are marked ``superseded_by`` the newest only
   when both answer the question (score at least ``MARK_RATIO`` of the pool's best) and the two
-  are one subject's without counting identifier slots: a wrong "outdated" mark misleads an
+  are one subject's without counting value slots: a wrong "outdated" mark misleads an
   agent more than none.
   Hits outside any group never move for being old: there is no blanket recency decay.
 * **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
@@ -60,17 +60,22 @@ may rank well below the stale one before reordering."""
 # * a new value in an identifier slot: both name identifiers the query does not ("us-east-1",
 #   "db-billing-01", ".github/workflows", "BILLING_PG_URL") and j names one i does not — a
 #   restated setting usually changes exactly such a value;
+# * a new number for something both count ("3 API replicas" then "5 replicas", "70 percent"
+#   then "80 percent", "Python 3.9" then "Python 3.12"), the other kind of value a restated
+#   setting changes;
 # * how relevant j is next to the group's best (fused score ratio, at most 1): the weaker j
 #   answers the question, the stronger the rest of the evidence must be, so a neighbouring
 #   topic does not displace a fact nothing contradicts.
 # Repeats (word sets at least DUPLICATE alike) say the same thing: neither supersedes the other.
 # The weights were chosen on the tune half of benches/reversal_corpus.py (seeds 11-14), with
 # no unique old fact allowed to lose its first place (IDENTIFIER_WEIGHT 0 / 1 / 2 / 3: current
-# first 56.9 / 61.1 / 63.2 / 67.4 with the local embedder; 2 was the one checked on LoCoMo dev).
+# first 56.9 / 61.1 / 63.2 / 67.4 with the local embedder; 2 was the one checked on LoCoMo dev;
+# then QUANTITY_WEIGHT 0 / 1 / 2 / 3: 61.1 / 64.6 / 65.3 / 66.0, where 3 buries a unique fact).
 SAME_SUBJECT_EVIDENCE = 7.0
 SUBJECT_WEIGHT = 2.0
 CHANGE_WEIGHT = 1.0
 IDENTIFIER_WEIGHT = 2.0
+QUANTITY_WEIGHT = 2.0
 RELEVANCE_WEIGHT = 3.0
 SPREAD_FLOOR = 0.05
 SMALL_POOL = 5
@@ -109,6 +114,13 @@ _CHANGE = re.compile(
 # "5.7"); words joined by hyphens alone are English compounds ("dairy-free"), not identifiers.
 _IDENTIFIER = re.compile(r"\b\w+[-_/.]\w[\w/.-]*")
 _NOT_COMPOUND = re.compile(r"[\d_/.]")
+# Quantities: a number and the words it counts ("3 api replicas", "two approving reviews", "70
+# percent"), or a name and its version ("python 3.12"). Numbers are rare in text: found first,
+# then the words beside them are read.
+_NUMBER = re.compile(r"\b(\d+(?:\.\d+)*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single)\b")
+_NUMBER_WORDS = dict(zip("one two three four five six seven eight nine ten eleven twelve".split(), map(str, range(1, 13)))) | {"single": "1"}
+_COUNTED = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+([a-z]+))?")
+_VERSIONED = re.compile(r"([a-z]{3,})[ \t]+$")
 # Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does
 # not restate it.
 _ADDITION = re.compile(r"\b(also|as well|in addition|additionally|now (?:has|have|supports|offers|includes|shows))\b")
@@ -142,9 +154,11 @@ class _Features(NamedTuple):
     identifiers: frozenset[str]
     # 1 for change language, -1 for additive language, 0 for both or neither.
     change: float
+    # The numbers it gives, by the (stemmed) word they count.
+    quantities: dict[str, frozenset[str]]
 
 
-# A hit's text is read by six regular expressions, most of the reordering's time; a present-state
+# A hit's text is read by seven regular expressions, most of the reordering's time; a present-state
 # question often meets hits an earlier one met (a session's follow-ups, recall after search).
 @lru_cache(maxsize=1024)
 def _features(text: str) -> _Features:
@@ -156,7 +170,21 @@ def _features(text: str) -> _Features:
         stems=_stems(_words(plain)),
         identifiers=frozenset(v for v in found if _NOT_COMPOUND.search(v)),
         change=float(bool(_CHANGE.search(lower)) - bool(_ADDITION.search(lower))),
+        quantities=_quantities(plain.lower()),
     )
+
+
+def _quantities(lower: str) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for m in _NUMBER.finditer(lower):
+        after = _COUNTED.match(lower, m.end())
+        units = list(after.groups()) if after else []
+        if m.group(1)[0].isdigit() and (before := _VERSIONED.search(lower, max(0, m.start() - 40), m.start())):
+            units.append(before.group(1))
+        for unit in units:
+            if unit and len(unit) > 2 and unit not in _STOP:
+                found.setdefault(_stem(unit), set()).add(_NUMBER_WORDS.get(m.group(1), m.group(1)))
+    return {unit: frozenset(numbers) for unit, numbers in found.items()}
 
 
 def _robust_z(sims: np.ndarray) -> np.ndarray:
@@ -192,8 +220,8 @@ def _word_vectors(stems: list[frozenset[str]]) -> np.ndarray:
 
 def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Matrices of same-subject evidence but relevance (row = the older or better hit, column =
-    the candidate): without the identifier slots, and their share. Repeats say the same thing,
-    so neither supersedes the other."""
+    the candidate): without the value slots (identifiers, quantities), and their share. Repeats
+    say the same thing, so neither supersedes the other."""
     import numpy as np
 
     n = len(hits)
@@ -227,9 +255,16 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[
     for i in named:
         for j in named:
             if idents[j] - idents[i]:
-                slots[i, j] = 1.0
+                slots[i, j] = IDENTIFIER_WEIGHT
+    # A new number for something both count.
+    amounts = [f.quantities for f in features]
+    counting = [i for i in range(n) if amounts[i]]
+    for i in counting:
+        for j in counting:
+            if any(numbers - amounts[i].get(unit, numbers) for unit, numbers in amounts[j].items()):
+                slots[i, j] += QUANTITY_WEIGHT
     change = np.array([f.change for f in features], dtype=np.float32)
-    return evidence + CHANGE_WEIGHT * change[None, :], IDENTIFIER_WEIGHT * slots
+    return evidence + CHANGE_WEIGHT * change[None, :], slots
 
 
 def _ratio(hit: Hit, best: Hit) -> float:
@@ -277,8 +312,8 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             scores[j] = score
         newest = newest_first[0]
         for j in newest_first[1:]:
-            # Identifier slots only reorder: a new identifier is too weak a sign to tell an agent
-            # that a memory is outdated, so the pair must be one subject's without them.
+            # Value slots only reorder: a new identifier or number is too weak a sign to tell an
+            # agent that a memory is outdated, so the pair must be one subject's without them.
             alike = max(plain[j][newest], plain[newest][j])
             if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top and _joins(alike, _ratio(hits[newest], hits[j])):
                 superseded[j] = hits[newest].id
