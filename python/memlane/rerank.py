@@ -175,6 +175,7 @@ def _features(text: str) -> _Features:
 
 
 def _quantities(lower: str) -> dict[str, frozenset[str]]:
+    """The numbers a lower-cased text gives, by the (stemmed) word each counts."""
     found: dict[str, set[str]] = {}
     for m in _NUMBER.finditer(lower):
         after = _COUNTED.match(lower, m.end())
