@@ -30,7 +30,7 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from memlane.temporal import affinity, asks_present_state, time_window
+from memlane.temporal import NUMBER_WORDS, affinity, asks_present_state, time_window
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,8 +117,8 @@ _NOT_COMPOUND = re.compile(r"[\d_/.]")
 # Quantities: a number and the words it counts ("3 api replicas", "two approving reviews", "70
 # percent"), or a name and its version ("python 3.12"). Numbers are rare in text: found first,
 # then the words beside them are read.
-_NUMBER = re.compile(r"\b(\d+(?:\.\d+)*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single)\b")
-_NUMBER_WORDS = dict(zip("one two three four five six seven eight nine ten eleven twelve".split(), map(str, range(1, 13)))) | {"single": "1"}
+_NUMBER_WORDS = {word: str(n) for word, n in NUMBER_WORDS.items()} | {"single": "1"}
+_NUMBER = re.compile(r"\b(\d+(?:\.\d+)*|" + "|".join(_NUMBER_WORDS) + r")\b")
 _COUNTED = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+([a-z]+))?")
 _VERSIONED = re.compile(r"([a-z]{3,})[ \t]+$")
 # Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does

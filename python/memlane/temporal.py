@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["TimeWindow", "affinity", "asks_present_state", "time_window"]
+__all__ = ["NUMBER_WORDS", "TimeWindow", "affinity", "asks_present_state", "time_window"]
 
 _MONTHS = {
     name: n
@@ -40,8 +40,11 @@ _MONTHS = {
     for name in names
 }
 _MONTH = r"\b(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3}
+# Number words, here in relative times ("three weeks ago") and in memlane.rerank in restated
+# quantities ("two approving reviews").
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_NUMBERS = {"a": 1, "an": 1, **NUMBER_WORDS, "couple of": 2, "few": 3}
 _COUNT = r"(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?P<unit>day|week|weekend|month|year)s?"
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
