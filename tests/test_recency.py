@@ -202,8 +202,8 @@ def test_a_new_identifier_in_the_same_slot_restates_the_setting(monkeypatch):
     # identifier the question does not ask about, and the newer one names another. That is
     # enough to put the newer first, not to tell the agent the older one is outdated.
     hits = _pool([
-        (0.9, "2026-01-21", "Billing runs on MySQL 5.7 on the db-billing-01 host; the schema lives in billing/schema.sql."),
-        (0.55, "2026-03-19", "Read BILLING_PG_URL: billing data is in Postgres 16 on the managed cluster."),
+        (0.9, "2026-01-21", "Billing runs on MySQL on the db-billing-01 host; the schema lives in billing/schema.sql."),
+        (0.55, "2026-03-19", "Read BILLING_PG_URL: billing data is in Postgres on the managed cluster."),
     ])
     out = rerank(hits, "Which database does billing use now?", None)
     assert "Postgres" in out[0].text and "MySQL" in out[1].text
@@ -226,6 +226,35 @@ def test_a_new_number_for_what_both_count_restates_the_setting(monkeypatch):
     assert all(h.superseded_by is None for h in out)
     monkeypatch.setattr(rerank_module, "QUANTITY_WEIGHT", 0.0)
     assert "70 percent" in rerank(hits, query, None)[0].text
+
+
+def test_a_new_named_version_restates_the_setting(monkeypatch):
+    # No shared value, little shared wording: a framework and its version, then another one.
+    hits = _pool([
+        (0.9, "2026-01-22", "How do I run the dashboard locally?\n\nRun ng serve in the dashboard folder; it is an Angular 12 project."),
+        (0.6, "2026-03-21", "Why is the dev server different?\n\nUse pnpm dev for the dashboard: the React 18 app is served by Vite."),
+    ])
+    query = "Which framework is the dashboard written in?"
+    assert "React 18" in rerank(hits, query, None)[0].text
+    monkeypatch.setattr(rerank_module, "QUANTITY_WEIGHT", 0.0)
+    assert "Angular 12" in rerank(hits, query, None)[0].text
+
+
+def test_the_unrelated_turns_of_a_pack_lend_it_no_values_or_change_language(monkeypatch):
+    # A newer pack holds an unrelated turn with identifiers and a change verb, and a remark on
+    # the dashboard: it is not a restatement of the dashboard's framework.
+    pack = ("Rename the env var\n\nRenamed APP_DEBUG to APP_LOG_LEVEL in the three places that read it.\n\n"
+            "Summarise the standup\n\nThree items: the flaky dashboard chart, the docs sprint, the offsite.")
+    query = "Which framework is the dashboard written in?"
+    terms = rerank_module._stems(rerank_module._words(query))
+    assert rerank_module._about(pack, terms) == pack.split("\n\n")[-1]
+    hits = _pool([
+        (0.9, "2026-03-21", "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; the React app is served by Vite."),
+        (0.7, "2026-05-16", pack),
+    ])
+    assert "React" in rerank(hits, query, None)[0].text
+    monkeypatch.setattr(rerank_module, "_about", lambda text, terms: text)
+    assert "React" not in rerank(hits, query, None)[0].text
 
 
 def test_an_addition_does_not_supersede_a_fact():
@@ -294,7 +323,8 @@ def test_a_hits_quantities_are_the_numbers_by_the_words_they_count():
     assert features("Production runs 3 API replicas.").quantities == {"api": {"3"}, "replica": {"3"}, "run": {"3"}}
     assert features("Branch protection requires two approving reviews.").quantities == {"approv": {"2"}, "review": {"2"}}
     assert features("A single approval is enough.").quantities == {"approval": {"1"}}
-    assert features("The services run Python 3.12.").quantities == {"python": {"3.12"}}
+    assert features("The services run Python 3.12.").quantities == {"python": {"3.12"}, "<named version>": {"python 3.12"}}
+    assert features("Billing data is in Postgres 16 now.").quantities == {"postgr": {"16"}, "<named version>": {"postgres 16"}}
     # Dates and clock times count nothing, nor does a number count a stop word ("of", "the").
     assert features("2026-05-10 › 17:30 standup at the office").quantities == {}
     assert features("we moved 3 of the hosts").quantities == {"mov": {"3"}}
