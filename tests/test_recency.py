@@ -231,8 +231,10 @@ def test_a_new_number_for_what_both_count_restates_the_setting(monkeypatch):
 def test_a_new_named_version_restates_the_setting(monkeypatch):
     # No shared value, little shared wording: a framework and its version, then another one.
     hits = _pool([
-        (0.9, "2026-01-22", "How do I run the dashboard locally?\n\nRun ng serve in the dashboard folder; it is an Angular 12 project."),
-        (0.6, "2026-03-21", "Why is the dev server different?\n\nUse pnpm dev for the dashboard: the React 18 app is served by Vite."),
+        (0.9, "2026-01-22", "How do I run the dashboard locally?\n\nRun ng serve in the dashboard folder; "
+                            "it is an Angular 12 project."),
+        (0.6, "2026-03-21", "Why is the dev server different?\n\nUse pnpm dev for the dashboard: "
+                            "the React 18 app is served by Vite."),
     ])
     query = "Which framework is the dashboard written in?"
     assert "React 18" in rerank(hits, query, None)[0].text
@@ -249,7 +251,8 @@ def test_the_unrelated_turns_of_a_pack_lend_it_no_values_or_change_language(monk
     terms = rerank_module._stems(rerank_module._words(query))
     assert rerank_module._about(pack, terms) == pack.split("\n\n")[-1]
     hits = _pool([
-        (0.9, "2026-03-21", "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; the React app is served by Vite."),
+        (0.9, "2026-03-21", "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; "
+                            "the React app is served by Vite."),
         (0.7, "2026-05-16", pack),
     ])
     assert "React" in rerank(hits, query, None)[0].text
