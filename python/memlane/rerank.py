@@ -250,7 +250,8 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[
     import numpy as np
 
     n = len(hits)
-    terms = _stems(_words(query))
+    query_words = _words(query)
+    terms = _stems(query_words)
     stems = [_features(h.text).stems for h in hits]
     # Value slots and change language are read where a hit speaks of the query's subject: a pack
     # of short turns often holds unrelated ones ("Renamed APP_DEBUG …" beside a remark on the
@@ -276,7 +277,6 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[
             shared = np.array([sum(weight[t] for t in covered[i] & covered[j]) for j in range(n)])
             evidence[i] += SUBJECT_WEIGHT * shared / own
     # A new value in an identifier slot both hits fill.
-    query_words = _words(query)
     idents = [f.identifiers - query_words for f in features]
     named = [i for i in range(n) if idents[i]]
     slots = np.zeros((n, n), dtype=np.float32)
