@@ -9,8 +9,10 @@ is answered at rank r when the r-th hit quotes the answering statement.
 
 Reports per part (``tune``: the subjects the rules were developed on; ``heldout``: never looked
 at while tuning) and kind (``current``, ``past``, ``unique``): first-place rate (for ``current``:
-the current-first rate), recall@5, recall@k and MRR; and, among the top k of every query, the
-hits marked ``superseded_by``: true marks (an earlier statement of the asked subject) and false
+the current-first rate), recall@5, recall@k and MRR; for ``current`` also how often the answer is
+in the top k above every earlier statement of its subject (the order the issue is about: a stale
+statement ranked over the current one, whatever else ranks first); and, among the top k of every
+query, the hits marked ``superseded_by``: true marks (an earlier statement of the asked subject) and false
 marks (anything else). ``--verbose`` prints the misses and false marks of the ``tune`` part
 only, so the held-out part stays unseen.
 """
@@ -26,24 +28,48 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memlane  # noqa: E402
-from reversal_corpus import FORMATS, PARTS, write_corpus  # noqa: E402
+from reversal_corpus import FORMATS, PARTS, Query, write_corpus  # noqa: E402
 
 SETTINGS = {"on": {"recency": True, "temporal": True}, "off": {"recency": False, "temporal": False}}
 
 
-def _rank(hits: list[memlane.Hit], answer: str) -> int | None:
-    return next((i for i, h in enumerate(hits, 1) if answer in h.text), None)
+def _rank(texts: list[str], answer: str) -> int | None:
+    return next((i for i, t in enumerate(texts, 1) if answer in t), None)
 
 
-def _summary(ranks: list[int | None], k: int) -> dict[str, float]:
-    n = max(len(ranks), 1)
-    return {
-        "queries": len(ranks),
-        "first": round(sum(r == 1 for r in ranks) / n, 4),
-        "recall@5": round(sum(r is not None and r <= 5 for r in ranks) / n, 4),
-        f"recall@{k}": round(sum(r is not None for r in ranks) / n, 4),
-        "mrr": round(sum(1 / r for r in ranks if r) / n, 4),
-    }
+def _above_earlier(texts: list[str], q: Query) -> bool:
+    """The answer is among the hits, and no earlier statement of its subject ranks above it."""
+    for t in texts:
+        if q.answer in t:
+            return True
+        if any(e in t for e in q.earlier):
+            return False
+    return False
+
+
+def summarize(queries: list[Query], answers: list[list[str]], k: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Per part and kind: first-place rate, recall@5, recall@k and MRR of the ranked hit texts
+    answering each query (``answers[i]`` for ``queries[i]``); for ``current`` also
+    ``above_earlier``."""
+    ranks: dict[str, dict[str, list[int | None]]] = {p: {} for p in PARTS}
+    above: dict[str, list[bool]] = {p: [] for p in PARTS}
+    for q, texts in zip(queries, answers):
+        ranks[q.part].setdefault(q.kind, []).append(_rank(texts[:k], q.answer))
+        if q.kind == "current":
+            above[q.part].append(_above_earlier(texts[:k], q))
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for part, by_kind in ranks.items():
+        out[part] = {}
+        for kind, r in sorted(by_kind.items()):
+            n = max(len(r), 1)
+            out[part][kind] = {
+                "queries": len(r),
+                "first": round(sum(x == 1 for x in r) / n, 4),
+                "recall@5": round(sum(x is not None and x <= 5 for x in r) / n, 4),
+                f"recall@{k}": round(sum(x is not None for x in r) / n, 4),
+                "mrr": round(sum(1 / x for x in r if x) / n, 4),
+            } | ({"above_earlier": round(sum(above[part]) / n, 4)} if kind == "current" else {})
+    return out
 
 
 def run(embedder: str, k: int, verbose: bool, seed: int = 11) -> dict:
@@ -54,7 +80,7 @@ def run(embedder: str, k: int, verbose: bool, seed: int = 11) -> dict:
             for fmt in FORMATS:
                 mem.index([Path(tmp) / "src" / fmt], format=fmt, embed=embedder != "none")
             chunks = mem.status()["chunks"]
-            ranks: dict[str, dict[str, dict[str, list[int | None]]]] = {p: {s: {} for s in SETTINGS} for p in PARTS}
+            answers: dict[str, list[list[str]]] = {setting: [] for setting in SETTINGS}
             # Marks among the hits a user sees (the top k): true = an earlier statement of the
             # query's own subject; false = anything else (the answer, another subject's statement,
             # a neighbour, filler): telling an agent a memory is outdated when it is not misleads it.
@@ -62,21 +88,23 @@ def run(embedder: str, k: int, verbose: bool, seed: int = 11) -> dict:
             for q in corpus.queries:
                 for setting, options in SETTINGS.items():
                     hits = mem.search(q.text, k=k, **options)
-                    rank = _rank(hits, q.answer)
-                    ranks[q.part][setting].setdefault(q.kind, []).append(rank)
-                    if setting == "on":
-                        m = marks[q.part]
-                        earlier = [any(e in h.text for e in q.earlier) for h in hits]
-                        m["earlier_in_top_k"] += sum(earlier)
-                        m["earlier_total"] += len(q.earlier)
-                        m["true_marks"] += sum(bool(h.superseded_by) and e for h, e in zip(hits, earlier))
-                        m["false_marks"] += sum(bool(h.superseded_by) and not e for h, e in zip(hits, earlier))
-                    wrong = setting == "on" and any(h.superseded_by and not e for h, e in zip(hits, earlier))
-                    if verbose and q.part == "tune" and setting == "on" and (rank != 1 or wrong):
+                    answers[setting].append([h.text for h in hits])
+                    if setting != "on":
+                        continue
+                    m = marks[q.part]
+                    earlier = [any(e in h.text for e in q.earlier) for h in hits]
+                    m["earlier_in_top_k"] += sum(earlier)
+                    m["earlier_total"] += len(q.earlier)
+                    m["true_marks"] += sum(bool(h.superseded_by) and e for h, e in zip(hits, earlier))
+                    m["false_marks"] += sum(bool(h.superseded_by) and not e for h, e in zip(hits, earlier))
+                    wrong = any(h.superseded_by and not e for h, e in zip(hits, earlier))
+                    rank = _rank(answers[setting][-1], q.answer)
+                    if verbose and q.part == "tune" and (rank != 1 or wrong):
                         print(f"[{q.kind}] rank {rank}: {q.text}", file=sys.stderr)
                         for i, h in enumerate(hits[:10 if wrong else 4], 1):
                             mark = f" superseded_by={h.superseded_by}" if h.superseded_by else ""
                             print(f"   {i}. {h.score:.3f} {h.timestamp[:10]} {h.id}{mark} {h.text[:110]!r}", file=sys.stderr)
+    results = {setting: summarize(corpus.queries, texts, k) for setting, texts in answers.items()}
     return {
         "embedder": embedder,
         "k": k,
@@ -84,8 +112,7 @@ def run(embedder: str, k: int, verbose: bool, seed: int = 11) -> dict:
         "chunks": chunks,
         "seed": seed,
         "earlier_statements": marks,
-        "results": {p: {s: {kind: _summary(r, k) for kind, r in sorted(by_kind.items())} for s, by_kind in by_setting.items()}
-                    for p, by_setting in ranks.items()},
+        "results": {p: {setting: results[setting][p] for setting in SETTINGS} for p in PARTS},
     }
 
 
@@ -112,6 +139,10 @@ def main() -> int:
             a, b = on[kind], off[kind]
             cells = " | ".join(f"{100 * a[m]:.1f} / {100 * b[m]:.1f}" for m in ("first", "recall@5", f"recall@{args.k}"))
             print(f"| {part} | {kind} | {a['queries']} | {cells} | {a['mrr']:.3f} / {b['mrr']:.3f} |")
+    for part, by_setting in result["results"].items():
+        on, off = by_setting["on"]["current"], by_setting["off"]["current"]
+        print(f"{part}: current statement in the top {args.k} above every earlier statement of its subject: "
+              f"{100 * on['above_earlier']:.1f} / {100 * off['above_earlier']:.1f} (on / off)")
     for part, m in result["earlier_statements"].items():
         print(f"{part}: marked superseded in the top {args.k}: {m['true_marks']} earlier statements of the asked subject "
               f"(of {m['earlier_in_top_k']} there, {m['earlier_total']} in the corpus), {m['false_marks']} other hits (false marks)")

@@ -22,6 +22,7 @@ Run (shared venv, from the repository root):
     python benches/side_by_side.py locomo ../shared/data/locomo/locomo10.json --split test
     python benches/side_by_side.py beam ../shared/data/beam/100K
     python benches/side_by_side.py realtalk ../shared/data/realtalk
+    python benches/side_by_side.py reversal --seed 11   # benches/reversal_corpus.py, no FILE
 """
 
 from __future__ import annotations
@@ -67,6 +68,18 @@ def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
     return target
 
 
+def render_session(session: dict[str, Any]) -> tuple[str, list[tuple[str, list[str]]]]:
+    """One parsed session as a MemPalace plain-text transcript, and per turn its rendered line
+    and turn ids."""
+    lines = []
+    for turn in session["turns"]:
+        label = turn["speaker"] or turn["role"].capitalize()
+        line = f"{label}: {' '.join(turn['text'].split())}"
+        lines.append((line, list(turn["ids"]), turn["role"] == "user"))
+    text = "\n".join(f"> {line}" if user else line for line, _, user in lines) + "\n"
+    return text, [(line, ids) for line, ids, _ in lines]
+
+
 def transcript_files(conv: Any, directory: Path) -> tuple[dict[str, str], dict[str, str], dict[str, list[tuple[str, list[str]]]]]:
     """MemPalace transcript files for one conversation.
 
@@ -81,14 +94,8 @@ def transcript_files(conv: Any, directory: Path) -> tuple[dict[str, str], dict[s
     lines_of: dict[str, list[tuple[str, list[str]]]] = {}
     for n, session in enumerate(parsed["sessions"]):
         name = f"session_{n:04d}.txt"
-        lines = []
-        for turn in session["turns"]:
-            label = turn["speaker"] or turn["role"].capitalize()
-            line = f"{label}: {' '.join(turn['text'].split())}"
-            lines.append((line, list(turn["ids"]), turn["role"] == "user"))
-        files[name] = "\n".join(f"> {line}" if user else line for line, _, user in lines) + "\n"
+        files[name], lines_of[name] = render_session(session)
         session_of[name] = session["id"]
-        lines_of[name] = [(line, ids) for line, ids, _ in lines]
     return files, session_of, lines_of
 
 
@@ -103,6 +110,21 @@ def drawer_turn_ids(text: str, lines: list[tuple[str, list[str]]]) -> list[str]:
         ids = exact.get(fragment) or next((ids for line, ids in lines if fragment in line), [])
         out.extend(i for i in ids if i not in out)
     return out
+
+
+def mempalace_answers(job: dict[str, Any], python: Path) -> dict[str, Any]:
+    """Run ``mempalace_worker.py`` on ``job`` in MemPalace's venv, with a fresh config folder;
+    its answers by conversation id."""
+    with tempfile.TemporaryDirectory(prefix="side-by-side-job-") as tmp:
+        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
+        job_path.write_text(json.dumps(job), encoding="utf-8")
+        config_dir = Path(tmp) / "mempalace-config"
+        config_dir.mkdir()
+        env = {**os.environ, "MEMPALACE_CONFIG_DIR": str(config_dir)}
+        env.pop("PYTHONPATH", None)
+        worker = Path(__file__).with_name("mempalace_worker.py")
+        subprocess.run([str(python), str(worker), str(job_path), str(out_path)], env=env, check=True)
+        return {c["cid"]: c for c in json.loads(out_path.read_text(encoding="utf-8"))["conversations"]}
 
 
 def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) -> dict[str, Any]:
@@ -121,15 +143,7 @@ def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) 
             job["conversations"].append(
                 {"cid": conv.cid, "files": files, "questions": [{"qid": q.qid, "text": q.text} for q in conv.questions]}
             )
-        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        config_dir = Path(tmp) / "mempalace-config"
-        config_dir.mkdir()
-        env = {**os.environ, "MEMPALACE_CONFIG_DIR": str(config_dir)}
-        env.pop("PYTHONPATH", None)
-        worker = Path(__file__).with_name("mempalace_worker.py")
-        subprocess.run([str(python), str(worker), str(job_path), str(out_path)], env=env, check=True)
-        answers = {c["cid"]: c for c in json.loads(out_path.read_text(encoding="utf-8"))["conversations"]}
+        answers = mempalace_answers(job, python)
 
     rows: dict[str, list[dict[str, float]]] = {g: [] for g in GRANULARITIES}
     unmapped = 0
@@ -158,6 +172,54 @@ def run_mempalace(dataset: Any, conversations: list[Any], k: int, python: Path) 
     }
 
 
+def run_mempalace_reversal(seed: int, k: int, python: Path) -> dict[str, Any]:
+    """The reversal corpus (``benches/reversal_corpus.py``) in one palace; scored like
+    ``bench_recency.py`` scores memlane. Transcripts go in as plain-text sessions (rendered as
+    for the other datasets), markdown notes as written."""
+    from bench_recency import summarize
+    from reversal_corpus import write_corpus
+
+    from memlane import _core
+
+    with tempfile.TemporaryDirectory(prefix="side-by-side-reversal-") as tmp:
+        src = Path(tmp) / "src"
+        corpus = write_corpus(src, seed=seed)
+        files: dict[str, str] = {}
+        for path in corpus.files:
+            fmt = path.relative_to(src).parts[0]
+            if fmt == "markdown":
+                files[f"{len(files):04d}-{path.stem}.md"] = path.read_text(encoding="utf-8")
+                continue
+            for session in _core.parse_file(str(path), fmt)["sessions"]:
+                files[f"{len(files):04d}-{path.stem}.txt"] = render_session(session)[0]
+    questions = [{"qid": str(i), "text": q.text} for i, q in enumerate(corpus.queries)]
+    job = {"k": k, "depth": k, "conversations": [{"cid": "reversal", "files": files, "questions": questions}]}
+    got = mempalace_answers(job, python)["reversal"]
+    texts = [[h["text"] for h in got["answers"][q["qid"]]["hits"]] for q in questions]
+    return {"results": summarize(corpus.queries, texts, k), "files": len(files), "seconds": got["seconds"]}
+
+
+def reversal_main(args: argparse.Namespace) -> None:
+    """memlane (current statement first on and off) and MemPalace on the reversal corpus."""
+    from bench_recency import run
+
+    k = 10
+    ours = run(args.embedder, k, verbose=False, seed=args.seed)
+    theirs = run_mempalace_reversal(args.seed, k, args.mempalace_python)
+    version = mempalace_version(args.mempalace_python)
+    print(f"\nreversal corpus, seed {args.seed}, k = {k}, percent: current first / current above every earlier "
+          f"statement of its subject / past time first / unique old fact first\n")
+    print("| system | part | current first | current above earlier | past first | unique first |")
+    print("|---|---|---:|---:|---:|---:|")
+    rows = [(f"memlane ({args.embedder})", ours["results"][p]["on"]) for p in ("tune", "heldout")]
+    rows += [(f"memlane, reordering off ({args.embedder})", ours["results"][p]["off"]) for p in ("tune", "heldout")]
+    rows += [(f"MemPalace {version}", theirs["results"][p]) for p in ("tune", "heldout")]
+    for (name, result), part in zip(rows, ("tune", "heldout") * 3):
+        current = result["current"]
+        cells = [current["first"], current["above_earlier"], result["past"]["first"], result["unique"]["first"]]
+        print(f"| {name} | {part} | " + " | ".join(f"{100 * c:.1f}" for c in cells) + " |")
+
+
 def mempalace_version(python: Path) -> str:
     """``mempalace.__version__`` in its venv."""
     cmd = [str(python), "-c", "import mempalace; print(mempalace.__version__)"]
@@ -173,20 +235,24 @@ def row(name: str, questions: int, metrics: dict[str, dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """CLI: ``setup`` or ``DATASET FILE [--split] [--limit] [--mempalace-python]``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=["setup", "locomo", "beam", "realtalk"])
+    parser.add_argument("dataset", choices=["setup", "locomo", "beam", "realtalk", "reversal"])
     parser.add_argument("file", nargs="?")
     parser.add_argument("--split", default=None)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--embedder", default="local")
+    parser.add_argument("--seed", type=int, default=11, help="reversal corpus: picks paraphrases, days and formats")
     parser.add_argument("--mempalace-python", type=Path, default=DEFAULT_MEMPALACE_PYTHON)
     args = parser.parse_args(argv)
     if args.dataset == "setup":
         print(f"ChromaDB MiniLM model installed in {install_chroma_model()}")
         return
-    if not args.file:
-        parser.error("FILE is required")
     if not args.mempalace_python.exists():
         parser.error(f"no MemPalace venv at {args.mempalace_python} (see benches/README.md)")
+    if args.dataset == "reversal":
+        reversal_main(args)
+        return
+    if not args.file:
+        parser.error("FILE is required")
 
     from memlane.bench.datasets import load_dataset
     from memlane.bench.runner import run_benchmark

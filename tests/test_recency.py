@@ -331,3 +331,21 @@ def test_a_hits_quantities_are_the_numbers_by_the_words_they_count():
     # Dates and clock times count nothing, nor does a number count a stop word ("of", "the").
     assert features("2026-05-10 › 17:30 standup at the office").quantities == {}
     assert features("we moved 3 of the hosts").quantities == {"mov": {"3"}}
+
+
+def test_the_reversal_bench_counts_a_stale_statement_above_the_answer_as_a_miss() -> None:
+    from bench_recency import summarize
+    from reversal_corpus import Query
+
+    stale, older, answer = "Billing runs on MySQL.", "Billing ran on SQLite.", "Billing moved to Postgres."
+    queries = [Query("current", "which database does billing use now?", answer, "tune", [older, stale])] * 4
+    answers = [
+        ["filler", f"Assistant: {answer}", stale],  # another subject first: not first, but above the stale one
+        [stale, answer],  # the stale statement above the current one
+        ["filler", older, answer],  # an older one, too
+        ["filler", stale],  # the current statement not retrieved
+    ]
+    current = summarize(queries, answers, k=10)["tune"]["current"]
+    assert (current["first"], current["above_earlier"], current["recall@10"]) == (0.0, 0.25, 0.75)
+    # Only the top k count.
+    assert summarize(queries[:1], answers[:1], k=1)["tune"]["current"]["above_earlier"] == 0.0
