@@ -211,10 +211,11 @@ def reversal_main(args: argparse.Namespace) -> None:
           f"statement of its subject / past time first / unique old fact first\n")
     print("| system | part | current first | current above earlier | past first | unique first |")
     print("|---|---|---:|---:|---:|---:|")
-    rows = [(f"memlane ({args.embedder})", ours["results"][p]["on"]) for p in ("tune", "heldout")]
-    rows += [(f"memlane, reordering off ({args.embedder})", ours["results"][p]["off"]) for p in ("tune", "heldout")]
-    rows += [(f"MemPalace {version}", theirs["results"][p]) for p in ("tune", "heldout")]
-    for (name, result), part in zip(rows, ("tune", "heldout") * 3):
+    parts = ("tune", "heldout")
+    rows = [(f"memlane ({args.embedder})", p, ours["results"][p]["on"]) for p in parts]
+    rows += [(f"memlane, reordering off ({args.embedder})", p, ours["results"][p]["off"]) for p in parts]
+    rows += [(f"MemPalace {version}", p, theirs["results"][p]) for p in parts]
+    for name, part, result in rows:
         current = result["current"]
         cells = [current["first"], current["above_earlier"], result["past"]["first"], result["unique"]["first"]]
         print(f"| {name} | {part} | " + " | ".join(f"{100 * c:.1f}" for c in cells) + " |")
@@ -233,7 +234,7 @@ def row(name: str, questions: int, metrics: dict[str, dict[str, float]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: ``setup`` or ``DATASET FILE [--split] [--limit] [--mempalace-python]``."""
+    """CLI: ``setup``, ``reversal [--seed]`` or ``DATASET FILE [--split] [--limit] [--mempalace-python]``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", choices=["setup", "locomo", "beam", "realtalk", "reversal"])
     parser.add_argument("file", nargs="?")
