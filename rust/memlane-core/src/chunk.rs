@@ -298,6 +298,12 @@ fn topic_words(rendered: &[String]) -> HashSet<String> {
         .collect()
 }
 
+/// Bytes of the `rendered` turns `start..=end`, each followed by a blank line: what they add
+/// to a pack (a pack's own text is that less its last blank line).
+fn spaced_bytes(rendered: &[String], (start, end): (usize, usize)) -> usize {
+    rendered[start..=end].iter().map(|r| r.len() + 2).sum()
+}
+
 /// Merge consecutive `groups` greedily, left to right, while the joined text of a pack
 /// (`rendered` turns separated by blank lines) stays within `pack` estimated tokens and the
 /// conversation stays on its topic: a group joins when the pack ends on a question (the group
@@ -307,15 +313,13 @@ fn topic_words(rendered: &[String]) -> HashSet<String> {
 /// before it depends only on the groups up to it, so packing restarted at a pack boundary
 /// yields the packs a packing from the start yields.
 fn pack_groups(rendered: &[String], groups: &[(usize, usize)], pack: usize) -> Vec<(usize, usize)> {
-    // Bytes a group adds to a pack: its turns, each followed by a blank line.
-    let bytes = |(s, e): (usize, usize)| rendered[s..=e].iter().map(|r| r.len() + 2).sum();
     let on_topic = |(ps, pe): (usize, usize), (gs, ge): (usize, usize)| {
         rendered[pe].trim_end().ends_with('?')
             || !topic_words(&rendered[ps..=pe]).is_disjoint(&topic_words(&rendered[gs..=ge]))
     };
     let mut out: Vec<((usize, usize), usize)> = Vec::new();
     for &g in groups {
-        let added: usize = bytes(g);
+        let added = spaced_bytes(rendered, g);
         match out.last_mut() {
             // Size first: the topic test only ever reads packs of a few hundred bytes.
             Some((last, held))
@@ -345,11 +349,7 @@ pub fn rechunk_start(turns: &[Turn], turn_base: usize, budget: usize) -> usize {
     let Some(&(start, end)) = pack_groups(&rendered, &turn_groups(head), pack).last() else {
         return turn_base;
     };
-    let text_bytes: usize = rendered[start..=end]
-        .iter()
-        .map(|r| r.len() + 2)
-        .sum::<usize>()
-        - 2;
+    let text_bytes = spaced_bytes(&rendered, (start, end)) - 2;
     // The smallest group (`: ` and its blank line) adds one estimated token.
     if tokens_of_bytes(text_bytes) < pack {
         start
