@@ -7,13 +7,13 @@ print one line on stderr and exit with status 2; no tracebacks.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
+from memlane.cli_output import emit
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 
@@ -49,15 +49,6 @@ class _Bar:
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
-
-
-def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    """Print ``payload`` as one JSON document with ``--json``, else ``text`` (shared by every subcommand)."""
-    if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(text)
 
 
 def _open(args: argparse.Namespace, embedder: str) -> Any:
