@@ -16,8 +16,8 @@ import memlane
 from memlane.cli import main as cli_main
 from memlane.mcp import MemoryTools
 from memlane.memory import Hit
-import memlane.rerank as rerank_module
-from memlane.rerank import rerank
+import memlane.ranking.rerank as rerank_module
+from memlane.ranking.rerank import rerank
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from reversal_corpus import write_session  # noqa: E402

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memlane.temporal import TimeWindow, affinity, asks_present_state, time_window
+from memlane.ranking.temporal import TimeWindow, affinity, asks_present_state, time_window
 
 REF = datetime(2026, 6, 10, 15, 30, tzinfo=timezone.utc)  # a Wednesday
 

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from memlane.cli import emit
+from memlane.cli_output import emit
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:

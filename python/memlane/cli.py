@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
+from memlane.cli_output import emit
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 
@@ -54,15 +55,6 @@ class _Bar:
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
-
-
-def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    """Print ``payload`` as one JSON document with ``--json``, else ``text`` (shared by every subcommand)."""
-    if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(text)
 
 
 def _require_home(args: argparse.Namespace) -> None:

@@ -24,6 +24,7 @@ from memlane.errors import CorruptIndexError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
+from memlane.ranking.hit import Hit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,71 +44,6 @@ _EMBED_BATCHES_PER_COMMIT = 16
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
-
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result with its provenance.
-
-    Attributes:
-        id: Chunk id (hex of the content key).
-        source: ``transcript`` | ``knowledge`` | ``brain``.
-        text: The chunk text.
-        score: Fused score used for ranking (on present-state questions the newest statement of a
-            subject takes the score of the earlier one it displaces, see :mod:`memlane.rerank`).
-        scores: Breakdown: ``bm25`` (normalised to the query's best) and ``vector`` (cosine).
-        path: Source file.
-        session_id: Session the turns belong to (empty for knowledge chunks).
-        turn_start: First turn index in the session (knowledge: the section's index in its note).
-        turn_end: Last turn index (inclusive).
-        timestamp: ISO-8601 UTC time of the first turn (knowledge: of the entry or note), if known.
-        heading: Heading path ``Title › Section`` (knowledge chunks), else empty; knowledge chunks
-            also carry ``kind``, ``title``, ``tags``, ``frontmatter``, ``line_start``/``line_end`` in ``meta``.
-        superseded_by: Id of a newer hit in this result that says something else about the same
-            subject (present-state questions), so this one is an earlier statement; else None.
-    """
-
-    id: str
-    source: str
-    text: str
-    score: float
-    scores: dict[str, float | None]
-    path: str
-    session_id: str
-    turn_start: int
-    turn_end: int
-    timestamp: str | None
-    heading: str
-    superseded_by: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def _from_core(cls, d: dict[str, Any]) -> Hit:
-        return cls(
-            id=d["id"],
-            source=d["source"],
-            text=d["text"],
-            score=round(float(d["score"]), 6),
-            scores={"bm25": d["bm25"], "vector": d["vector"]},
-            path=d["path"],
-            session_id=d["session_id"],
-            turn_start=d["turn_start"],
-            turn_end=d["turn_end"],
-            timestamp=_iso(d["timestamp"]),
-            heading=d["heading"],
-            meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
-                  "timestamp_end": _iso(d["timestamp_end"])},
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the CLI's ``--json`` shape)."""
-        return asdict(self)
 
 
 @dataclass
@@ -501,7 +437,7 @@ class Memory:
 
         If every fused score is under ``threshold`` the result is empty. Vectors are used when
         the home has them and an embedder is configured; otherwise BM25 answers alone. See
-        :mod:`memlane.rerank` for how ``recency`` and ``temporal`` reorder the fused hits.
+        :mod:`memlane.ranking.rerank` for how ``recency`` and ``temporal`` reorder the fused hits.
 
         Args:
             query: Free text; code identifiers, paths and error codes match exactly.
@@ -537,8 +473,8 @@ class Memory:
             if embedder is not None:
                 vector = self._query_vector(embedder, query)
                 embedder_id = embedder.id
-        from memlane.rerank import POOL, needs_rerank, rerank  # compiles its regexes: only once searching
-        from memlane.temporal import asks_present_state
+        from memlane.ranking.rerank import POOL, needs_rerank, rerank  # compiles its regexes: only once searching
+        from memlane.ranking.temporal import asks_present_state
 
         time_aware = (recency or temporal) and needs_rerank(query, recency=recency, temporal=temporal)
         pool = max(k, POOL) if time_aware else k

@@ -38,13 +38,16 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
     from memlane.brain import Brain, Entry
-    from memlane.memory import Hit, Memory
+    from memlane.embed import Embedder
+    from memlane.ranking.hit import Hit
 
 DRIFT_CAVEAT = "Memory is a snapshot of the past: verify names, paths and flags before acting on them."
 """The caveat every injected memory block carries."""
@@ -81,6 +84,30 @@ _SNAPSHOT_MAX_COUNT = 256
 _WORD = re.compile(r"[a-z0-9]+")
 _DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class Memory(Protocol):
+    """What recall reads of a :class:`memlane.Memory`.
+
+    Recall sits below ``memory.py`` (which calls it) and does not import it: it asks for a
+    search, the home, and the memory's embedding helpers, so that brain entries are scored
+    with the query vector and embedding cache of the search they are ranked beside.
+    """
+
+    home: Path
+    _store: Any
+    _embedder_spec: Any
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    def search(self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = 0.2) -> list[Hit]: ...
+
+    def _embed_chunks(
+        self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
+    ) -> tuple[list[int], list[np.ndarray], int]: ...
+
+    def _query_vector(self, embedder: Embedder, query: str) -> np.ndarray: ...
 
 
 def estimate_tokens(text: str) -> int:
@@ -227,7 +254,7 @@ def hit_provenance(hit: Hit) -> str:
     """The provenance line of a search hit; an earlier statement names the hit superseding it.
 
     Example:
-        >>> from memlane.memory import Hit
+        >>> from memlane.ranking.hit import Hit
         >>> h = Hit("c1", "transcript", "...", 0.9, {}, "/x/s1.jsonl", "s1", 12, 15, "2026-04-02T14:03:00Z", "")
         >>> hit_provenance(h)
         'session s1 · turns 12-15 · 2026-04-02 14:03 UTC'

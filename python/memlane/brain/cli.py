@@ -22,7 +22,7 @@ from typing import Any
 from memlane._paths import TRANSCRIPT_FORMATS, default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
-from memlane.cli import emit
+from memlane.cli_output import emit
 from memlane.events import format_summary, summarize
 
 

@@ -4,7 +4,7 @@ Runs on the fused candidates of :meth:`memlane.Memory.search`, so every caller (
 MCP tools, ``memlane bench``) gets the same ranking.
 
 * **Current statement first** (present-state questions, see
-  :func:`memlane.temporal.asks_present_state`): each dated hit, best first, starts a group of
+  :func:`memlane.ranking.temporal.asks_present_state`): each dated hit, best first, starts a group of
   statements about its subject. The most relevant newer hit that says something about the same
   subject joins, then the most relevant hit newer than that one about the same subject as it,
   and so on; older statements of the subject join as well. The members then take the group's
@@ -13,7 +13,7 @@ MCP tools, ``memlane bench``) gets the same ranking.
   are one subject's without counting value slots: a wrong "outdated" mark misleads an
   agent more than none.
   Hits outside any group never move for being old: there is no blanket recency decay.
-* **Temporal affinity** (the question names a time, see :func:`memlane.temporal.time_window`):
+* **Temporal affinity** (the question names a time, see :func:`memlane.ranking.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
   are read against the newest candidate's date.
 
@@ -30,12 +30,12 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from memlane.temporal import NUMBER_WORDS, affinity, asks_present_state, time_window
+from memlane.ranking.temporal import NUMBER_WORDS, affinity, asks_present_state, time_window
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from memlane.memory import Hit
+    from memlane.ranking.hit import Hit
 
 __all__ = ["POOL", "needs_rerank", "rerank"]
 
