@@ -289,6 +289,7 @@ def test_a_full_disk_fails_in_one_line_keeps_the_last_commit_and_recovers(small_
     with memlane.open(home, embedder=FakeEmbedder(), cache_dir=cache) as mem:
         mem.index([src])
         before = _answers(mem)
+    files = sorted(p for p in home.rglob("*") if p.is_file() and p.name != "events.jsonl")
     filler = _fill(small_disk, 64 << 10)
 
     code = main(["--home", str(home), "index", str(more), "--embed", "none"])
@@ -297,6 +298,8 @@ def test_a_full_disk_fails_in_one_line_keeps_the_last_commit_and_recovers(small_
     with memlane.open(home, embedder=FakeEmbedder(), cache_dir=cache) as mem:
         with pytest.raises(DiskFullError):
             mem.index([more])
+        # A failed commit takes its partial files with it, so a retry finds the space free.
+        assert sorted(p for p in home.rglob("*") if p.is_file() and p.name != "events.jsonl") == files
         # Reading needs no space: search, recall and status keep working.
         assert _answers(mem) == before
         assert mem.status()["chunks"] > 0
@@ -310,3 +313,13 @@ def test_a_full_disk_fails_in_one_line_keeps_the_last_commit_and_recovers(small_
         assert report.chunks_added > 0
         assert mem.verify()["sound"]
         assert [h.id for h in mem.search("rack7-3-5", k=3)]
+
+
+def test_a_killed_brain_write_leaves_no_temp_file_behind(tmp_path):
+    brain = memlane.Brain(home=tmp_path / "home")
+    brain.add("KD", "Billing moved to Postgres 16.")
+    stale = brain.dir / ".MEMORY.md.k9x2.tmp"
+    stale.write_text("half a file")
+    brain.add("KD", "Reports read from the replica.")
+    assert not stale.exists()
+    assert "replica" in (brain.dir / "MEMORY.md").read_text()

@@ -748,6 +748,8 @@ pub struct Writer {
     budget: usize,
     /// Paths scanned, as named and canonical: a named path that gives nothing is reported.
     roots: Vec<(String, PathBuf)>,
+    /// Source files whose chunks this writer removed because they are gone.
+    removed_paths: Vec<String>,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -806,6 +808,7 @@ impl Writer {
             format,
             budget: DEFAULT_BUDGET_TOKENS,
             roots: Vec::new(),
+            removed_paths: Vec::new(),
             report: IndexReport::default(),
         })
     }
@@ -903,6 +906,7 @@ impl Writer {
                     self.release(key);
                 }
                 self.old_states.extend(entry.resume_state.map(|r| r.file));
+                self.removed_paths.push(path.clone());
                 self.report.files_removed += 1;
                 self.manifest_dirty = true;
             }
@@ -1175,21 +1179,34 @@ impl Writer {
     /// Index or I/O errors; the previous committed state stays readable.
     pub fn commit(&mut self) -> Result<IndexReport> {
         let home = self.store.home.clone();
-        self.commit_unguarded().map_err(|e| e.disk_full_at(&home))?;
+        if let Err(e) = self.commit_unguarded() {
+            // Drop what the failed commit wrote (its new segments): on a full disk, a retry
+            // must find the space they took free again. Best effort: the next writer collects
+            // whatever is left.
+            if self.tantivy.rollback().is_ok() {
+                let _ = self.tantivy.garbage_collect_files().wait();
+            }
+            return Err(e.disk_full_at(&home));
+        }
         self.report.empty_roots = self.empty_roots();
         Ok(self.report.clone())
     }
 
-    /// The scanned paths from which the manifest holds no chunk.
+    /// The scanned paths from which the manifest holds no chunk (and under which this run
+    /// removed nothing: emptying a folder on purpose is not a path that gives nothing).
     fn empty_roots(&self) -> Vec<String> {
         self.roots
             .iter()
             .filter(|(_, root)| {
                 let root = root.to_string_lossy();
                 let prefix = format!("{}/", root.trim_end_matches('/'));
-                !self.manifest.files.iter().any(|(path, entry)| {
-                    !entry.keys.is_empty() && (*path == root || path.starts_with(&prefix))
-                })
+                let under = |path: &String| *path == root || path.starts_with(&prefix);
+                !self.removed_paths.iter().any(under)
+                    && !self
+                        .manifest
+                        .files
+                        .iter()
+                        .any(|(path, entry)| !entry.keys.is_empty() && under(path))
             })
             .map(|(named, _)| named.clone())
             .collect()

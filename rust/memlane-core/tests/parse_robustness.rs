@@ -1382,11 +1382,26 @@ fn valid_sessions() -> Vec<(Format, &'static str, String)> {
             Format::Codex,
             "/c/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
             jsonl(&[
-                codex("session_meta", json!({"id": "11111111-1111-4111-8111-111111111111", "cwd": "/x"})),
-                codex("response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]})),
-                codex("response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "first answer"}]})),
-                codex("response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "second question"}]})),
-                codex("response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "second answer"}]})),
+                codex(
+                    "session_meta",
+                    json!({"id": "11111111-1111-4111-8111-111111111111", "cwd": "/x"}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "first answer"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "second question"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "second answer"}]}),
+                ),
             ]),
         ),
         (
@@ -1403,11 +1418,36 @@ fn valid_sessions() -> Vec<(Format, &'static str, String)> {
             Format::Copilot,
             "/cp/session-state/s1/events.jsonl",
             jsonl(&[
-                cop("e1", None, "session.start", json!({"sessionId": "s1", "context": {"cwd": "/w"}})),
-                cop("e2", Some("e1"), "user.message", json!({"content": "first question"})),
-                cop("e3", Some("e2"), "assistant.message", json!({"content": "first answer"})),
-                cop("e4", Some("e3"), "user.message", json!({"content": "second question"})),
-                cop("e5", Some("e4"), "assistant.message", json!({"content": "second answer"})),
+                cop(
+                    "e1",
+                    None,
+                    "session.start",
+                    json!({"sessionId": "s1", "context": {"cwd": "/w"}}),
+                ),
+                cop(
+                    "e2",
+                    Some("e1"),
+                    "user.message",
+                    json!({"content": "first question"}),
+                ),
+                cop(
+                    "e3",
+                    Some("e2"),
+                    "assistant.message",
+                    json!({"content": "first answer"}),
+                ),
+                cop(
+                    "e4",
+                    Some("e3"),
+                    "user.message",
+                    json!({"content": "second question"}),
+                ),
+                cop(
+                    "e5",
+                    Some("e4"),
+                    "assistant.message",
+                    json!({"content": "second answer"}),
+                ),
             ]),
         ),
         (
@@ -1428,12 +1468,28 @@ fn valid_sessions() -> Vec<(Format, &'static str, String)> {
 /// message content (text, blocks, nothing, a number).
 fn arbitrary_record() -> impl Strategy<Value = Value> {
     let kinds = prop::sample::select(vec![
-        "user", "assistant", "system", "summary", "last-prompt", "message", "session", "gemini",
-        "info", "response_item", "event_msg", "session_meta", "compacted", "user.message",
-        "assistant.message", "tool.execution_complete", "compaction", "",
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "last-prompt",
+        "message",
+        "session",
+        "gemini",
+        "info",
+        "response_item",
+        "event_msg",
+        "session_meta",
+        "compacted",
+        "user.message",
+        "assistant.message",
+        "tool.execution_complete",
+        "compaction",
+        "",
     ]);
     let ids = prop::sample::select(vec![
-        "", "zz1", "u1", "a1", "r1", "a2", "a", "b", "c", "d", "u2", "m1", "m2", "e2", "e4", "e5", "g3",
+        "", "zz1", "u1", "a1", "r1", "a2", "a", "b", "c", "d", "u2", "m1", "m2", "e2", "e4", "e5",
+        "g3",
     ]);
     let contents = prop::sample::select(vec![
         json!(42),
@@ -1469,13 +1525,19 @@ fn arbitrary_record() -> impl Strategy<Value = Value> {
                 o.insert("role".into(), json!(role));
             }
             if shape & 16 != 0 {
-                o.insert("payload".into(), json!({"type": "message", "role": role, "content": content}));
+                o.insert(
+                    "payload".into(),
+                    json!({"type": "message", "role": role, "content": content}),
+                );
             }
             if shape & 32 != 0 {
                 o.insert("data".into(), json!({"content": content}));
             }
             if shape & 64 != 0 {
-                o.insert("sessionId".into(), json!(if shape & 128 != 0 { "other" } else { "sess" }));
+                o.insert(
+                    "sessionId".into(),
+                    json!(if shape & 128 != 0 { "other" } else { "sess" }),
+                );
             }
             Value::Object(o)
         },
@@ -1592,22 +1654,43 @@ fn all_keys(home: &Path) -> Vec<u64> {
         .as_object()
         .unwrap()
         .values()
-        .flat_map(|e| e["keys"].as_array().unwrap().iter().map(|k| k.as_u64().unwrap()))
+        .flat_map(|e| {
+            e["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_u64().unwrap())
+        })
         .collect()
 }
 
 #[test]
 fn a_record_without_content_never_becomes_the_leaf() {
     let mut doc = cc_basic();
-    doc.push_str(&json!({"type": "assistant", "uuid": "zz1", "message": {"content": 42}}).to_string());
+    doc.push_str(
+        &json!({"type": "assistant", "uuid": "zz1", "message": {"content": 42}}).to_string(),
+    );
     doc.push('\n');
     let p = parse_as(doc.as_bytes(), "/p/-proj/sess.jsonl");
     assert_eq!(p.sessions.len(), 1);
-    assert_eq!(texts(&p.sessions[0]).len(), 2, "{:?}", texts(&p.sessions[0]));
+    assert_eq!(
+        texts(&p.sessions[0]).len(),
+        2,
+        "{:?}",
+        texts(&p.sessions[0])
+    );
     // A genuine branch switch: a new reply to the first prompt. The report counts what the
     // old branch held.
     let mut doc = cc_basic();
-    doc.push_str(&cc_asst("b1", Some("u1"), "m9", json!([{"type": "text", "text": "another take"}])).to_string());
+    doc.push_str(
+        &cc_asst(
+            "b1",
+            Some("u1"),
+            "m9",
+            json!([{"type": "text", "text": "another take"}]),
+        )
+        .to_string(),
+    );
     doc.push('\n');
     let p = parse_as(doc.as_bytes(), "/p/-proj/sess.jsonl");
     assert_eq!(texts(&p.sessions[0]), ["first prompt", "another take"]);

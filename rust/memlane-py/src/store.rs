@@ -340,7 +340,12 @@ impl PyWriter {
     }
 
     /// Carry over from `old` the chunks of source files a rebuild cannot read.
-    fn adopt_files(&self, py: Python<'_>, old: &PyStore, paths: Vec<String>) -> PyResult<Py<PyAny>> {
+    fn adopt_files(
+        &self,
+        py: Python<'_>,
+        old: &PyStore,
+        paths: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
         let old = old.inner.clone();
         let report = self.with(py, |w| w.adopt_files(&old, &paths))?;
         json_to_py(py, &report)

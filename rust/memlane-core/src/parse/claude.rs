@@ -666,7 +666,10 @@ fn build_group(
     members: &[usize],
     last_prompt: Option<&(String, usize)>,
 ) -> Option<Built> {
-    let content: Vec<bool> = members.iter().map(|&i| nodes[i].carries_content()).collect();
+    let content: Vec<bool> = members
+        .iter()
+        .map(|&i| nodes[i].carries_content())
+        .collect();
     let last_msg = content.iter().rposition(|&c| c)?;
     // A `last-prompt` pointer counts only if nothing conversational was written after it.
     let pinned = last_prompt.and_then(|(leaf, at)| {

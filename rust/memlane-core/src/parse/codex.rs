@@ -420,7 +420,9 @@ fn shown(events: &[(usize, Ev)], sources: Sources) -> Vec<bool> {
             let after = (i + 1..events.len()).take_while(same_kind);
             // One log may add what the other leaves out (an attached image): a text the
             // other contains is the same message.
-            let twin = |t: &String| !t.is_empty() && (t.contains(text.as_str()) || text.contains(t.as_str()));
+            let twin = |t: &String| {
+                !t.is_empty() && (t.contains(text.as_str()) || text.contains(t.as_str()))
+            };
             !before
                 .chain(after)
                 .any(|j| said[j].as_ref().is_some_and(|(_, c, t)| *c && twin(t)))

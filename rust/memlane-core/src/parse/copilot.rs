@@ -131,7 +131,10 @@ fn id_from_path(path: &Path) -> String {
 /// active branch).
 fn carries_content(e: &Map<String, Value>) -> bool {
     let data = e.get("data");
-    let has = |key: &str| data.and_then(|d| d.get(key)).is_some_and(|v| !clean::value_text(v).trim().is_empty());
+    let has = |key: &str| {
+        data.and_then(|d| d.get(key))
+            .is_some_and(|v| !clean::value_text(v).trim().is_empty())
+    };
     match s(e, "type").unwrap_or("") {
         "user.message" => has("content"),
         "assistant.message" => {
@@ -165,9 +168,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         return;
     };
     if branch.abandoned > 0 {
-        *out.skipped
-            .entry(tree::ABANDONED.to_owned())
-            .or_insert(0) += branch.abandoned;
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += branch.abandoned;
     }
     for i in branch.path {
         r.event(&sink.events[i]);

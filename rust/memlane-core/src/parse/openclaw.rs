@@ -274,9 +274,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     let content: Vec<bool> = entries.iter().map(Entry::carries_content).collect();
     let branch = tree::active_branch(&ids, &links, &content, None)?;
     if branch.abandoned > 0 {
-        *out.skipped
-            .entry(tree::ABANDONED.to_owned())
-            .or_insert(0) += branch.abandoned;
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += branch.abandoned;
     }
     let path_idx = branch.path;
     let (b, opened) = replay(entries, &path_idx);
@@ -361,9 +359,7 @@ pub(crate) fn resume(
     let content: Vec<bool> = entries.iter().map(Entry::carries_content).collect();
     let abandoned = tree::off_path(&content, &path, new);
     if abandoned > 0 {
-        *out.skipped
-            .entry(tree::ABANDONED.to_owned())
-            .or_insert(0) += abandoned;
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += abandoned;
     }
     out.sessions.push(Session {
         id: state.session_id.clone(),

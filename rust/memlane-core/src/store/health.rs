@@ -24,7 +24,13 @@ pub const REPAIR_DIR: &str = "repair.tmp";
 const REPLACED_DIR: &str = "repair.old";
 /// The parts of a home a repair replaces, the manifest last: it is what says which chunks
 /// are live, so until it is in place the home reads as the old one or as damaged.
-const PARTS: [&str; 5] = [LEXICAL_DIR, VECTORS_FILE, RESUME_DIR, META_FILE, MANIFEST_FILE];
+const PARTS: [&str; 5] = [
+    LEXICAL_DIR,
+    VECTORS_FILE,
+    RESUME_DIR,
+    META_FILE,
+    MANIFEST_FILE,
+];
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -195,14 +201,20 @@ impl Store {
         };
         v.chunks = keys.len() as u64;
         if let Some(m) = manifest {
-            let listed: HashSet<u64> = m.files.values().flat_map(|e| e.keys.iter().copied()).collect();
+            let listed: HashSet<u64> = m
+                .files
+                .values()
+                .flat_map(|e| e.keys.iter().copied())
+                .collect();
             let missing = listed.difference(&keys).count();
             if missing > 0 {
                 v.add(
                     Severity::Problem,
                     "keyword_index",
                     &dir,
-                    format!("{missing} chunks the manifest lists are missing from the keyword index"),
+                    format!(
+                        "{missing} chunks the manifest lists are missing from the keyword index"
+                    ),
                 );
             }
             let orphans = keys.difference(&listed).count();
@@ -243,28 +255,29 @@ impl Store {
                 &path,
                 "memlane.json records no embedder for these vectors".into(),
             ),
-            (true, Some(dim)) => match VectorIndex::check_file(&path, dim, self.quantization) {
-                Err(e) => v.add(Severity::Problem, "vectors", &path, e.to_string()),
-                Ok(index) => {
-                    let Some(keys) = keys else { return };
-                    let mut windows = 0;
-                    for &key in keys {
-                        let n = index.window_count(key);
-                        windows += n;
-                        v.chunks_with_vectors += u64::from(n > 0);
-                    }
-                    let pending = v.chunks - v.chunks_with_vectors;
-                    if pending > 0 {
-                        v.add(
+            (true, Some(dim)) => {
+                match VectorIndex::check_file(&path, dim, self.quantization) {
+                    Err(e) => v.add(Severity::Problem, "vectors", &path, e.to_string()),
+                    Ok(index) => {
+                        let Some(keys) = keys else { return };
+                        let mut windows = 0;
+                        for &key in keys {
+                            let n = index.window_count(key);
+                            windows += n;
+                            v.chunks_with_vectors += u64::from(n > 0);
+                        }
+                        let pending = v.chunks - v.chunks_with_vectors;
+                        if pending > 0 {
+                            v.add(
                             Severity::Note,
                             "vectors",
                             &path,
                             format!("{pending} chunks have no vectors yet: `memlane embed` adds them"),
                         );
-                    }
-                    let stale = index.len().saturating_sub(windows);
-                    if stale > 0 {
-                        v.add(
+                        }
+                        let stale = index.len().saturating_sub(windows);
+                        if stale > 0 {
+                            v.add(
                             Severity::Note,
                             "vectors",
                             &path,
@@ -273,9 +286,10 @@ impl Store {
                                  run; a repair drops them)"
                             ),
                         );
+                        }
                     }
                 }
-            },
+            }
         }
     }
 
@@ -301,7 +315,10 @@ impl Store {
 
     /// The chunks of each of `paths` this home still holds: by the manifest's keys when it
     /// can be read, else by scanning the keyword index. Unreadable chunks are left out.
-    fn chunks_of(&self, paths: &[String]) -> HashMap<String, (Option<FileEntry>, Vec<StoredChunk>)> {
+    fn chunks_of(
+        &self,
+        paths: &[String],
+    ) -> HashMap<String, (Option<FileEntry>, Vec<StoredChunk>)> {
         let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
         let mut out: HashMap<String, (Option<FileEntry>, Vec<StoredChunk>)> = HashMap::new();
         if self.lexical().is_err() {
@@ -312,7 +329,8 @@ impl Store {
             Ok(m) => {
                 for (path, entry) in m.files {
                     if wanted.contains(path.as_str()) {
-                        let chunks = guarded(&dir, || self.lexical.get(&entry.keys)).unwrap_or_default();
+                        let chunks =
+                            guarded(&dir, || self.lexical.get(&entry.keys)).unwrap_or_default();
                         out.insert(path, (Some(entry), chunks));
                     }
                 }
@@ -347,7 +365,9 @@ fn verify_resume_states(v: &mut Verification, home: &Path, manifest: &Manifest) 
             Severity::Note,
             "resume",
             &home.join(RESUME_DIR),
-            format!("{unreadable} resume states are unreadable: those files are parsed whole next time"),
+            format!(
+                "{unreadable} resume states are unreadable: those files are parsed whole next time"
+            ),
         );
     }
 }
@@ -425,7 +445,8 @@ impl Writer {
         if id != embedder_id {
             return Ok(0);
         }
-        let Ok(source) = VectorIndex::check_file(&old.home.join(VECTORS_FILE), dim, old.quantization)
+        let Ok(source) =
+            VectorIndex::check_file(&old.home.join(VECTORS_FILE), dim, old.quantization)
         else {
             return Ok(0);
         };
