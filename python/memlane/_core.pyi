@@ -79,6 +79,12 @@ class Writer:
         vectors: npt.NDArray[np.float32],
     ) -> None: ...
     def commit(self) -> dict[str, Any]: ...
+    def forget(self, kind: str, value: str, dry_run: bool = False) -> dict[str, Any]:
+        """Remove and tombstone a ``session``, ``path`` or ``chunk`` (hex id); ``dry_run`` only reports."""
+    def unforget(self, kind: str, value: str) -> dict[str, Any]:
+        """Lift a tombstone; ``files`` are read again by the next index run."""
+    def purge_deleted(self) -> None:
+        """Take deleted chunks' text off the disk (after a commit that forgot some)."""
     def adopt_files(self, old: Store, paths: list[str]) -> dict[str, Any]:
         """Carry over from ``old`` the chunks of source files a rebuild cannot read."""
     def adopt_vectors(self, old: Store, embedder_id: str) -> int:

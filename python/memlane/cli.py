@@ -290,6 +290,26 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_forget(args: argparse.Namespace) -> int:
+    _require_home(args)
+    what = {"session": args.session, "path": args.path, "chunk": args.chunk}
+    mem = _open(args, "none" if not args.undo else args.embed)
+    report = mem.forget(**what, dry_run=args.dry_run, undo=args.undo)
+    kind, value = next((k, v) for k, v in what.items() if v is not None)
+    if args.undo:
+        text = f"lifted the tombstone of {kind} {value}: indexed its {len(report['files'])} files again"
+    else:
+        where = f"{report['chunks']} chunks of {len(report['sessions'])} sessions from {len(report['files'])} files"
+        text = (
+            f"would forget {where}" if args.dry_run
+            else f"forgot {where} ({report['cache_rows']} embedding-cache rows); re-indexing will not bring them back "
+            f"(`memlane forget --undo --{kind} {value}` lifts that)"
+        )
+        text += "".join(f"\n  {f}" for f in report["files"])
+    emit(args, report, text)
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line saying what to do (not the usage block), and
     a JSON object on stdout when ``--json`` was asked for."""
@@ -368,6 +388,16 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", parents=[common(False)], help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)")
     p.add_argument("--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)")
     p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("forget", parents=[common(False)], help="remove a session, a file or a chunk for good (re-indexing does not bring it back)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--session", help="a session id, as search and recall show it")
+    target.add_argument("--path", help="a source file, as indexed")
+    target.add_argument("--chunk", help="a chunk id, as search and recall show it")
+    p.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    p.add_argument("--undo", action="store_true", help="lift the tombstone and index its files again")
+    p.add_argument("--embed", default="local", help="embedder for what --undo indexes again: local (default), none, …")
+    p.set_defaults(func=_cmd_forget)
 
     p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
     p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")

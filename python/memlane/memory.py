@@ -552,6 +552,70 @@ class Memory:
             return None
         return Hit._from_core({**found[0], "score": 0.0, "bm25": None, "vector": None})
 
+    # -- forgetting -------------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        session: str | None = None,
+        path: str | PathLike[str] | None = None,
+        chunk: str | None = None,
+        dry_run: bool = False,
+        undo: bool = False,
+    ) -> dict[str, Any]:
+        """Remove a session, a source file or a chunk for good, or (``undo``) bring it back.
+
+        The chunks leave the keyword and vector indexes (their text is merged out of the
+        index files, not only marked deleted), their embedding-cache rows go, and a tombstone
+        in the manifest keeps re-indexing the same source from bringing them back. The source
+        files themselves are not touched. The events log records the forget, never the text.
+
+        Args:
+            session: A session id (as hits show it).
+            path: A source file as indexed.
+            chunk: A chunk id (hex, as hits show it).
+            dry_run: Only say what would be removed.
+            undo: Lift the tombstone instead and index its files again.
+
+        Returns:
+            ``{"chunks", "content_hashes", "files", "sessions", "cache_rows", "dry_run", "undo"}``.
+
+        Raises:
+            ValueError: Not exactly one of ``session``, ``path``, ``chunk``; nothing indexed
+                (or, for ``undo``, forgotten) matches.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").forget(session="s1", dry_run=True)
+            Traceback (most recent call last):
+            ...
+            ValueError: no chunk of session s1 is indexed in this home
+        """
+        given = [(k, v) for k, v in (("session", session), ("path", path), ("chunk", chunk)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("forget needs exactly one of session, path or chunk")
+        kind, value = given[0]
+        if kind == "path":
+            value = str(Path(value).expanduser().resolve())
+        with self._store.writer() as writer:
+            if undo:
+                report = dict(writer.unforget(kind, str(value)))
+                writer.commit()
+            else:
+                report = dict(writer.forget(kind, str(value), dry_run))
+                if not dry_run:
+                    writer.commit()
+                    writer.purge_deleted()
+        report.update(dry_run=dry_run, undo=undo, cache_rows=0)
+        if undo:
+            self.index([p for p in report["files"] if Path(p).exists()], embed=self.embedder is not None)
+        elif not dry_run:
+            report["cache_rows"] = self.cache.delete(report["content_hashes"])
+        if not dry_run:
+            self.events.append("forget", what=kind, id=str(value) if kind != "path" else None, path=str(value) if kind == "path" else None,
+                               chunks=report["chunks"], undo=undo)
+        return report
+
     # -- integrity -------------------------------------------------------------------------
 
     def verify(self, *, thorough: bool = True) -> dict[str, Any]:

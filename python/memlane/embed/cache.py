@@ -194,6 +194,21 @@ class EmbeddingCache:
 
         return self._guard(count) if wanted else {}
 
+    def delete(self, hashes: Iterable[str]) -> int:
+        """Drop the vectors of these content hashes, for every embedder; how many rows went."""
+        wanted = list(dict.fromkeys(hashes))
+
+        def drop() -> int:
+            gone = 0
+            with self._lock:
+                for start in range(0, len(wanted), _BATCH):
+                    part = wanted[start : start + _BATCH]
+                    marks = ",".join("?" * len(part))
+                    gone += self._db.execute(f"DELETE FROM vectors WHERE hash IN ({marks})", part).rowcount
+            return gone
+
+        return self._guard(drop) if wanted else 0
+
     def _count(self, hits: int, misses: int) -> None:
         """Add one lookup batch to the machine-wide counters (caller holds ``_lock``)."""
         self._db.executemany(

@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tantivy::IndexWriter;
 
+mod forget;
 mod health;
+pub use forget::{Forget, ForgetReport, Forgotten};
 pub use health::{
     clear_repair_leftovers, install_rebuilt, Adopted, Finding, Severity, Verification, REPAIR_DIR,
 };
@@ -159,6 +161,9 @@ fn load_resume(home: &Path, path: &str, r: &ResumeRef) -> Option<ResumeState> {
 pub struct Manifest {
     /// Keyed by absolute path.
     pub files: BTreeMap<String, FileEntry>,
+    /// What `forget` removed, so that re-indexing does not bring it back.
+    #[serde(default, skip_serializing_if = "Forgotten::is_empty")]
+    pub forgotten: Forgotten,
 }
 
 /// What an index run did (the CLI's `--json` shape).
@@ -750,6 +755,8 @@ pub struct Writer {
     roots: Vec<(String, PathBuf)>,
     /// Source files whose chunks this writer removed because they are gone.
     removed_paths: Vec<String>,
+    /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
+    purge: bool,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -809,6 +816,7 @@ impl Writer {
             budget: DEFAULT_BUDGET_TOKENS,
             roots: Vec::new(),
             removed_paths: Vec::new(),
+            purge: false,
             report: IndexReport::default(),
         })
     }
@@ -847,7 +855,7 @@ impl Writer {
             };
             for path in files {
                 let key = path.to_string_lossy().into_owned();
-                if !seen.insert(key.clone()) {
+                if !seen.insert(key.clone()) || self.manifest.forgotten.paths.contains(&key) {
                     continue;
                 }
                 let Ok(meta) = std::fs::metadata(&path) else {
@@ -889,12 +897,17 @@ impl Writer {
         };
         if gone {
             self.refs.remove(&key);
-            if self.present.remove(&key) {
-                self.tantivy.delete_term(self.store.lexical.key_term(key));
-                self.removed_keys.push(key);
-                self.report.chunks_removed += 1;
-                self.lexical_dirty = true;
-            }
+            self.drop_chunk(key);
+        }
+    }
+
+    /// Delete chunk `key` from the keyword index (and, at commit, its vectors).
+    fn drop_chunk(&mut self, key: u64) {
+        if self.present.remove(&key) {
+            self.tantivy.delete_term(self.store.lexical.key_term(key));
+            self.removed_keys.push(key);
+            self.report.chunks_removed += 1;
+            self.lexical_dirty = true;
         }
     }
 
@@ -989,7 +1002,7 @@ impl Writer {
             let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
             for &key in &retained {
                 // Chunks of the turns before the resume point: already indexed, still ours.
-                if seen_here.insert(key) {
+                if seen_here.insert(key) && !self.manifest.forgotten.covers(key, "") {
                     new_keys.push(key);
                     *self.refs.entry(key).or_insert(0) += 1;
                 }
@@ -1005,6 +1018,10 @@ impl Writer {
                 .unwrap_or_default();
             for chunk in &chunks {
                 if !seen_here.insert(chunk.key) {
+                    continue;
+                }
+                if self.manifest.forgotten.covers(chunk.key, &chunk.session_id) {
+                    *file_report.skipped.entry("forgotten".into()).or_insert(0) += 1;
                     continue;
                 }
                 new_keys.push(chunk.key);
@@ -1047,9 +1064,12 @@ impl Writer {
             file_report.chunks = new_keys.len() as u64;
             if new_keys.is_empty() && file_report.empty_reason.is_none() {
                 file_report.empty_reason = Some(
-                    match parsed.note {
-                        Some(_) => "empty_file",
-                        None => "no_conversation",
+                    if file_report.skipped.contains_key("forgotten") {
+                        "forgotten"
+                    } else if parsed.note.is_some() {
+                        "empty_file"
+                    } else {
+                        "no_conversation"
                     }
                     .into(),
                 );

@@ -5,7 +5,9 @@ use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
 use memlane_core::hybrid::Fusion;
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
-use memlane_core::store::{self as core_store, Hit, HomeLock, SearchRequest, Store, Writer};
+use memlane_core::store::{
+    self as core_store, Forget, Hit, HomeLock, SearchRequest, Store, Writer,
+};
 use memlane_core::vector::Quantization;
 use memlane_core::{parse, Error};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -339,6 +341,33 @@ impl PyWriter {
         json_to_py(py, &report)
     }
 
+    /// Forget a `session`, a `path` or a `chunk` (hex id): remove and tombstone it, or with
+    /// `dry_run` say what that would remove.
+    #[pyo3(signature = (kind, value, dry_run = false))]
+    fn forget(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        value: &str,
+        dry_run: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let what = forget_target(kind, value)?;
+        let report = self.with(py, |w| w.forget(&what, dry_run))?;
+        json_to_py(py, &report)
+    }
+
+    /// Lift a tombstone; returns the files the next index run reads again.
+    fn unforget(&self, py: Python<'_>, kind: &str, value: &str) -> PyResult<Py<PyAny>> {
+        let what = forget_target(kind, value)?;
+        let report = self.with(py, |w| w.unforget(&what))?;
+        json_to_py(py, &report)
+    }
+
+    /// Take deleted chunks' text off the disk (after a commit that forgot some).
+    fn purge_deleted(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, Writer::purge_deleted)
+    }
+
     /// Carry over from `old` the chunks of source files a rebuild cannot read.
     fn adopt_files(
         &self,
@@ -401,6 +430,23 @@ pub fn chunk_file(
         Ok(chunk_parsed(&parsed, &path.to_string_lossy(), budget))
     })?;
     json_to_py(py, &chunks)
+}
+
+fn forget_target(kind: &str, value: &str) -> PyResult<Forget> {
+    match kind {
+        "session" => Ok(Forget::Session(value.to_owned())),
+        "path" => Ok(Forget::Path(value.to_owned())),
+        "chunk" => u64::from_str_radix(value, 16)
+            .map(Forget::Chunk)
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{value:?} is not a chunk id (hex digits, as search and recall print them)"
+                ))
+            }),
+        other => Err(PyValueError::new_err(format!(
+            "cannot forget a {other:?}: use session, path or chunk"
+        ))),
+    }
 }
 
 /// The write lock of a home, held until `close()` (or the end of a `with` block).
