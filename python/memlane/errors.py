@@ -12,6 +12,7 @@ Example:
 
 from memlane._core import (
     CorruptIndexError,
+    DiskFullError,
     EmbedderMismatchError,
     IndexLockedError,
     MemlaneError,
@@ -20,6 +21,7 @@ from memlane._core import (
 
 __all__ = [
     "CorruptIndexError",
+    "DiskFullError",
     "EmbedderMismatchError",
     "IndexLockedError",
     "MemlaneError",
