@@ -527,14 +527,15 @@ class Memory:
         *,
         half_life_days: float | None = None,
         include_brain: bool = True,
+        show_secrets: bool = False,
     ) -> Recall:
-        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``.
+        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 
         See :func:`memlane.recall.recall`.
         """
         from memlane.recall import recall
 
-        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain)
+        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets)
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
