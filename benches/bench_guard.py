@@ -7,7 +7,10 @@ write runs), and a secret note also through ``Brain.add`` (refused, nothing writ
   attack's family;
 * ordinary engineering notes that pass (each false positive is listed with its rule);
 * notes holding a secret that are refused, with the kind named;
-* the cost of a scan per note and of screening a MEMORY.md made of every note (CPU time).
+* the cost of a scan per note and of screening a MEMORY.md made of every note (CPU time);
+* the cost of masking secrets (what recall, hooks, MCP and the CLI pay on every output): CPU
+  µs per KB over the real transcripts in ../shared/data/transcripts when present (chunked by
+  the product), else over the notes, and what a fresh process pays once (import, patterns).
 
 Run: ``python benches/bench_guard.py`` (``--json`` for one JSON document).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,7 +88,42 @@ def cost() -> dict:
     for _ in range(5):
         MemoryGuard().withheld(memory)
     screen = (time.process_time() - start) / 5 * 1000
-    return {"scan_cpu_ms_per_text": round(per_scan, 3), "memory_md_bytes": len(memory.encode()), "screen_memory_md_cpu_ms": round(screen, 1)}
+    return {"scan_cpu_ms_per_text": round(per_scan, 3), "memory_md_bytes": len(memory.encode()), "screen_memory_md_cpu_ms": round(screen, 1),
+            **mask_cost()}
+
+
+def mask_cost() -> dict:
+    """CPU µs per KB of :func:`memlane.secrets.mask_many` on recall-sized batches, and a fresh process's one-time cost."""
+    from memlane import _core, secrets
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+    texts = []
+    for path in sorted(shared.rglob("*")) if shared.is_dir() else []:
+        try:
+            texts += [c["text"] for c in _core.chunk_file(path)]
+        except (OSError, ValueError):
+            continue  # README, provenance notes: not transcripts
+    source = "shared transcripts" if texts else "corpus notes"
+    texts = texts or NOTES * 20
+    batches = [texts[i : i + 50] for i in range(0, len(texts), 50)]  # recall's median: 50 items
+    size = sum(len(t.encode()) for t in texts) / 1000
+    secrets.mask("warm")
+    start = time.process_time()
+    for _ in range(3):
+        for batch in batches:
+            secrets.mask_many(batch)
+    per_kb = (time.process_time() - start) / 3 / size * 1e6
+    once = subprocess.run([sys.executable, "-c", ONE_TIME], capture_output=True, text=True, check=True).stdout
+    return {"mask_source": f"{source}, {size:,.0f} KB", "mask_cpu_us_per_kb": round(per_kb, 1), **json.loads(once)}
+
+
+ONE_TIME = """
+import json, time
+import memlane
+t = time.process_time(); from memlane import secrets; imported = time.process_time() - t
+t = time.process_time(); secrets.mask("x"); compiled = time.process_time() - t
+print(json.dumps({"mask_import_cpu_ms": round(imported * 1000, 2), "mask_compile_cpu_ms": round(compiled * 1000, 2)}))
+"""
 
 
 def main() -> None:
@@ -109,6 +148,10 @@ def main() -> None:
     print(
         f"cost: {result['scan_cpu_ms_per_text']} CPU ms per scan; screening a {result['memory_md_bytes']:,}-byte MEMORY.md "
         f"of every note: {result['screen_memory_md_cpu_ms']} CPU ms (then remembered per content hash)"
+    )
+    print(
+        f"masking: {result['mask_cpu_us_per_kb']} CPU µs per KB ({result['mask_source']}); once per process: import "
+        f"{result['mask_import_cpu_ms']} ms, patterns {result['mask_compile_cpu_ms']} ms"
     )
 
 

@@ -108,6 +108,13 @@ def test_several_secrets_in_one_text_and_json() -> None:
     assert doc["n"] == 3 and doc["hits"][0]["score"] == 0.5
 
 
+def test_masking_a_batch_equals_masking_each_text() -> None:
+    texts = [_line(k)[0] for k in sorted(KEYS)] + ORDINARY + ["", "a\n\x1f\nb " + AWS_ID]
+    assert secrets.mask_many(texts) == [secrets.mask(t) for t in texts]
+    assert secrets.mask_many(texts[:-1]) == [secrets.mask(t) for t in texts[:-1]]
+    assert secrets.mask_many([]) == []
+
+
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_engineering_text_is_left_alone(text: str) -> None:
     assert secrets.find(text) == [], [(s.kind, text[s.start : s.end]) for s in secrets.find(text)]

@@ -481,13 +481,13 @@ def recall(
         candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold)
     from memlane import secrets
 
-    mask = (lambda text: text) if show_secrets else secrets.mask
-    header = _header(mask(query))
+    header = _header(query if show_secrets else secrets.mask(query))
     chosen = select(candidates, max_tokens - estimate_tokens(header))
     if not chosen:
         return Recall(query, [], "", 0)
     # Transcripts keep secrets verbatim; what goes to an agent shows them masked (never longer).
-    items = [replace(c.item, text=mask(c.item.text)) for c in chosen]
+    texts = [c.item.text for c in chosen]
+    items = [replace(c.item, text=t) for c, t in zip(chosen, texts if show_secrets else secrets.mask_many(texts))]
     text = header + "".join(_render_item(n, it) for n, it in enumerate(items, 1))
     return Recall(query, items, text, estimate_tokens(text))
 

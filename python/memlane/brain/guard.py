@@ -42,8 +42,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import hashlib
 import logging
@@ -372,6 +370,9 @@ _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 
 def _decoded_payloads(text: str) -> list[str]:
     """Text hidden in base64 runs (standard or URL-safe) of ``text``."""
+    import base64
+    import binascii
+
     out = []
     for m in _BASE64_RE.finditer(text):
         run = m.group(0)
