@@ -100,7 +100,7 @@ class MemoryTools:
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
         ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
-        return secrets.mask(f"{result.text.rstrip()}\n\nids for get: {ids}")
+        return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
 
     def remember(self, section: str, text: str, detail: str | None = None) -> str:
         """Add a brain entry (MemoryGuard-checked); the new key."""

@@ -38,6 +38,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from memlane import secrets
 from memlane._paths import default_home
 from memlane.brain._fs import atomic_write, brain_lock, read_text
 from memlane.brain.document import (
@@ -51,17 +52,16 @@ from memlane.brain.document import (
     new_document,
     parse,
 )
-from memlane import secrets
 from memlane.brain.guard import Finding, MemoryGuard, MemoryGuardError
 from memlane.events import EventLog
 
 MEMORY_FILE = "MEMORY.md"
-VERDICTS_FILE = "guard-verdicts.json"
-"""In the home: MemoryGuard read verdicts by content hash (hooks re-read MEMORY.md in every process)."""
-_MAX_VERDICTS = 4096
 EVOLUTION_FILE = "EVOLUTION.md"
 ARCHIVE_DIR = "Archives"
 DAILY_DIR = "DailyActivity"
+VERDICTS_FILE = "guard-verdicts.json"
+"""In the home: MemoryGuard read verdicts by content hash (hooks re-read MEMORY.md in every process)."""
+_MAX_VERDICTS = 4096
 MAX_REFERENCES = 3
 
 _STOPWORDS = frozenset(
@@ -415,8 +415,8 @@ class Brain:
     def _withheld(self, text: str) -> str | None:
         """:meth:`MemoryGuard.withheld`, remembered in the home by content hash.
 
-        A scan of a 25 KB MEMORY.md takes about 0.1 s, and every hook is a new process that
-        reads it: each text is judged once per rule set.
+        Screening a 16 KB MEMORY.md costs about 40 ms of CPU (benches/bench_guard.py), and
+        every hook is a new process that reads it: each text is judged once per rule set.
         """
         if not text.strip():
             return None
@@ -441,8 +441,8 @@ class Brain:
             atomic_write(self.home / VERDICTS_FILE, json.dumps({"rules": self.guard.fingerprint, "verdicts": recent}))
             self._verdicts_dirty = False
 
-    def _read_doc(self, path: Path, schema: Schema) -> Document:
-        text = read_text(path)
+    def _read_doc(self, path: Path, schema: Schema, text: str | None = None) -> Document:
+        text = read_text(path) if text is None else text
         doc = parse(text, schema)
         for e in doc.entries():
             e.source = str(path)
@@ -464,7 +464,7 @@ class Brain:
         if self._withheld(text) is None:
             self._save_verdicts()
             return secrets.mask(text)
-        doc = self._read_doc(path, schema)
+        doc = self._read_doc(path, schema, text)
         held = {e.key: e.withheld for e in doc.entries() if e.withheld}
         out: list[str] = []
         paragraph: list[str] = []

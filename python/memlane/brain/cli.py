@@ -19,8 +19,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from memlane._paths import TRANSCRIPT_FORMATS, default_home
 from memlane import secrets
+from memlane._paths import TRANSCRIPT_FORMATS, default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
 from memlane.cli import emit as _emit

@@ -43,9 +43,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from memlane import _core
+from memlane import _core, secrets
 from memlane._paths import default_home
-from memlane import secrets
 from memlane.brain._fs import read_text
 from memlane.brain.brain import DAILY_DIR, Brain, Transaction
 from memlane.brain.document import Entry
