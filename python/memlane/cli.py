@@ -158,8 +158,15 @@ def _cmd_search(args: argparse.Namespace) -> int:
         recency=args.recency,
         temporal=args.temporal,
     )
+    if not args.show_secrets:
+        from dataclasses import replace
+
+        from memlane import secrets
+
+        # Masked before the snippet is cut: a key cut in half would no longer be recognised.
+        hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
     text = "\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)) or "no match above the threshold"
-    emit(args, [h.to_dict() for h in hits], text)
+    _emit_masked(args, [h.to_dict() for h in hits], text)
     return 0
 
 
@@ -168,13 +175,37 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         raise ValueError("--max-tokens must be at least 1")
     _require_home(args)
     mem = _open(args, args.embed)
-    result = mem.recall(args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain)
+    result = mem.recall(
+        args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets
+    )
     if not result:
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
         if args.json:
-            emit(args, result.to_dict(), "")
+            _emit_masked(args, result.to_dict(), "")
         return 0
-    emit(args, result.to_dict(), result.text.rstrip("\n"))
+    _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
+    return 0
+
+
+def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """:func:`emit` with secrets masked, unless the user asked ``--show-secrets``."""
+    if not args.show_secrets:
+        from memlane import secrets
+
+        payload, text = secrets.mask_json(payload), secrets.mask(text)
+    emit(args, payload, text)
+
+
+def _cmd_secrets(args: argparse.Namespace) -> int:
+    _require_home(args)
+    report = _open(args, "none").secrets()
+    found = report["secrets"]
+    chunks = len({f["chunk"] for f in found})
+    lines = [f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks" + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")]
+    for f in found:
+        where = f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}" if f["source"] == "transcript" else f["heading"] or "note"
+        lines.append(f"{f['label']:<24} {f['masked']:<22} {where} · {f['path']} (chunk {f['chunk']})")
+    emit(args, report, "\n".join(lines))
     return 0
 
 
@@ -362,6 +393,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
     p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
+    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
@@ -370,6 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=15_000, help="token budget of the block (default 15000)")
     p.add_argument("--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)")
     p.add_argument("--no-brain", action="store_true", help="leave out MEMORY.md and EVOLUTION.md entries")
+    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_recall)
 
@@ -402,6 +435,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
     p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
     p.set_defaults(func=_cmd_repair)
+
+    p = sub.add_parser("secrets", parents=[common(False)], help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them")
+    p.set_defaults(func=_cmd_secrets)
 
     from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.agents_cli import add_parsers as add_agent_parsers

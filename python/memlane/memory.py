@@ -521,14 +521,15 @@ class Memory:
         *,
         half_life_days: float | None = None,
         include_brain: bool = True,
+        show_secrets: bool = False,
     ) -> Recall:
-        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``.
+        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 
         See :func:`memlane.recall.recall`.
         """
         from memlane.recall import recall
 
-        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain)
+        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets)
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
@@ -551,6 +552,35 @@ class Memory:
         if not found:
             return None
         return Hit._from_core({**found[0], "score": 0.0, "bm25": None, "vector": None})
+
+    def secrets(self) -> dict[str, Any]:
+        """Where keys, tokens and passwords occur in this home's chunks, masked, so they can be
+        rotated and forgotten (the index keeps transcripts verbatim; every output masks them).
+
+        Returns:
+            ``{"chunks_scanned", "secrets": [{"kind", "label", "masked", "chunk", "source",
+            "path", "session_id", "turn_start", "turn_end", "heading", "timestamp"}]}``.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").secrets()
+            {'chunks_scanned': 0, 'secrets': []}
+        """
+        from memlane import secrets
+
+        keys = [int(k) for k in self._store.keys()]
+        found = []
+        # A batch of chunks at a time: the index holds every transcript verbatim.
+        for at in range(0, len(keys), 512):
+            for chunk in self._store.get(keys[at : at + 512]):
+                hit = Hit._from_core({**chunk, "score": 0.0, "bm25": None, "vector": None})
+                found += [
+                    {"kind": s.kind, "label": s.label, "masked": s.masked, "chunk": hit.id, "source": hit.source, "path": hit.path,
+                     "session_id": hit.session_id, "turn_start": hit.turn_start, "turn_end": hit.turn_end, "heading": hit.heading,
+                     "timestamp": hit.timestamp}
+                    for s in secrets.find(hit.text)
+                ]  # fmt: skip
+        return {"chunks_scanned": len(keys), "secrets": found}
 
     # -- forgetting -------------------------------------------------------------------------
 

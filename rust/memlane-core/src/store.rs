@@ -662,6 +662,17 @@ impl Store {
         })
     }
 
+    /// Keys of every live chunk, ascending (to walk a whole home, e.g. for secrets).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn keys(&self) -> Result<Vec<u64>> {
+        self.lexical.reload()?;
+        let mut keys: Vec<u64> = self.lexical.all_keys()?.into_iter().collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
     /// Counts and sizes.
     ///
     /// # Errors

@@ -204,6 +204,12 @@ impl PyStore {
         Ok(list)
     }
 
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let inner = &self.inner;
+        let keys = detached(py, || inner.keys())?;
+        Ok(PyArray1::from_vec(py, keys))
+    }
+
     fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let inner = &self.inner;
         let status = detached(py, || inner.status())?;
