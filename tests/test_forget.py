@@ -97,3 +97,10 @@ def test_forget_from_the_cli(tmp_path, capsys):
     assert "no chunk of session nope" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--home", home, "forget"])
+
+
+def test_a_key_searched_for_by_its_value_stays_out_of_the_events_log(tmp_path, fake_embedder):
+    mem, _ = _index(tmp_path, fake_embedder)
+    assert _found(mem, LEAK, "leak-1")
+    log = (mem.home / "events.jsonl").read_text()
+    assert LEAK not in log and "AKIA…" in log

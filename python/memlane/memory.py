@@ -498,7 +498,10 @@ class Memory:
             grouping = recency and asks_present_state(query)
             vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if grouping else None
             hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
-        self.events.append("search", query=query, results=len(hits))
+        from memlane.secrets import mask
+
+        # The log is read by people and tools: a key searched for by its value stays out of it.
+        self.events.append("search", query=mask(query), results=len(hits))
         return hits
 
     def _unit_vectors(self, content_hashes: list[str], embedder_id: str | None) -> np.ndarray | None:
