@@ -69,6 +69,12 @@ impl Error {
         }
     }
 
+    /// Whether this error is about the file at `path`.
+    #[must_use]
+    pub fn concerns(&self, path: &std::path::Path) -> bool {
+        matches!(self, Error::Corrupt { path: p, .. } | Error::Parse { path: p, .. } if p == path)
+    }
+
     fn is_disk_full(&self) -> bool {
         let full = |io: &std::io::Error| {
             io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(ENOSPC)

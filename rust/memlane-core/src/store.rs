@@ -403,16 +403,30 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// Run `f`, turning a panic (tantivy and usearch panic on some damaged files) into
 /// `Corrupt` naming `path`: a damaged index must give an error, never abort the caller.
 fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        Err(Error::Corrupt {
-            path: path.to_owned(),
-            reason: format!(
-                "internal error while reading it ({}); `memlane verify` checks the home, \
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    caught
+        .map(|r| r.map_err(|e| read_error(path, e)))
+        .unwrap_or_else(|payload| {
+            Err(Error::Corrupt {
+                path: path.to_owned(),
+                reason: format!(
+                    "internal error while reading it ({}); `memlane verify` checks the home, \
                  `memlane repair` rebuilds it",
-                panic_message(&*payload)
-            ),
+                    panic_message(&*payload)
+                ),
+            })
         })
-    })
+}
+
+/// A tantivy error while reading is damage to its files: say so, naming the index.
+fn read_error(dir: &Path, e: Error) -> Error {
+    match e {
+        Error::Tantivy(t) => Error::Corrupt {
+            path: dir.to_owned(),
+            reason: format!("{t}; `memlane verify` checks the home, `memlane repair` rebuilds it"),
+        },
+        other => other,
+    }
 }
 
 /// An open memlane home.
@@ -509,12 +523,17 @@ impl Store {
 
     /// What built the vectors, as of the last commit of any process (a long-lived reader sees
     /// vectors another writer added without reopening the home).
-    #[must_use]
-    pub fn meta(&self) -> HomeMeta {
-        // Refreshes the cached meta when the vector file changed; a failure to load it leaves
-        // the last known meta, and the next search reports the error.
-        let _ = self.vectors();
-        self.cached_meta()
+    ///
+    /// # Errors
+    /// `Corrupt` when `memlane.json` cannot be read: searching on as if the home had no
+    /// vectors would quietly drop them.
+    pub fn meta(&self) -> Result<HomeMeta> {
+        // Refreshes the cached meta when the vector file changed; a failure to load the vector
+        // file itself leaves the last known meta, and the next search reports the error.
+        match self.vectors() {
+            Err(e @ Error::Corrupt { .. }) if e.concerns(&self.home.join(META_FILE)) => Err(e),
+            _ => Ok(self.cached_meta()),
+        }
     }
 
     fn cached_meta(&self) -> HomeMeta {
@@ -1135,7 +1154,7 @@ impl Writer {
     fn writable_vectors(&mut self) -> Result<Option<&VectorIndex>> {
         if self.vectors.is_none() {
             let path = self.store.home.join(VECTORS_FILE);
-            if let (Some(dim), true) = (self.store.meta().dim, path.exists()) {
+            if let (Some(dim), true) = (self.store.meta()?.dim, path.exists()) {
                 self.vectors = Some(VectorIndex::load(
                     &path,
                     dim,
@@ -1184,7 +1203,7 @@ impl Writer {
                     meta.embedder_id = Some(embedder_id.to_owned());
                     meta.dim = Some(dim);
                 }
-                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+                write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
                 empty.insert(VectorIndex::new(dim, self.store.quantization)?)
             }
         };
@@ -1284,7 +1303,7 @@ impl Writer {
             self.write_states()?;
             write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
             if !self.store.home.join(META_FILE).exists() {
-                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+                write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
             }
             self.manifest_dirty = false;
             self.drop_old_states();

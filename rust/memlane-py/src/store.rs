@@ -220,7 +220,7 @@ impl PyStore {
     /// and any load of the vectors it triggers happen without the GIL.
     fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = &self.inner;
-        let meta = py.detach(|| inner.meta());
+        let meta = detached(py, || inner.meta())?;
         let d = PyDict::new(py);
         d.set_item("version", meta.version)?;
         d.set_item("embedder_id", meta.embedder_id)?;
