@@ -266,13 +266,15 @@ impl Lexical {
 
     /// A writer; tantivy's own lock makes a second writer fail fast.
     ///
+    /// One indexing thread: with several, documents land in segments by thread timing, and
+    /// BM25 sums a document's term scores in an order that depends on its segment, so two
+    /// builds of the same sources would score in the last bits apart and cut ties
+    /// differently. Parsing and chunking stay parallel; indexing overlaps the next batch.
+    ///
     /// # Errors
     /// `LockBusy` (as a tantivy error) when another writer is open.
     pub fn writer(&self) -> Result<IndexWriter> {
-        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Ok(self
-            .index
-            .writer_with_num_threads(threads.clamp(1, 4), WRITER_MEMORY)?)
+        Ok(self.index.writer_with_num_threads(1, WRITER_MEMORY)?)
     }
 
     /// Make the latest commit visible to searches.

@@ -612,10 +612,7 @@ impl Store {
         let searcher = self.lexical.searcher();
         // The keyword and vector searches are independent: run them on both cores.
         let (keyword, ann) = rayon::join(
-            || {
-                self.lexical
-                    .search(&searcher, &req.query, &req.filters, candidates)
-            },
+            || self.keyword_candidates(&searcher, req, candidates),
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
                     return Ok(Vec::new());
@@ -631,19 +628,23 @@ impl Store {
         let (keyword, ann) = (keyword?, ann?);
         let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
         let mut extra = HashMap::new();
+        let mut ann = ann;
         if let Some((qv, index)) = index {
-            // Keyword hits the ANN list missed still get their exact similarity.
+            // Every candidate's similarity is computed the same exact way, whether the ANN list
+            // or only the keyword list found it (the graph's own distances differ from it in
+            // the last digits), so two builds that find a chunk differently score it alike.
             let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
-            let missed: Vec<u64> = bm25
-                .iter()
-                .map(|h| h.0)
-                .filter(|k| !in_ann.contains(k))
-                .collect();
-            for (key, sim) in missed.iter().zip(index.similarities(&missed, qv)) {
+            let mut keys: Vec<u64> = ann.iter().map(|h| h.0).collect();
+            keys.extend(bm25.iter().map(|h| h.0).filter(|k| !in_ann.contains(k)));
+            for (key, sim) in keys.iter().zip(index.similarities(&keys, qv)) {
                 if let Some(sim) = sim {
                     extra.insert(*key, sim);
                 }
             }
+            for hit in &mut ann {
+                hit.1 = extra.get(&hit.0).copied().unwrap_or(hit.1);
+            }
+            ann.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
         let have_vectors = index.is_some();
         let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
@@ -667,6 +668,32 @@ impl Store {
             }
         }
         Ok(hits)
+    }
+
+    /// The best `limit` keyword hits, equal scores by key (tantivy breaks ties by document
+    /// address, which depends on how segments happen to be laid out). Fetches past the cut
+    /// until the tie group at the cut is whole.
+    fn keyword_candidates(
+        &self,
+        searcher: &tantivy::Searcher,
+        req: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32, tantivy::DocAddress)>> {
+        let mut fetch = limit + limit / 4 + 8;
+        loop {
+            let mut hits = self
+                .lexical
+                .search(searcher, &req.query, &req.filters, fetch)?;
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let whole = hits.len() < fetch
+                || hits.len() <= limit
+                || hits[limit - 1].1 > hits[hits.len() - 1].1;
+            if whole {
+                hits.truncate(limit);
+                return Ok(hits);
+            }
+            fetch *= 2;
+        }
     }
 
     /// Load chunks by key.

@@ -4,7 +4,6 @@
 //! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
 
 use crate::error::{Error, Result};
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -149,8 +148,10 @@ impl VectorIndex {
         self.add_batch(&[(key, windows)])
     }
 
-    /// Add many chunks at once, inserting in parallel over the available cores (HNSW
-    /// insertion dominates backfill time once embeddings are cached).
+    /// Add many chunks at once, in key order, one at a time: the graph an HNSW insertion
+    /// builds depends on the order, and a parallel insertion's order on thread timing, so
+    /// two builds of the same sources would find different neighbours for borderline
+    /// queries. (Insertion is a small part of a first index, next to embedding.)
     ///
     /// # Errors
     /// `InvalidArgument` on a shape error (nothing is added then); usearch errors.
@@ -178,12 +179,14 @@ impl VectorIndex {
                 .reserve_capacity_and_threads(capacity, threads)
                 .map_err(verr)?;
         }
-        chunks.par_iter().try_for_each(|(key, flat)| {
+        let mut ordered: Vec<&(u64, &[f32])> = chunks.iter().collect();
+        ordered.sort_by_key(|(key, _)| *key);
+        for (key, flat) in ordered {
             for (w, vector) in flat.chunks_exact(self.dim).enumerate() {
                 self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// Remove every window of chunk `key`.
