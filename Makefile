@@ -49,12 +49,13 @@ $(VENV)/.installed: $(VENV)/bin/pip $(RUST_SOURCES)
 install: $(VENV)/.installed ## create .venv, build the Rust core (release) and install memlane with dev tools
 
 demo: install ## quick start: index your transcripts (or the shared samples), then search them
-	@echo "==> memlane index $(DEMO_PATHS)   (keyword index at once, then local vectors; the first run also builds the model graph, ~10 s)"
-	$(VENV)/bin/memlane index $(DEMO_PATHS)
+	@echo "==> memlane index $(DEMO_PATHS)"
+	@echo "    (keywords first, then local vectors; the first run also builds the model graph, 10-20 s)"
+	@$(VENV)/bin/memlane index $(DEMO_PATHS)
 	@echo "==> memlane search \"$(DEMO_QUERY)\" -k 3"
-	$(VENV)/bin/memlane search "$(DEMO_QUERY)" -k 3
+	@$(VENV)/bin/memlane search "$(DEMO_QUERY)" -k 3
 	@echo "==> memlane status"
-	$(VENV)/bin/memlane status
+	@$(VENV)/bin/memlane status
 
 # memlane-py is selected too (it has no tests of its own) so that its dependencies' features are
 # unified as in the extension build: then this reuses every dependency `make install` compiled.

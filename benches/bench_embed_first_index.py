@@ -6,8 +6,9 @@ cache: parsing, chunking, BM25, every chunk embedded, HNSW. The cost is this pro
 time (all threads) per MB of input files, which a busy machine inflates far less than wall
 time; the embedders are loaded (their graphs built) before timing.
 
-It also reports how much of what is embedded is text that carries little meaning for a
-vector (base64-like runs, log-like lines, lines repeated across chunks), as word pieces.
+It also reports the cosine between the first two embedders' vectors of the same windows,
+and how much of what is embedded is text that carries little meaning for a vector
+(base64-like runs, log-like lines, lines repeated across chunks), as word pieces.
 
 Run from the repository root (data beside the repo in ../shared/data):
 
@@ -27,8 +28,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 import memlane
 from memlane.embed import make_embedder
+from memlane.embed.cache import EmbeddingCache
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # A run of 64+ base64 characters without a space: images, keys, blobs.
@@ -101,7 +105,15 @@ def main() -> None:
         mem = memlane.Memory(Path(tmp) / "keyword", embedder="none")
         mem.index(args.corpus)
         with mem._store.writer() as writer:
-            texts = [t for _, _, t in writer.chunk_texts([int(k) for k in writer.pending_vectors()])]
+            rows = writer.chunk_texts([int(k) for k in writer.pending_vectors()])
+        texts = [t for _, _, t in rows]
+        if len(specs) >= 2:
+            a, b = (EmbeddingCache(Path(tmp) / f"0-{spec.replace(':', '-')}" / "cache" / "embeddings.sqlite") for spec in specs[:2])
+            hashes = [h for _, h, _ in rows]
+            va, vb = (c.get_many(embedders[spec].id, hashes) for c, spec in zip((a, b), specs))
+            cos = np.concatenate([(va[h] * vb[h]).sum(axis=1) for h in hashes if h in va and h in vb])
+            print(f"cosine {specs[1]} vs {specs[0]} over {len(cos)} windows (float16 as cached): mean {cos.mean():.4f}, "
+                  f"p1 {np.percentile(cos, 1):.4f}, min {cos.min():.4f}")  # fmt: skip
         share = junk_share(texts, embedders[specs[0]]._tokenizer)
         print(f"of {share.pop('tokens')} word pieces embedded: " + ", ".join(f"{k} {v:.1%}" for k, v in share.items()))
 

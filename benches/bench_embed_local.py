@@ -33,7 +33,6 @@ import random
 import statistics
 import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
