@@ -72,7 +72,7 @@ class Embedder(Protocol):
         ...
 
 
-def _local(mode: str | None) -> Callable[..., Embedder]:
+def _local(mode: str) -> Callable[..., Embedder]:
     def build(**kw: Any) -> Embedder:
         from memlane.embed.local import LocalEmbedder
 
@@ -118,6 +118,7 @@ def check_spec(spec: str) -> None:
 
     Raises:
         memlane.errors.InvalidArgumentError: If ``spec`` names no known embedder.
+        memlane.errors.ArgumentTypeError: If ``spec`` is not a string.
 
     Example:
         >>> check_spec("local:q8")
@@ -125,8 +126,10 @@ def check_spec(spec: str) -> None:
         Traceback (most recent call last):
         memlane.errors.InvalidArgumentError: unknown embedder spec 'nonsense'; accepted: local, local:q8, ...
     """
-    from memlane.errors import InvalidArgumentError
+    from memlane.errors import ArgumentTypeError, InvalidArgumentError
 
+    if not isinstance(spec, str):
+        raise ArgumentTypeError(f"an embedder spec is a string such as 'local', got {type(spec).__name__}")
     if spec in _FACTORIES:
         return
     if spec.startswith("local:"):

