@@ -17,10 +17,10 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import _core
+from memlane import _check, _core
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
-from memlane.embed import Embedder, make_embedder
-from memlane.errors import CorruptIndexError
+from memlane.embed import Embedder, check_spec, make_embedder, spec_for_home
+from memlane.errors import ArgumentTypeError, CorruptIndexError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
@@ -161,6 +161,14 @@ class Memory:
         quantization: str = "f16",
         cache_dir: str | PathLike[str] | None = None,
     ) -> None:
+        if not isinstance(home, (str, PathLike)):
+            raise ArgumentTypeError(f"home must be a path (str or os.PathLike), got {type(home).__name__}")
+        if isinstance(embedder, str):
+            if embedder != "none":
+                check_spec(embedder)
+        elif embedder is not None and not isinstance(embedder, Embedder):
+            raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
+        _check.choice("quantization", quantization, ("f16", "i8", "f32"))
         self.home = Path(home).expanduser()
         self._store = _core.Store(str(self.home), quantization)
         self._embedder_spec = embedder
@@ -176,7 +184,7 @@ class Memory:
     def embedder(self) -> Embedder | None:
         """The embedder, loaded on first use (``None`` in keyword-only mode)."""
         if self._embedder is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
-            self._embedder = make_embedder(self._embedder_spec)
+            self._embedder = make_embedder(spec_for_home(self._embedder_spec, self._store.meta().get("embedder_id")))
         return self._embedder
 
     @property
@@ -245,8 +253,15 @@ class Memory:
         Raises:
             IndexLockedError: Another process is writing to this home.
             FileNotFoundError: A path does not exist.
+            memlane.errors.ArgumentTypeError: An argument has the wrong type (a TypeError).
         """
         started = time.perf_counter()
+        # A single str or Path is one path, not an iterable of characters.
+        paths = None if paths is None else _check.paths("paths", paths)
+        _check.flag("embed", embed)
+        _check.optional_text("format", format)
+        if progress is not None and not callable(progress):
+            raise ArgumentTypeError(f"progress must be callable, got {type(progress).__name__}")
         if paths is None:
             paths = [*agent_transcript_dirs(), *library_dirs(self.home)]
         roots = [str(Path(p).expanduser()) for p in paths]
@@ -463,8 +478,13 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").search("exit code 137", k=5)
             []
         """
-        if k < 1:
-            raise ValueError("k must be at least 1")
+        _check.text("query", query)
+        _check.integer("k", k, minimum=1)
+        sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "brain"))
+        _check.optional_text("session_id", session_id)
+        _check.choice("fusion", fusion, ("weighted", "rrf"))
+        _check.number("vector_weight", vector_weight, low=0, high=1)
+        _check.number("threshold", threshold)
         vector = None
         embedder_id = None
         # Keyword-only homes never ask for the vectors' meta: that would load them.

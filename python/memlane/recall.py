@@ -491,12 +491,15 @@ def recall(
         The recall; empty (``""``) when nothing clears the threshold or fits the budget.
 
     Raises:
-        ValueError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0.
+        memlane.errors.InvalidArgumentError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0 (a ValueError).
+        memlane.errors.ArgumentTypeError: An argument has the wrong type (a TypeError).
     """
-    if max_tokens < 1:
-        raise ValueError("max_tokens must be at least 1")
-    if half_life_days is not None and not half_life_days > 0:
-        raise ValueError("half_life_days must be positive")
+    from memlane import _check
+
+    _check.text("query", query)
+    _check.integer("max_tokens", max_tokens, minimum=1)
+    if half_life_days is not None:
+        _check.positive("half_life_days", half_life_days)
     if not query.strip():
         return Recall(query, [], "", 0)
     now = now or datetime.now(timezone.utc)
