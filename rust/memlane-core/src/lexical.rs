@@ -2,14 +2,22 @@
 
 use crate::chunk::Chunk;
 use crate::error::Result;
+use crate::shard::TermStats;
 use crate::tokenize::CodeTokenizer;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Mutex;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::index::SegmentId;
+use tantivy::postings::Postings;
+use tantivy::query::{
+    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery,
+    TermQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
     STRING,
@@ -208,6 +216,8 @@ pub struct Lexical {
     index: Index,
     reader: IndexReader,
     fields: Fields,
+    /// [`Lexical::norm_tokens`] of each segment seen, by segment and deletions.
+    norm_tokens: Mutex<HashMap<(SegmentId, u32), u64>>,
 }
 
 impl Lexical {
@@ -234,6 +244,7 @@ impl Lexical {
             index,
             reader,
             fields,
+            norm_tokens: Mutex::default(),
         })
     }
 
@@ -251,6 +262,7 @@ impl Lexical {
             index,
             reader,
             fields,
+            norm_tokens: Mutex::default(),
         })
     }
 
@@ -408,6 +420,52 @@ impl Lexical {
         self.searcher().num_docs()
     }
 
+    /// The field BM25 scores (the chunk text).
+    #[must_use]
+    pub fn text_field(&self) -> Field {
+        self.fields.text
+    }
+
+    /// Text tokens of the live chunks in `searcher`, each text counted as long as its field
+    /// norm (what BM25 takes its length to be): the same for the same chunks however they lie
+    /// in segments (see [`TermStats::of`]). Kept per segment: a segment never changes, only
+    /// its deletions.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn norm_tokens(&self, searcher: &Searcher) -> Result<u64> {
+        let mut total = 0;
+        for segment in searcher.segment_readers() {
+            let id = (segment.segment_id(), segment.num_deleted_docs());
+            let known = self
+                .norm_tokens
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&id).copied());
+            let tokens = match known {
+                Some(tokens) => tokens,
+                None => {
+                    let norms = segment.get_fieldnorms_reader(self.fields.text)?;
+                    let mut count = [0u64; 256];
+                    for doc in segment.doc_ids_alive() {
+                        count[usize::from(norms.fieldnorm_id(doc))] += 1;
+                    }
+                    let tokens = (0..=255u8)
+                        .map(|id| {
+                            count[usize::from(id)] * u64::from(FieldNormReader::id_to_fieldnorm(id))
+                        })
+                        .sum();
+                    if let Ok(mut m) = self.norm_tokens.lock() {
+                        m.insert(id, tokens);
+                    }
+                    tokens
+                }
+            };
+            total += tokens;
+        }
+        Ok(total)
+    }
+
     /// Analyze a query into its distinct index terms.
     #[must_use]
     pub fn query_terms(&self, query: &str) -> Vec<Term> {
@@ -474,10 +532,102 @@ impl Lexical {
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<(u64, f32, DocAddress)>> {
+        let stats = TermStats::of(self, searcher, query)?;
+        self.search_with_statistics(searcher, query, filters, limit, &stats)
+    }
+
+    /// [`Lexical::search`] with BM25's corpus statistics (documents, field lengths, document
+    /// frequencies) taken from `statistics` instead of this index: a shard scoring as part of
+    /// a larger corpus (see [`crate::shard`]).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn search_with_statistics(
+        &self,
+        searcher: &Searcher,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> Result<Vec<(u64, f32, DocAddress)>> {
         let terms = self.query_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
+        let query = self.query_of(terms.clone(), filters);
+        let top = searcher.search_with_statistics_provider(
+            &*query,
+            &TopDocs::with_limit(limit),
+            statistics,
+        )?;
+        let addresses: Vec<DocAddress> = top.iter().map(|(_, addr)| *addr).collect();
+        let scores = self.canonical_scores(searcher, &terms, &addresses, statistics)?;
+        let mut keys = KeyColumns::new(searcher);
+        addresses
+            .into_iter()
+            .zip(scores)
+            .map(|(addr, score)| Ok((keys.key(addr)?, score, addr)))
+            .collect()
+    }
+
+    /// The BM25 score of each document for `terms`, each term's part added in the terms'
+    /// order. tantivy adds them in the order its scorers happen to be in, which follows how
+    /// documents lie in segments: the same chunk would score a few last bits apart in one
+    /// home and in a shard holding it (or after a merge). The parts themselves are tantivy's.
+    fn canonical_scores(
+        &self,
+        searcher: &Searcher,
+        terms: &[Term],
+        docs: &[DocAddress],
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> Result<Vec<f32>> {
+        let field = self.fields.text;
+        let total_docs = statistics.total_num_docs()?;
+        #[allow(clippy::cast_precision_loss)] // tantivy computes the average the same way
+        let average = statistics.total_num_tokens(field)? as f32 / total_docs as f32;
+        let weights = terms
+            .iter()
+            .map(|t| {
+                Ok(Bm25Weight::for_one_term(
+                    statistics.doc_freq(t)?,
+                    total_docs,
+                    average,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut scores = vec![0f32; docs.len()];
+        // Each segment's documents in ascending order: every term's postings read forward once.
+        let mut order: Vec<usize> = (0..docs.len()).collect();
+        order.sort_by_key(|&i| (docs[i].segment_ord, docs[i].doc_id));
+        for group in order.chunk_by(|a, b| docs[*a].segment_ord == docs[*b].segment_ord) {
+            let segment = searcher.segment_reader(docs[group[0]].segment_ord);
+            let inverted = segment.inverted_index(field)?;
+            let norms = segment.get_fieldnorms_reader(field)?;
+            let mut parts = vec![0f32; group.len() * terms.len()];
+            for (t, term) in terms.iter().enumerate() {
+                let Some(mut postings) =
+                    inverted.read_postings(term, IndexRecordOption::WithFreqs)?
+                else {
+                    continue;
+                };
+                for (j, &i) in group.iter().enumerate() {
+                    let doc = docs[i].doc_id;
+                    if postings.doc() <= doc && postings.seek(doc) == doc {
+                        parts[j * terms.len() + t] =
+                            weights[t].score(norms.fieldnorm_id(doc), postings.term_freq());
+                    }
+                }
+            }
+            for (j, &i) in group.iter().enumerate() {
+                scores[i] = parts[j * terms.len()..(j + 1) * terms.len()]
+                    .iter()
+                    .fold(0.0, |sum, part| sum + part);
+            }
+        }
+        Ok(scores)
+    }
+
+    fn query_of(&self, terms: Vec<Term>, filters: &Filters) -> Box<dyn Query> {
         let should: Vec<(Occur, Box<dyn Query>)> = terms
             .into_iter()
             .map(|t| {
@@ -486,17 +636,17 @@ impl Lexical {
             })
             .collect();
         let mut clauses = self.filter_clauses(filters);
-        let query: Box<dyn Query> = if clauses.is_empty() {
-            Box::new(BooleanQuery::new(should))
-        } else {
-            clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
-            Box::new(BooleanQuery::new(clauses))
-        };
-        let top = searcher.search(&*query, &TopDocs::with_limit(limit))?;
-        let mut keys = KeyColumns::new(searcher);
-        top.into_iter()
-            .map(|(score, addr)| Ok((keys.key(addr)?, score, addr)))
-            .collect()
+        if clauses.is_empty() {
+            return Box::new(BooleanQuery::new(should));
+        }
+        // Filters select and do not score: tantivy would add a BM25 of the source or session
+        // term (and 1.0 for a time range) to every chunk passing them.
+        for (_, clause) in &mut clauses {
+            let inner = std::mem::replace(clause, Box::new(BooleanQuery::new(Vec::new())));
+            *clause = Box::new(ConstScoreQuery::new(inner, 0.0));
+        }
+        clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
+        Box::new(BooleanQuery::new(clauses))
     }
 
     /// Keys of every chunk that passes `filters` (used to restrict the vector search).

@@ -14,6 +14,7 @@ pub mod knowledge;
 pub mod lexical;
 pub mod model;
 pub mod parse;
+pub mod shard;
 pub mod store;
 pub mod tokenize;
 pub mod vector;

@@ -23,5 +23,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
     m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
+    m.add_function(wrap_pyfunction!(store::merge_term_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(store::is_candidate, m)?)?;
+    m.add_function(wrap_pyfunction!(store::fuse_candidates, m)?)?;
     Ok(())
 }
