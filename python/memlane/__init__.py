@@ -32,7 +32,9 @@ __all__ = [
     "MemoryGuardError",
     "ParseError",
     "__version__",
+    "connect",
     "open",
+    "open_index",
 ]
 
 
@@ -42,4 +44,9 @@ def __getattr__(name: str) -> object:
         import memlane.brain
 
         return getattr(memlane.brain, name)
+    if name in ("open_index", "connect"):
+        # A sharded index (memlane.cluster): searched in process, or served over HTTP.
+        import memlane.cluster
+
+        return getattr(memlane.cluster, name)
     raise AttributeError(f"module 'memlane' has no attribute {name!r}")
