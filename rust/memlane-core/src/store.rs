@@ -221,7 +221,7 @@ pub struct SearchRequest {
     pub filters: Filters,
     /// Fusion method.
     pub fusion: Fusion,
-    /// Empty-result threshold.
+    /// Relevance floor: nothing when no candidate reaches it ([`crate::hybrid::fuse`]).
     pub threshold: f32,
     /// Candidates taken from each list before fusion.
     pub candidates: usize,
@@ -238,6 +238,10 @@ pub struct Hit {
     pub bm25: Option<f32>,
     /// Cosine similarity, if the chunk has vectors.
     pub vector: Option<f32>,
+    /// BM25 over the query's ceiling, if a keyword match (see [`crate::hybrid::Fused`]).
+    pub coverage: Option<f32>,
+    /// How relevant on an absolute scale ([`crate::hybrid::relevance`]).
+    pub relevance: f32,
 }
 
 /// Summary of a home.
@@ -450,6 +454,7 @@ impl Store {
         );
         let (keyword, ann) = (keyword?, ann?);
         let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
+        let ceiling = self.lexical.bm25_ceiling(&searcher, &req.query)?;
         let mut extra = HashMap::new();
         if let Some((qv, index)) = index {
             // Keyword hits the ANN list missed still get their exact similarity.
@@ -466,7 +471,15 @@ impl Store {
             }
         }
         let have_vectors = index.is_some();
-        let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
+        let mut fused = fuse(
+            &bm25,
+            ceiling,
+            &ann,
+            &extra,
+            have_vectors,
+            req.fusion,
+            req.threshold,
+        );
         fused.truncate(req.k);
         // Stored fields only for the final hits; keyword hits already know their document.
         let addresses: HashMap<u64, tantivy::DocAddress> =
@@ -483,10 +496,26 @@ impl Store {
                     score: f.score,
                     bm25: f.bm25,
                     vector: f.vector,
+                    coverage: f.coverage,
+                    relevance: f.relevance,
                 });
             }
         }
         Ok(hits)
+    }
+
+    /// The passage of each text that best matches `query` (see [`Lexical::passages`]).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn passages(
+        &self,
+        query: &str,
+        texts: &[&str],
+        max_chars: usize,
+    ) -> Result<Vec<Option<std::ops::Range<usize>>>> {
+        self.lexical
+            .passages(&self.lexical.searcher(), query, texts, max_chars)
     }
 
     /// Load chunks by key.

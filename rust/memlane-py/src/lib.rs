@@ -9,6 +9,11 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_THRESHOLD", memlane_core::hybrid::DEFAULT_THRESHOLD)?;
+    m.add(
+        "RELEVANCE_VECTOR_WEIGHT",
+        memlane_core::hybrid::RELEVANCE_VECTOR_WEIGHT,
+    )?;
     errors::register(m)?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<store::PyWriter>()?;
