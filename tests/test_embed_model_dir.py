@@ -277,7 +277,7 @@ def test_onnx_model_wanting_other_inputs_is_refused(tmp_path: Path) -> None:
 
 
 def test_unknown_local_spec(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="neither fp32, int8 nor a model directory"):
+    with pytest.raises(ValueError, match="neither q8, fp32, int8 nor a model directory"):
         make_embedder(f"local:{tmp_path / 'missing'}")
     with pytest.raises(ValueError, match="mode applies to the built-in MiniLM only"):
         LocalEmbedder(mode="int8", model_dir=make_model_dir(tmp_path / "m"))

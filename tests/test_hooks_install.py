@@ -108,7 +108,7 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
     code, checks = doctor(env, home)
     assert code == 0, checks
     assert {c["level"] for c in checks.values()} == {"ok"}
-    assert checks["home"]["message"].endswith("1 chunks from 1 files")
+    assert checks["home"]["message"].endswith("1 chunks from 1 files, consistent")
 
     settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
     settings.write_text(json.dumps({**json.loads(settings.read_text()), "disableAllHooks": True}))

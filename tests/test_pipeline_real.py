@@ -17,7 +17,7 @@ def test_semantic_recall_with_the_local_model(tmp_path):
     mem = memlane.open(tmp_path / "home")
     report = mem.index([tmp_path / "t"])
     assert report.chunks_embedded == 3
-    assert mem.status()["embedder_id"] == "local/all-MiniLM-L6-v2/fp32/384"
+    assert mem.status()["embedder_id"] == "local/all-MiniLM-L6-v2/q8/384"
     # No shared keyword: only the vectors can find these.
     for query, expected in [
         ("cooking noodles", "pasta"),

@@ -16,6 +16,25 @@ class IndexLockedError(MemlaneError): ...
 class CorruptIndexError(MemlaneError): ...
 class EmbedderMismatchError(MemlaneError): ...
 class ParseError(MemlaneError): ...
+class DiskFullError(MemlaneError): ...
+
+REPAIR_DIR: str
+
+class HomeLock:
+    """The write lock of a home, held until ``close()`` or the end of a ``with`` block."""
+
+    def __init__(self, home: str | PathLike[str]) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> HomeLock: ...
+    def __exit__(
+        self, a: type[BaseException] | None, b: BaseException | None, c: TracebackType | None
+    ) -> bool: ...
+
+def install_rebuilt(lock: HomeLock) -> None:
+    """Swap the home rebuilt in the locked home's repair folder in place of its files."""
+
+def clear_repair_leftovers(lock: HomeLock) -> None:
+    """Remove what an interrupted repair of the locked home left."""
 
 class Store:
     """Read side of a memlane home (creates the home if missing)."""
@@ -39,8 +58,14 @@ class Store:
     def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
         """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs."""
     def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
+    def keys(self) -> npt.NDArray[np.uint64]:
+        """Keys of every live chunk, ascending."""
     def status(self) -> dict[str, Any]: ...
     def meta(self) -> dict[str, Any]: ...
+    def verify(self, lock: HomeLock, thorough: bool = True) -> dict[str, Any]:
+        """Findings (problems and notes) and counts of the home; the caller holds its lock."""
+    def sources(self) -> list[str]:
+        """The source files a rebuild reads."""
     def writer(self, format: str | None = None) -> Writer:
         """The writer; ``format`` (e.g. ``markdown``) forces a format and narrows folder walks to its files."""
 
@@ -60,6 +85,16 @@ class Writer:
         vectors: npt.NDArray[np.float32],
     ) -> None: ...
     def commit(self) -> dict[str, Any]: ...
+    def forget(self, kind: str, value: str, dry_run: bool = False) -> dict[str, Any]:
+        """Remove and tombstone a ``session``, ``path`` or ``chunk`` (hex id); ``dry_run`` only reports."""
+    def unforget(self, kind: str, value: str) -> dict[str, Any]:
+        """Lift a tombstone; ``files`` are read again by the next index run."""
+    def purge_deleted(self) -> None:
+        """Take deleted chunks' text off the disk (after a commit that forgot some)."""
+    def adopt_files(self, old: Store, paths: list[str]) -> dict[str, Any]:
+        """Carry over from ``old`` the chunks of source files a rebuild cannot read."""
+    def adopt_vectors(self, old: Store, embedder_id: str) -> int:
+        """Copy ``old``'s vectors to chunks that have none; how many got some."""
     def close(self) -> None: ...
     def __enter__(self) -> Writer: ...
     def __exit__(

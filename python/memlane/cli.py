@@ -1,16 +1,22 @@
 """The ``memlane`` command line: a thin shell over :class:`memlane.Memory`.
 
-Every command takes ``--home DIR`` and ``--json`` (one JSON document on stdout). User errors
-print one line on stderr and exit with status 2; no tracebacks.
+Every command takes ``--home DIR`` and ``--json`` (one JSON document on stdout). Every failure
+prints one line on stderr (with ``--json``, ``{"error": …, "kind": …}`` on stdout) and exits
+with status 2, ``verify`` with 1 when the home is unsound; no tracebacks (``MEMLANE_DEBUG=1``
+shows them). A closed pipe (``memlane status | head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
 from memlane.cli_output import emit
@@ -52,6 +58,13 @@ class _Bar:
         sys.stderr.flush()
 
 
+def _require_home(args: argparse.Namespace) -> None:
+    """A read-only command on a home that does not exist says so instead of creating it."""
+    home = Path(args.home).expanduser()
+    if not home.is_dir():
+        raise FileNotFoundError(f"no memlane home at {home}: `memlane index PATH` creates one (or pass --home DIR)")
+
+
 def _open(args: argparse.Namespace, embedder: str) -> Any:
     import memlane
 
@@ -72,11 +85,18 @@ def _cmd_index(args: argparse.Namespace) -> int:
     report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
     d = report.to_dict()
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
-    text = (
+    text = ""
+    if report.repaired:
+        text += _repair_text(report.repaired) + "\n"
+    text += (
         f"indexed {report.files_indexed} of {report.files_seen} files ({report.bytes_parsed / 1e6:.1f} MB) "
         f"in {report.seconds:.2f}s: +{report.chunks_added} chunks, -{report.chunks_removed}, "
         f"{report.chunks_embedded} embedded ({report.embed_cache_hits} from cache); skipped records: {skipped}"
     )
+    lines = [_file_line(f) for f in report.files if args.verbose or f["empty_reason"] or f["skipped"]]
+    if len(lines) > _FILE_LINES and not args.verbose:
+        lines = [*lines[:_FILE_LINES], f"  … and {len(lines) - _FILE_LINES} more files (--verbose lists them all)"]
+    text += "".join(f"\n{line}" for line in lines)
     if report.embed_usage:
         u = report.embed_usage
         text += (
@@ -85,7 +105,27 @@ def _cmd_index(args: argparse.Namespace) -> int:
             "(list price, may change)"
         )
     emit(args, d, text)
+    # Only the paths the user named: a default agent folder with nothing in it is not an error.
+    empty = [p for p in report.empty_roots if args.paths]
+    if empty:
+        sys.stderr.write(f"memlane index: nothing indexed from {', '.join(empty)}: no file there gave a conversation or a note\n")
+        return 1
     return 0
+
+
+# Files listed by `index` without --verbose (those that gave nothing or skipped records).
+_FILE_LINES = 20
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    """One line on what a file gave: ``path: claude-code, 2 sessions, 40 turns, 12 chunks; skipped invalid_json 1``."""
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(f["skipped"].items()))
+    if f["empty_reason"]:
+        what = f"nothing indexed ({f['empty_reason'].replace('_', ' ')})"
+    else:
+        unit = "sections" if f["format"] == "markdown" else "turns"
+        what = f"{f['format']}, {f['sessions']} sessions, {f['turns']} {unit}, {f['chunks']} chunks" + (" (appended)" if f["resumed"] else "")
+    return f"  {f['path']}: {what}" + (f"; skipped {skipped}" if skipped else "")
 
 
 def _format_hit(i: int, hit: Any, snippet: str) -> str:
@@ -102,6 +142,7 @@ def _format_hit(i: int, hit: Any, snippet: str) -> str:
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ValueError("-k must be at least 1")
+    _require_home(args)
     mem = _open(args, args.embed)
     hits = mem.search(
         args.query,
@@ -115,24 +156,56 @@ def _cmd_search(args: argparse.Namespace) -> int:
         recency=args.recency,
         temporal=args.temporal,
     )
+    if not args.show_secrets:
+        from dataclasses import replace
+
+        from memlane import secrets
+
+        # Masked before the snippet is cut: a key cut in half would no longer be recognised.
+        hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
     # The passage that matched, not the chunk's first lines: an error at a chunk's end shows.
     snippets = mem.snippets(args.query, hits)
     text = "\n".join(_format_hit(i, h, s) for i, (h, s) in enumerate(zip(hits, snippets), 1)) or "nothing relevant in memory for this query"
-    emit(args, [h.to_dict() for h in hits], text)
+    _emit_masked(args, [h.to_dict() for h in hits], text)
     return 0
 
 
 def _cmd_recall(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
+    _require_home(args)
     mem = _open(args, args.embed)
-    result = mem.recall(args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain)
+    result = mem.recall(
+        args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets
+    )
     if not result:
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
         if args.json:
-            emit(args, result.to_dict(), "")
+            _emit_masked(args, result.to_dict(), "")
         return 0
-    emit(args, result.to_dict(), result.text.rstrip("\n"))
+    _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
+    return 0
+
+
+def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """:func:`emit` with secrets masked, unless the user asked ``--show-secrets``."""
+    if not args.show_secrets:
+        from memlane import secrets
+
+        payload, text = secrets.mask_json(payload), secrets.mask(text)
+    emit(args, payload, text)
+
+
+def _cmd_secrets(args: argparse.Namespace) -> int:
+    _require_home(args)
+    report = _open(args, "none").secrets()
+    found = report["secrets"]
+    chunks = len({f["chunk"] for f in found})
+    lines = [f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks" + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")]
+    for f in found:
+        where = f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}" if f["source"] == "transcript" else f["heading"] or "note"
+        lines.append(f"{f['label']:<24} {f['masked']:<22} {where} · {f['path']} (chunk {f['chunk']})")
+    emit(args, report, "\n".join(lines))
     return 0
 
 
@@ -188,16 +261,27 @@ def _embed_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weights(embedder_id: str | None) -> str | None:
+    """Where the local model's weights come from, for a home built with them."""
+    if not (embedder_id or "").startswith("local/all-MiniLM-L6-v2/"):
+        return None
+    from memlane.embed.weights import minilm_source
+
+    return minilm_source()
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
+    _require_home(args)
     mem = _open(args, "none")
     status = mem.status()
+    status["weights"] = _weights(status["embedder_id"])
     cache = status["embedding_cache"]
     text = (
         f"home        {status['home']}\n"
         f"files       {status['files']}  sessions {status['sessions']}\n"
         f"chunks      {status['chunks']}  with vectors {status['chunks_with_vectors']} "
         f"({status['vectors']} window vectors)\n"
-        f"embedder    {status['embedder_id'] or '-'}\n"
+        f"embedder    {status['embedder_id'] or '-'}" + (f", weights from {status['weights']}" if status["weights"] else "") + "\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
         f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
@@ -212,18 +296,87 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    _require_home(args)
+    report = _open(args, "none").verify(thorough=not args.fast)
+    lines = [f"{f['severity']:<8}{f['part']:<16}{f['path']}: {f['message']}" for f in report["findings"]]
+    verdict = (
+        f"{report['home']}: sound ({report['files']:,} files, {report['chunks']:,} chunks, "
+        f"{report['chunks_with_vectors']:,} with vectors)"
+        if report["sound"]
+        else f"{report['home']}: unsound: `memlane repair` rebuilds it from the sources and the embedding cache"
+    )
+    emit(args, report, "\n".join([*lines, verdict]))
+    return 0 if report["sound"] else 1
+
+
+def _repair_text(r: Any) -> str:
+    if not r.repaired:
+        aside = f"; set the damaged embedding cache aside as {r.cache_set_aside}" if r.cache_set_aside else ""
+        return f"nothing to rebuild: the home is sound{aside}"
+    lost = f"; lost (source gone, index unreadable): {', '.join(r.lost)}" if r.lost else ""
+    pending = f"; {r.chunks_without_vectors} chunks without vectors: `memlane embed` adds them" if r.chunks_without_vectors else ""
+    return (
+        f"repaired in {r.seconds:.1f}s ({len(r.problems)} problems): {r.files_reindexed} files re-indexed, "
+        f"{r.files_carried_over} carried over from the old index, {r.chunks} chunks; vectors: "
+        f"{r.vectors_from_cache} from the embedding cache, {r.vectors_from_old_index} from the old vector file, "
+        f"{r.embedding_calls} embedding calls{pending}{lost}"
+    )
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    _require_home(args)
+    report = _open(args, "none").repair(force=args.force, progress=_Bar(enabled=sys.stderr.isatty() and not args.json))
+    emit(args, report.to_dict(), _repair_text(report))
+    return 0
+
+
+def _cmd_forget(args: argparse.Namespace) -> int:
+    _require_home(args)
+    what = {"session": args.session, "path": args.path, "chunk": args.chunk}
+    mem = _open(args, "none" if not args.undo else args.embed)
+    report = mem.forget(**what, dry_run=args.dry_run, undo=args.undo)
+    kind, value = next((k, v) for k, v in what.items() if v is not None)
+    if args.undo:
+        text = f"lifted the tombstone of {kind} {value}: indexed its {len(report['files'])} files again"
+    else:
+        where = f"{report['chunks']} chunks of {len(report['sessions'])} sessions from {len(report['files'])} files"
+        text = (
+            f"would forget {where}" if args.dry_run
+            else f"forgot {where} ({report['cache_rows']} embedding-cache rows); re-indexing will not bring them back "
+            f"(`memlane forget --undo --{kind} {value}` lifts that)"
+        )
+        text += "".join(f"\n  {f}" for f in report["files"])
+    emit(args, report, text)
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line saying what to do (not the usage block), and
+    a JSON object on stdout when ``--json`` was asked for."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        message = f"{message} (see `{self.prog} --help`)"
+        if _Parser.json_errors:
+            json.dump({"error": message, "kind": "UsageError"}, sys.stdout)
+            self.exit(2, "\n")
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     def common(defaults: bool) -> argparse.ArgumentParser:
         # Subcommands repeat the global options with SUPPRESS defaults, so `memlane --json
         # status` and `memlane status --json` both work without one resetting the other.
-        p = argparse.ArgumentParser(add_help=False)
+        p = _Parser(add_help=False)
         home = str(default_home()) if defaults else argparse.SUPPRESS
         p.add_argument("--home", default=home, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
         p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
         return p
 
-    parser = argparse.ArgumentParser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def embed_options(p: argparse.ArgumentParser, what: str, default: str | None = "local") -> None:
         p.add_argument("--embed", default=default, help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
@@ -236,6 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
     p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")
+    p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
@@ -249,6 +403,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=FLOOR, help=f"relevance floor: nothing when no hit reaches it (default {FLOOR})")
     p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
+    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
@@ -257,6 +412,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=15_000, help="token budget of the block (default 15000)")
     p.add_argument("--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)")
     p.add_argument("--no-brain", action="store_true", help="leave out MEMORY.md and EVOLUTION.md entries")
+    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_recall)
 
@@ -271,6 +427,27 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
+
+    p = sub.add_parser("verify", parents=[common(False)], help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)")
+    p.add_argument("--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)")
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("forget", parents=[common(False)], help="remove a session, a file or a chunk for good (re-indexing does not bring it back)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--session", help="a session id, as search and recall show it")
+    target.add_argument("--path", help="a source file, as indexed")
+    target.add_argument("--chunk", help="a chunk id, as search and recall show it")
+    p.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    p.add_argument("--undo", action="store_true", help="lift the tombstone and index its files again")
+    p.add_argument("--embed", default="local", help="embedder for what --undo indexes again: local (default), none, …")
+    p.set_defaults(func=_cmd_forget)
+
+    p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
+    p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
+    p.set_defaults(func=_cmd_repair)
+
+    p = sub.add_parser("secrets", parents=[common(False)], help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them")
+    p.set_defaults(func=_cmd_secrets)
 
     from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.agents_cli import add_parsers as add_agent_parsers
@@ -290,17 +467,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memlane.hooks import main as hook_main
 
         return hook_main(argv[1:])
+    _Parser.json_errors = "--json" in argv
     args = _parser().parse_args(argv)
-    from memlane.errors import MemlaneError
-
+    # Library warnings (a damaged embedding cache set aside) reach the user as one line each.
+    logging.basicConfig(level=logging.WARNING, format=f"memlane {args.command}: %(message)s")
     try:
         return int(args.func(args))
-    except (MemlaneError, FileNotFoundError, ValueError, PermissionError) as exc:
-        sys.stderr.write(f"memlane {args.command}: {exc}\n")
-        return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"\nmemlane {args.command}: interrupted; committed work is kept, run it again to resume\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`memlane status | head`): stop quietly; Python would
+        # otherwise complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (SystemExit, GeneratorExit):
+        raise
+    # BaseException: a Rust panic surfaces as pyo3's PanicException, which is not an Exception.
+    except BaseException as exc:  # noqa: BLE001 - the one place every failure becomes one line
+        if os.environ.get("MEMLANE_DEBUG"):
+            raise
+        return _fail(args, exc)
+
+
+def _fail(args: argparse.Namespace, exc: BaseException) -> int:
+    """Report a failure as one line (``--json``: one JSON object on stdout); exit status 2."""
+    import sqlite3
+
+    from memlane.errors import MemlaneError
+
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        message = f"{exc.strerror}: {exc.filename}"
+    if isinstance(exc, sqlite3.DatabaseError):
+        message = f"database error: {message}"
+    elif isinstance(exc, ImportError):
+        message = f"{message}: memlane's installation is incomplete (pip install --force-reinstall memlane)"
+    elif not isinstance(exc, (MemlaneError, OSError, ValueError, TypeError, LookupError)):
+        message = f"internal error ({type(exc).__name__}: {message}); MEMLANE_DEBUG=1 shows the traceback"
+    if getattr(args, "json", False):
+        json.dump({"error": message, "kind": type(exc).__name__}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stderr.write(f"memlane {args.command}: {message}\n")
+    return 2
 
 
 if __name__ == "__main__":

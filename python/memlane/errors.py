@@ -1,17 +1,22 @@
 """memlane's exceptions: one base class, one subclass per failure a caller can act on.
 
-The classes are defined in the native module (so Rust errors map to them one to one) and
-re-exported here, their public import site. File-not-found errors are Python's own
-:class:`FileNotFoundError`; invalid arguments are :class:`ValueError`.
+The classes raised by the Rust core are defined in the native module (so its errors map to
+them one to one) and re-exported here, their public import site. File-not-found errors are
+Python's own :class:`FileNotFoundError`. A bad argument raises :class:`InvalidArgumentError`
+(a :class:`ValueError`) or :class:`ArgumentTypeError` (a :class:`TypeError`) at the call,
+naming the argument, so ``except ValueError`` / ``except TypeError`` keep working.
 
 Example:
-    >>> from memlane.errors import MemlaneError, IndexLockedError
+    >>> from memlane.errors import MemlaneError, IndexLockedError, InvalidArgumentError
     >>> issubclass(IndexLockedError, MemlaneError)
+    True
+    >>> issubclass(InvalidArgumentError, MemlaneError) and issubclass(InvalidArgumentError, ValueError)
     True
 """
 
 from memlane._core import (
     CorruptIndexError,
+    DiskFullError,
     EmbedderMismatchError,
     IndexLockedError,
     MemlaneError,
@@ -19,9 +24,25 @@ from memlane._core import (
 )
 
 __all__ = [
+    "ArgumentTypeError",
     "CorruptIndexError",
+    "DiskFullError",
     "EmbedderMismatchError",
     "IndexLockedError",
+    "InvalidArgumentError",
     "MemlaneError",
     "ParseError",
+    "WeightsMismatchError",
 ]
+
+
+class InvalidArgumentError(MemlaneError, ValueError):
+    """An argument of the right type with a value memlane cannot use (the message names it)."""
+
+
+class ArgumentTypeError(MemlaneError, TypeError):
+    """An argument of the wrong type (the message names it and the type it got)."""
+
+
+class WeightsMismatchError(MemlaneError, ValueError):
+    """A model file's bytes differ from the sha256 memlane pins for it (a changed or damaged package)."""

@@ -40,20 +40,27 @@ class EventLog:
         self.path = Path(home).expanduser() / EVENTS_NAME
 
     def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - "type" is the field's name in the log
-        """Append one event; ``fields`` must be JSON-serialisable."""
+        """Append one event; ``fields`` must be JSON-serialisable.
+
+        The log is a record, not a dependency: an event that cannot be written (a full disk, a
+        read-only home) is skipped, and the search or write it describes goes on.
+        """
         record = {"type": type, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
         record.update(fields)
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
-            fd = os.open(self.path, flags, 0o644)
-        except FileNotFoundError:  # a home not made yet: no mkdir on every search
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, flags, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            try:
+                fd = os.open(self.path, flags, 0o644)
+            except FileNotFoundError:  # a home not made yet: no mkdir on every search
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, flags, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError:
+            return
 
     def read(self) -> list[dict[str, Any]]:
         """Every event, oldest first (a torn last line from a crash is skipped)."""

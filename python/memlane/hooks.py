@@ -108,7 +108,11 @@ def read_payload(text: str) -> dict[str, Any]:
 
 
 def _context_output(event: str, text: str) -> str:
-    return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": text}}, ensure_ascii=False)
+    from memlane import secrets
+
+    # The snapshot and the recall come masked already; this is the last door to the agent.
+    context = secrets.mask(text)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": context}}, ensure_ascii=False)
 
 
 def _open(home: str | os.PathLike[str]) -> Any:

@@ -34,6 +34,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from memlane import secrets
 from memlane.errors import MemlaneError
 
 INSTRUCTIONS = (
@@ -48,6 +49,8 @@ _F = TypeVar("_F", bound=Callable[..., str])
 
 
 def _render_entry(e: Any) -> str:
+    if e.withheld:
+        return f"[{e.key}] withheld: {e.withheld} (it fails MemoryGuard; the user can read it in {Path(e.source).name})"
     state = f" (superseded by {e.superseded_by})" if e.superseded_by else (" (superseded)" if e.superseded else "")
     lines = [f"[{e.key}] {e.date or 'undated'} {e.text}{state}", f"source: {e.source}"]
     if e.detail:
@@ -97,7 +100,7 @@ class MemoryTools:
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
         ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
-        return f"{result.text.rstrip()}\n\nids for get: {ids}"
+        return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
 
     def remember(self, section: str, text: str, detail: str | None = None) -> str:
         """Add a brain entry (MemoryGuard-checked); the new key."""
@@ -114,11 +117,11 @@ class MemoryTools:
         ident = id.strip()
         if _BRAIN_KEY.match(ident):
             loaded = self.brain.load(ident)
-            return "\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])])
+            return secrets.mask("\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]))
         hit = self.mem.get(ident)
         if hit is None:
             raise KeyError(f"no chunk {ident}: it was removed from the index, or the id is mistyped")
-        return _render_hit(hit)
+        return secrets.mask(_render_hit(hit))
 
     def status(self) -> str:
         """Counts of the index and the brain, in a few lines."""

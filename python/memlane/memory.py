@@ -17,9 +17,10 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import _core
+from memlane import _check, _core
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
-from memlane.embed import Embedder, make_embedder
+from memlane.embed import Embedder, check_spec, make_embedder, spec_for_home
+from memlane.errors import ArgumentTypeError, CorruptIndexError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
@@ -63,10 +64,58 @@ class IndexReport:
     seconds: float = 0.0
     keyword_seconds: float = 0.0
     embed_usage: dict[str, Any] | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)
+    """Per file read this run: ``path``, ``format``, ``sessions``, ``turns``, ``chunks``,
+    ``skipped`` (by reason), ``resumed``, and ``empty_reason`` when it gave no chunk
+    (``binary``, ``unknown_format``, ``oversize_line``, ``empty_file``, ``no_conversation``,
+    ``unreadable: …``, ``corrupt: …``)."""
+    empty_roots: list[str] = field(default_factory=list)
+    """Paths named in the run from which the home holds no chunk at all."""
+    repaired: RepairReport | None = None
+    """The repair this run did first, when the home was damaged."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
+
+
+@dataclass
+class RepairReport:
+    """What :meth:`Memory.repair` found and did."""
+
+    problems: list[str] = field(default_factory=list)
+    """What :meth:`Memory.verify` found broken before the repair (one line each)."""
+    repaired: bool = False
+    """The home was rebuilt (False: it was sound, nothing to do)."""
+    files_reindexed: int = 0
+    chunks: int = 0
+    """Chunks in the rebuilt home."""
+    files_carried_over: int = 0
+    """Source files gone or unreadable whose chunks were kept from the old index."""
+    lost: list[str] = field(default_factory=list)
+    """Source files gone whose chunks could not be read either."""
+    vectors_from_cache: int = 0
+    vectors_from_old_index: int = 0
+    chunks_without_vectors: int = 0
+    """Left for ``memlane embed`` (a repair makes no embedding call)."""
+    embedding_calls: int = 0
+    cache_set_aside: str | None = None
+    """Where a damaged embedding cache was moved (a fresh one replaced it)."""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _CacheOnly:
+    """An embedder that is only an id: a repair reads vectors from the cache and never embeds."""
+
+    id: str
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        raise RuntimeError("a repair makes no embedding call")
 
 
 def _parse_time(value: str | int | float | datetime | None) -> int | None:
@@ -113,6 +162,14 @@ class Memory:
         quantization: str = "f16",
         cache_dir: str | PathLike[str] | None = None,
     ) -> None:
+        if not isinstance(home, (str, PathLike)):
+            raise ArgumentTypeError(f"home must be a path (str or os.PathLike), got {type(home).__name__}")
+        if isinstance(embedder, str):
+            if embedder != "none":
+                check_spec(embedder)
+        elif embedder is not None and not isinstance(embedder, Embedder):
+            raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
+        _check.choice("quantization", quantization, ("f16", "i8", "f32"))
         self.home = Path(home).expanduser()
         self._store = _core.Store(str(self.home), quantization)
         self._embedder_spec = embedder
@@ -128,7 +185,7 @@ class Memory:
     def embedder(self) -> Embedder | None:
         """The embedder, loaded on first use (``None`` in keyword-only mode)."""
         if self._embedder is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
-            self._embedder = make_embedder(self._embedder_spec)
+            self._embedder = make_embedder(spec_for_home(self._embedder_spec, self._store.meta().get("embedder_id")))
         return self._embedder
 
     @property
@@ -197,13 +254,27 @@ class Memory:
         Raises:
             IndexLockedError: Another process is writing to this home.
             FileNotFoundError: A path does not exist.
+            memlane.errors.ArgumentTypeError: An argument has the wrong type (a TypeError).
         """
         started = time.perf_counter()
+        # A single str or Path is one path, not an iterable of characters.
+        paths = None if paths is None else _check.paths("paths", paths)
+        _check.flag("embed", embed)
+        _check.optional_text("format", format)
+        if progress is not None and not callable(progress):
+            raise ArgumentTypeError(f"progress must be callable, got {type(progress).__name__}")
         if paths is None:
             paths = [*agent_transcript_dirs(), *library_dirs(self.home)]
         roots = [str(Path(p).expanduser()) for p in paths]
         report = IndexReport()
-        with self._store.writer(format) as writer:
+        try:
+            opened = self._store.writer(format)
+        except CorruptIndexError:
+            # A keyword index or manifest that cannot be read is rebuilt, not indexed over: an
+            # empty one in its place would drop every chunk of the sources not named here.
+            report.repaired = self.repair(progress=progress)
+            opened = self._store.writer(format)
+        with opened as writer:
             plan = writer.scan(roots)
             writer.remove_files(plan["deleted"])
             todo: list[str] = plan["to_index"]
@@ -236,6 +307,8 @@ class Memory:
                      "files_resumed"):
             setattr(report, name, core_report[name])
         report.records_skipped = dict(core_report["records_skipped"])
+        report.files = core_report["files"]
+        report.empty_roots = core_report["empty_roots"]
         report.seconds = time.perf_counter() - started
         self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
                            chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded)
@@ -408,8 +481,13 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").search("exit code 137", k=5)
             []
         """
-        if k < 1:
-            raise ValueError("k must be at least 1")
+        _check.text("query", query)
+        _check.integer("k", k, minimum=1)
+        sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "brain"))
+        _check.optional_text("session_id", session_id)
+        _check.choice("fusion", fusion, ("weighted", "rrf"))
+        _check.number("vector_weight", vector_weight, low=0, high=1)
+        _check.number("threshold", threshold)
         vector = None
         embedder_id = None
         # Keyword-only homes never ask for the vectors' meta: that would load them.
@@ -443,7 +521,10 @@ class Memory:
             grouping = recency and asks_present_state(query)
             vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if grouping else None
             hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
-        self.events.append("search", query=query, results=len(hits))
+        from memlane.secrets import mask
+
+        # The log is read by people and tools: a key searched for by its value stays out of it.
+        self.events.append("search", query=mask(query), results=len(hits))
         return hits
 
     def snippets(self, query: str, hits: Sequence[Hit], max_chars: int = 300) -> list[str]:
@@ -491,14 +572,15 @@ class Memory:
         *,
         half_life_days: float | None = None,
         include_brain: bool = True,
+        show_secrets: bool = False,
     ) -> Recall:
-        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``.
+        """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 
         See :func:`memlane.recall.recall`.
         """
         from memlane.recall import recall
 
-        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain)
+        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets)
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
@@ -521,6 +603,212 @@ class Memory:
         if not found:
             return None
         return Hit._from_core({**found[0], "score": 0.0, "bm25": None, "vector": None})
+
+    def secrets(self) -> dict[str, Any]:
+        """Where keys, tokens and passwords occur in this home's chunks, masked, so they can be
+        rotated and forgotten (the index keeps transcripts verbatim; every output masks them).
+
+        Returns:
+            ``{"chunks_scanned", "secrets": [{"kind", "label", "masked", "chunk", "source",
+            "path", "session_id", "turn_start", "turn_end", "heading", "timestamp"}]}``.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").secrets()
+            {'chunks_scanned': 0, 'secrets': []}
+        """
+        from memlane import secrets
+
+        keys = [int(k) for k in self._store.keys()]
+        found = []
+        # A batch of chunks at a time: the index holds every transcript verbatim.
+        for at in range(0, len(keys), 512):
+            for chunk in self._store.get(keys[at : at + 512]):
+                hit = Hit._from_core({**chunk, "score": 0.0, "bm25": None, "vector": None})
+                found += [
+                    {"kind": s.kind, "label": s.label, "masked": s.masked, "chunk": hit.id, "source": hit.source, "path": hit.path,
+                     "session_id": hit.session_id, "turn_start": hit.turn_start, "turn_end": hit.turn_end, "heading": hit.heading,
+                     "timestamp": hit.timestamp}
+                    for s in secrets.find(hit.text)
+                ]  # fmt: skip
+        return {"chunks_scanned": len(keys), "secrets": found}
+
+    # -- forgetting -------------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        session: str | None = None,
+        path: str | PathLike[str] | None = None,
+        chunk: str | None = None,
+        dry_run: bool = False,
+        undo: bool = False,
+    ) -> dict[str, Any]:
+        """Remove a session, a source file or a chunk for good, or (``undo``) bring it back.
+
+        The chunks leave the keyword and vector indexes (their text is merged out of the
+        index files, not only marked deleted), their embedding-cache rows go, and a tombstone
+        in the manifest keeps re-indexing the same source from bringing them back. The source
+        files themselves are not touched. The events log records the forget, never the text.
+
+        Args:
+            session: A session id (as hits show it).
+            path: A source file as indexed.
+            chunk: A chunk id (hex, as hits show it).
+            dry_run: Only say what would be removed.
+            undo: Lift the tombstone instead and index its files again.
+
+        Returns:
+            ``{"chunks", "content_hashes", "files", "sessions", "cache_rows", "dry_run", "undo"}``.
+
+        Raises:
+            ValueError: Not exactly one of ``session``, ``path``, ``chunk``; nothing indexed
+                (or, for ``undo``, forgotten) matches.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").forget(session="s1", dry_run=True)
+            Traceback (most recent call last):
+            ...
+            ValueError: no chunk of session s1 is indexed in this home
+        """
+        given = [(k, v) for k, v in (("session", session), ("path", path), ("chunk", chunk)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("forget needs exactly one of session, path or chunk")
+        kind, value = given[0]
+        if kind == "path":
+            value = str(Path(value).expanduser().resolve())
+        with self._store.writer() as writer:
+            if undo:
+                report = dict(writer.unforget(kind, str(value)))
+                writer.commit()
+            else:
+                report = dict(writer.forget(kind, str(value), dry_run))
+                if not dry_run:
+                    writer.commit()
+                    writer.purge_deleted()
+        report.update(dry_run=dry_run, undo=undo, cache_rows=0)
+        if undo:
+            self.index([p for p in report["files"] if Path(p).exists()], embed=self.embedder is not None)
+        elif not dry_run:
+            report["cache_rows"] = self.cache.delete(report["content_hashes"])
+        if not dry_run:
+            self.events.append("forget", what=kind, id=str(value) if kind != "path" else None, path=str(value) if kind == "path" else None,
+                               chunks=report["chunks"], undo=undo)
+        return report
+
+    # -- integrity -------------------------------------------------------------------------
+
+    def verify(self, *, thorough: bool = True) -> dict[str, Any]:
+        """Check this home: manifest, keyword index, vectors and embedder record agree and read
+        back, and the shared embedding cache passes SQLite's integrity check.
+
+        ``thorough`` also checks every keyword-index file against its checksum and reads
+        every resume state (``memlane doctor`` runs the fast part). Takes the home's lock for
+        the duration, so it never sees a commit half-way.
+
+        Returns:
+            ``{"sound", "findings": [{"severity", "part", "path", "message"}], "files",
+            "chunks", "chunks_with_vectors", ...}``; ``sound`` is false when any finding is
+            a ``problem`` (notes are harmless).
+
+        Raises:
+            IndexLockedError: An index run is writing to the home.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").verify()["sound"]
+            True
+        """
+        with _core.HomeLock(self.home) as lock:
+            report = dict(self._store.verify(lock, thorough))
+        cache = self._cache_dir / "embeddings.sqlite"
+        if cache.exists():
+            for message in self.cache.check(thorough):
+                report["findings"].append({"severity": "problem", "part": "embedding_cache", "path": str(cache), "message": message})
+        report["sound"] = not any(f["severity"] == "problem" for f in report["findings"])
+        return report
+
+    def repair(self, *, force: bool = False, progress: Progress | None = None) -> RepairReport:
+        """Rebuild what :meth:`verify` finds broken, from the sources and the embedding cache.
+
+        The home is rebuilt beside itself (``<home>/repair.tmp``) with the product's own
+        indexing, its vectors taken from the embedding cache, then from the old vector file
+        where that still reads back; no embedding call is made (chunks left without vectors
+        are reported for ``memlane embed``). Chunks of source files that are gone are carried
+        over from the old index where it can still be read; what cannot be is reported as
+        lost. The old files stay in place until the new ones are complete. A damaged
+        embedding cache is set aside and a fresh one started.
+
+        Args:
+            force: Rebuild even when verify finds nothing wrong.
+            progress: Optional callback, as for :meth:`index`.
+
+        Raises:
+            IndexLockedError: Another process is writing to the home.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").repair().repaired
+            False
+        """
+        started = time.perf_counter()
+        report = RepairReport()
+        verification = self.verify(thorough=True)
+        problems = [f for f in verification["findings"] if f["severity"] == "problem"]
+        report.problems = [f"{f['part']}: {f['path']}: {f['message']}" for f in problems]
+        if any(f["part"] == "embedding_cache" for f in problems):
+            report.cache_set_aside = str(self.cache.set_aside())
+        if not force and all(f["part"] == "embedding_cache" for f in problems):
+            report.seconds = time.perf_counter() - started
+            return report
+        with _core.HomeLock(self.home) as lock:
+            _core.clear_repair_leftovers(lock)
+            old_meta = self._read_home_meta()
+            sources = self._store.sources()
+            present = [p for p in sources if Path(p).is_file()]
+            rebuilt = Memory(self.home / _core.REPAIR_DIR, embedder="none", quantization=old_meta.get("quantization") or "f16",
+                             cache_dir=self._cache_dir)
+            indexed = rebuilt.index(present, embed=False, progress=progress)
+            report.files_reindexed = indexed.files_indexed
+            unread = [f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))]
+            gone = [p for p in sources if p not in set(present)] + unread
+            with rebuilt._store.writer() as writer:
+                adopted = writer.adopt_files(self._store, gone)
+                report.files_carried_over, report.lost = adopted["files"], adopted["lost"]
+                writer.commit()
+                embedder_id = old_meta.get("embedder_id") or self._cached_embedder(writer)
+                if embedder_id:
+                    report.vectors_from_cache, _ = rebuilt._backfill(writer, _CacheOnly(embedder_id), progress, cache_only=True)
+                    report.vectors_from_old_index = writer.adopt_vectors(self._store, embedder_id)
+                report.chunks_without_vectors = len(writer.pending_vectors()) if embedder_id else 0
+                writer.commit()
+            report.chunks = rebuilt._store.status()["chunks"]
+            rebuilt.close()
+            _core.install_rebuilt(lock)
+        self._store = _core.Store(str(self.home))
+        report.repaired = True
+        report.seconds = time.perf_counter() - started
+        self.events.append("repair", problems=len(problems), files_reindexed=report.files_reindexed, chunks=report.chunks,
+                           lost=len(report.lost), chunks_without_vectors=report.chunks_without_vectors)
+        return report
+
+    def _cached_embedder(self, writer: Any) -> str | None:
+        """The embedder whose cached vectors cover the most of a sample of the home's chunks
+        (what a repair uses when ``memlane.json`` no longer says which built the vectors)."""
+        sample = [int(k) for k in writer.pending_vectors()[:200]]
+        counts = self.cache.embedders_for(h for _, h, _ in writer.chunk_texts(sample)) if sample else {}
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    def _read_home_meta(self) -> dict[str, Any]:
+        """``memlane.json`` as written, or ``{}`` when it cannot be read."""
+        import json
+
+        try:
+            meta = json.loads((self.home / "memlane.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, plus the embedding cache."""

@@ -36,7 +36,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -378,6 +378,8 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -
     sims = _brain_similarities(mem, query, view)
     out = []
     for i, e in enumerate(view.entries):
+        if e.withheld:  # fails MemoryGuard on read (a hand edit): never injected
+            continue
         kw = keyword.get(e.key, 0.0)
         relevance = entry_relevance(kw, None if sims is None else sims[i])
         if relevance < threshold:
@@ -473,6 +475,7 @@ def recall(
     include_brain: bool = True,
     threshold: float = DEFAULT_THRESHOLD,
     now: datetime | None = None,
+    show_secrets: bool = False,
 ) -> Recall:
     """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``.
 
@@ -486,17 +489,22 @@ def recall(
             :data:`~memlane.ranking.relevance.ITEM_FLOOR` (or the floor, if lower) and brain
             entries that reach it.
         now: The reference time of the decay (default: now).
+        show_secrets: Leave keys and passwords as the sources have them (else masked:
+            ``AKIA…8WVY``); for a user at a terminal, never for an agent.
 
     Returns:
         The recall; empty (``""``) when nothing clears the threshold or fits the budget.
 
     Raises:
-        ValueError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0.
+        memlane.errors.InvalidArgumentError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0 (a ValueError).
+        memlane.errors.ArgumentTypeError: An argument has the wrong type (a TypeError).
     """
-    if max_tokens < 1:
-        raise ValueError("max_tokens must be at least 1")
-    if half_life_days is not None and not half_life_days > 0:
-        raise ValueError("half_life_days must be positive")
+    from memlane import _check
+
+    _check.text("query", query)
+    _check.integer("max_tokens", max_tokens, minimum=1)
+    if half_life_days is not None:
+        _check.positive("half_life_days", half_life_days)
     if not query.strip():
         return Recall(query, [], "", 0)
     now = now or datetime.now(timezone.utc)
@@ -506,11 +514,15 @@ def recall(
         from memlane.brain import Brain
 
         candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold)
-    header = _header(query)
+    from memlane import secrets
+
+    header = _header(query if show_secrets else secrets.mask(query))
     chosen = select(candidates, max_tokens - estimate_tokens(header))
     if not chosen:
         return Recall(query, [], "", 0)
-    items = [c.item for c in chosen]
+    # Transcripts keep secrets verbatim; what goes to an agent shows them masked (never longer).
+    texts = [c.item.text for c in chosen]
+    items = [replace(c.item, text=t) for c, t in zip(chosen, texts if show_secrets else secrets.mask_many(texts))]
     text = header + "".join(_render_item(n, it) for n, it in enumerate(items, 1))
     return Recall(query, items, text, estimate_tokens(text))
 
@@ -677,7 +689,7 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
             terms += _session_terms(p)
     brain = Brain(home=mem.home)
     for e in brain.entries():
-        if e.prefix == "OT" and e.active:
+        if e.prefix == "OT" and e.active and not e.withheld:
             terms += keywords(e.text, 4)
     daily = sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []
     if daily:

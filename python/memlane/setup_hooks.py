@@ -429,6 +429,24 @@ def _check_queue(home: Path, now: float) -> Check:
     return Check("index queue", "ok", f"{len(entries)} transcript(s) being indexed")
 
 
+def _check_home(home: Path) -> Check:
+    """The fast part of ``memlane verify``: what would make searches miss or fail."""
+    import memlane
+
+    try:
+        v = memlane.open(home, embedder="none").verify(thorough=False)
+    except memlane.IndexLockedError:
+        return Check("home", "ok", f"{home}: an index run is writing to it; `memlane verify` checks it afterwards")
+    except Exception as exc:  # noqa: BLE001 - doctor reports, it does not crash
+        return Check("home", "error", f"{home} does not open: {exc}")
+    problems = [f for f in v["findings"] if f["severity"] == "problem"]
+    if problems:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more: `memlane verify`)" if len(problems) > 1 else ""
+        return Check("home", "error", f"{first['path']}: {first['message']}{more}; `memlane repair` mends it")
+    return Check("home", "ok", f"{home}: {v['chunks']:,} chunks from {v['files']:,} files, consistent")
+
+
 def doctor(
     home: str | PathLike[str],
     *,
@@ -441,14 +459,8 @@ def doctor(
     home_p = Path(home).expanduser()
     now = time.time() if now is None else now
     checks: list[Check] = []
-    if (home_p / "manifest.json").exists():
-        import memlane
-
-        try:
-            s = memlane.open(home_p, embedder="none").status()
-            checks.append(Check("home", "ok", f"{home_p}: {s['chunks']:,} chunks from {s['files']:,} files"))
-        except Exception as exc:  # noqa: BLE001 - doctor reports, it does not crash
-            checks.append(Check("home", "error", f"{home_p} does not open: {exc}"))
+    if (home_p / "manifest.json").exists() or (home_p / "lexical").exists():
+        checks.append(_check_home(home_p))
     else:
         checks.append(Check("home", "warning", f"nothing indexed in {home_p} yet: run `memlane index`"))
 

@@ -74,7 +74,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="score at session (sessions of the first k hits), session_top (top k sessions of 50 hits), turn (dialog) or all (default)",
     )
     p.add_argument("--k", type=_ks, default=list(DEFAULT_KS), help="cut-offs, comma-separated (default 1,3,5,10); queries ask for the largest")
-    p.add_argument("--embedder", "--embed", default="local", help="local (default, MiniLM fp32), local:int8, local:MODEL_DIR, or none (BM25 only)")
+    p.add_argument("--embedder", "--embed", default="local", help="local (default, MiniLM q8), local:fp32, local:int8, local:MODEL_DIR, or none (BM25 only)")
     p.add_argument("--limit", type=int, help="run only the first N conversations (quick runs)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], help="search fusion (default: the product's)")
     p.add_argument("--vector-weight", type=float, help="vector weight in weighted fusion (default: the product's)")

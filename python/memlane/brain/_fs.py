@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import sys
 import tempfile
@@ -101,9 +102,14 @@ def atomic_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) through a temporary file and a rename.
 
     The temporary file lives in the same folder so the rename is atomic; it is fsynced first
-    so a crash leaves the old file or the new one, never a truncated one.
+    (and the folder after the rename) so a crash leaves the old file or the new one, never a
+    truncated one. Temporary files of ``path`` that a killed writer left are removed first:
+    the caller holds :func:`brain_lock`, so no other write of it is in flight.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
@@ -117,10 +123,22 @@ def atomic_write(path: Path, text: str) -> None:
             mode = 0o644
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+        _sync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _sync_dir(folder: Path) -> None:
+    """Flush a folder's entries, so a rename in it survives a power loss (not on Windows)."""
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_text(path: Path) -> str:

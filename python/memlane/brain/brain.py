@@ -25,6 +25,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import math
 import os
 import re
@@ -36,6 +38,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from memlane import secrets
 from memlane._paths import default_home
 from memlane.brain._fs import atomic_write, brain_lock, read_text
 from memlane.brain.document import (
@@ -49,13 +52,16 @@ from memlane.brain.document import (
     new_document,
     parse,
 )
+from memlane.brain.guard import Finding, MemoryGuard, MemoryGuardError
 from memlane.events import EventLog
-from memlane.brain.guard import MemoryGuard, MemoryGuardError
 
 MEMORY_FILE = "MEMORY.md"
 EVOLUTION_FILE = "EVOLUTION.md"
 ARCHIVE_DIR = "Archives"
 DAILY_DIR = "DailyActivity"
+VERDICTS_FILE = "guard-verdicts.json"
+"""In the home: MemoryGuard read verdicts by content hash (hooks re-read MEMORY.md in every process)."""
+_MAX_VERDICTS = 4096
 MAX_REFERENCES = 3
 
 _STOPWORDS = frozenset(
@@ -196,6 +202,17 @@ class Problem:
         return {"level": self.level, "code": self.code, "message": self.message, "key": self.key, "path": self.path}
 
 
+def _guard_problem(f: Finding, key: str | None, path: str) -> Problem:
+    """A MemoryGuard finding in a brain file as a check problem; an entry's names what happens to it."""
+    subject = key or "text outside the entries"
+    if f.rule.startswith("secret."):
+        label = secrets.KIND_BY_NAME[f.rule.split(".", 1)[1]].label
+        message = f"{subject} holds a secret ({label} {f.excerpt}, masked wherever memlane shows it): rotate it, then write where it lives instead"
+    else:
+        message = f"{subject} fails MemoryGuard rule {f.rule}: {f.excerpt!r} (a hand edit?); withheld from every injection"
+    return Problem("error", "guard", message, key, path)
+
+
 class Transaction:
     """The files of one locked read-modify-write; see :meth:`Brain.transaction`."""
 
@@ -328,6 +345,8 @@ class Brain:
         self.evolution_schema = EVOLUTION_SCHEMA.with_caps(evolution_caps)
         self.guard = guard or MemoryGuard()
         self.events = EventLog(self.home)
+        self._verdicts: dict[str, str | None] | None = None
+        self._verdicts_dirty = False
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -393,11 +412,97 @@ class Brain:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _read_doc(self, path: Path, schema: Schema) -> Document:
-        doc = parse(read_text(path), schema)
+    def _withheld(self, text: str) -> str | None:
+        """:meth:`MemoryGuard.withheld`, remembered in the home by content hash.
+
+        Screening a 16 KB MEMORY.md costs about 40 ms of CPU (benches/bench_guard.py), and
+        every hook is a new process that reads it: each text is judged once per rule set.
+        """
+        if not text.strip():
+            return None
+        if self._verdicts is None:
+            self._verdicts = {}
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                saved = json.loads((self.home / VERDICTS_FILE).read_text(encoding="utf-8"))
+                if saved.get("rules") == self.guard.fingerprint:
+                    self._verdicts = dict(saved["verdicts"])
+        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+        if key not in self._verdicts:
+            self._verdicts[key] = self.guard.withheld(text)
+            self._verdicts_dirty = True
+        return self._verdicts[key]
+
+    def _save_verdicts(self) -> None:
+        if not self._verdicts_dirty or self._verdicts is None:
+            return
+        recent = dict(list(self._verdicts.items())[-_MAX_VERDICTS:])
+        # A cache: a failed write (read-only home) only costs the next process a scan.
+        with contextlib.suppress(OSError):
+            atomic_write(self.home / VERDICTS_FILE, json.dumps({"rules": self.guard.fingerprint, "verdicts": recent}))
+            self._verdicts_dirty = False
+
+    def _read_doc(self, path: Path, schema: Schema, text: str | None = None) -> Document:
+        text = read_text(path) if text is None else text
+        doc = parse(text, schema)
         for e in doc.entries():
             e.source = str(path)
+        # One scan of the whole file clears the usual case; only a file that fails it is
+        # screened entry by entry.
+        if self._withheld(text) is not None:
+            for e in doc.entries():
+                e.withheld = self._withheld(e.render())
+        self._save_verdicts()
         return doc
+
+    def _screened(self, path: Path, schema: Schema) -> str:
+        """A brain file as it may be injected: failing entries and paragraphs withheld, secrets masked.
+
+        An entry that fails the guard on read (a hand edit) becomes ``- [KD07] withheld: RULE``
+        (its index line too); other failing paragraphs become ``(withheld: RULE)``.
+        """
+        text = read_text(path)
+        if self._withheld(text) is None:
+            self._save_verdicts()
+            return secrets.mask(text)
+        doc = self._read_doc(path, schema, text)
+        held = {e.key: e.withheld for e in doc.entries() if e.withheld}
+        out: list[str] = []
+        paragraph: list[str] = []
+
+        def flush() -> None:
+            rule = self._withheld("".join(paragraph)) if paragraph else None
+            out.extend([f"(withheld: {rule})\n"] if rule else paragraph)
+            paragraph.clear()
+
+        def raw(line: str) -> None:
+            m = re.match(r"- \[([A-Z]{2,4}\d+)\]", line)
+            if m and m.group(1) in held:  # the entry's line in the compact index
+                flush()
+                out.append(f"- [{m.group(1)}] withheld: {held[m.group(1)]}\n")
+            elif not line.strip() or line.startswith("#"):
+                flush()
+                out.append(line)
+            else:
+                paragraph.append(line)
+
+        for line in doc.preamble:
+            raw(line)
+        for section in doc.sections:
+            raw(section.heading)
+            for node in section.body:
+                if not isinstance(node, Entry):
+                    raw(node)
+                    continue
+                flush()
+                out.extend([f"- [{node.key}] withheld: {node.withheld}\n"] if node.withheld else node.lines())
+        flush()
+        screened = "".join(line if line.endswith("\n") else line + "\n" for line in out)
+        rule = self._withheld(screened)
+        self._save_verdicts()
+        if rule:
+            # What is left still fails (an attack spread over entries and prose): hold it all.
+            return f"({path.name} withheld: MemoryGuard rule {rule}; run `memlane brain check`)\n"
+        return secrets.mask(screened)
 
     def memory(self) -> Document:
         """MEMORY.md, parsed (an empty document if the file does not exist yet)."""
@@ -470,8 +575,13 @@ class Brain:
         return out
 
     def inject(self) -> str:
-        """MEMORY.md then EVOLUTION.md, in full: the block a session starts with."""
-        parts = [t.rstrip("\n") + "\n" for t in (read_text(self.memory_path), read_text(self.evolution_path)) if t.strip()]
+        """MEMORY.md then EVOLUTION.md, in full: the block a session starts with.
+
+        Entries that fail the MemoryGuard on read are withheld (``- [KD07] withheld: RULE``)
+        and secrets are masked: this text goes into every session.
+        """
+        texts = (self._screened(self.memory_path, self.memory_schema), self._screened(self.evolution_path, self.evolution_schema))
+        parts = [t.rstrip("\n") + "\n" for t in texts if t.strip()]
         self.log("read", path=str(self.dir), bytes=sum(len(p) for p in parts))
         return "\n".join(parts)
 
@@ -759,8 +869,13 @@ class Brain:
                         else f"its active entries are never archived automatically: supersede some or raise the cap (--cap {s.spec.prefix}=N)"
                     )
                     problems.append(Problem("warning", "over_cap", f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: {hint}", path=str(path)))
-            for f in self.guard.scan(text):
-                problems.append(Problem("error", "guard", f"MemoryGuard rule {f.rule} matches {f.excerpt!r} (a hand edit?)", path=str(path)))
+            findings = self.guard.scan(text)
+            by_entry = {e.key: self.guard.scan(e.render()) for e in doc.entries()} if findings else {}
+            for key, found in by_entry.items():
+                problems += [_guard_problem(f, key, str(path)) for f in found]
+            # The rest (prose, or the entry's line in the compact index when it differs).
+            attributed = {f for found in by_entry.values() for f in found}
+            problems += [_guard_problem(f, None, str(path)) for f in findings if f not in attributed]
             if text and doc.entries():
                 block = "".join(index_line(e) for e in doc.entries())
                 if block not in text or INDEX_END not in text:

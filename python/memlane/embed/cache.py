@@ -20,13 +20,19 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+
+log = logging.getLogger("memlane.embed.cache")
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -56,17 +62,79 @@ class CacheStats:
 
 
 class EmbeddingCache:
-    """A persistent map (embedder id, content hash) → window vectors ``(n, dim)``."""
+    """A persistent map (embedder id, content hash) → window vectors ``(n, dim)``.
+
+    The cache is shared by every home on the machine, so a damaged file must never take them
+    down: a cache that SQLite cannot read is set aside (renamed ``embeddings.sqlite.corrupt-…``,
+    with a one-line warning) and a fresh one starts. Homes keep their vectors; only vectors not
+    yet in any home are embedded again.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.stats = CacheStats()
+        self.set_aside_to: Path | None = None
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            self._replace(exc)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def _replace(self, exc: sqlite3.DatabaseError) -> Path:
+        """Set the unreadable cache file aside, open a fresh one in its place; where it went."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            part = self.path.with_name(self.path.name + suffix)
+            if part.exists():
+                part.rename(aside.with_name(aside.name + suffix))
+        self.set_aside_to = aside
+        log.warning("the embedding cache at %s is unreadable (%s): set aside as %s, starting a fresh one", self.path, exc, aside.name)
+        self._db = self._connect()
+        return aside
+
+    def _guard(self, action: Callable[[], _T]) -> _T:
+        """Run a database action; if the file turns out damaged, set it aside and retry once."""
+        try:
+            return action()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            with self._lock:
+                self._db.close()
+                self._replace(exc)
+            return action()
+
+    def check(self, thorough: bool = True) -> list[str]:
+        """What SQLite's own integrity check finds wrong (``[]`` when sound).
+
+        ``thorough`` runs ``integrity_check`` (reads every page), else ``quick_check``.
+        """
+        pragma = "integrity_check" if thorough else "quick_check"
+        try:
+            with self._lock:
+                rows = [r[0] for r in self._db.execute(f"PRAGMA {pragma}")]
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        return [] if rows == ["ok"] else rows
+
+    def set_aside(self) -> Path:
+        """Set this cache file aside and start a fresh one (what repair does to a damaged cache)."""
+        with self._lock:
+            self._db.close()
+            return self._replace(sqlite3.DatabaseError("failed its integrity check"))
 
     def get_many(self, embedder_id: str, hashes: Iterable[str], *, count: bool = True) -> dict[str, np.ndarray]:
         """Cached vectors (float32) for the hashes that are present.
@@ -76,6 +144,9 @@ class EmbeddingCache:
         transaction on the cache.
         """
         wanted = list(dict.fromkeys(hashes))
+        return self._guard(lambda: self._get_many(embedder_id, wanted, count))
+
+    def _get_many(self, embedder_id: str, wanted: list[str], count: bool) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(wanted), _BATCH):
@@ -97,6 +168,9 @@ class EmbeddingCache:
     def known(self, embedder_id: str, hashes: Iterable[str]) -> set[str]:
         """The hashes that have vectors, without reading them or counting a lookup."""
         wanted = list(dict.fromkeys(hashes))
+        return self._guard(lambda: self._known(embedder_id, wanted))
+
+    def _known(self, embedder_id: str, wanted: list[str]) -> set[str]:
         found: set[str] = set()
         with self._lock:
             for start in range(0, len(wanted), _BATCH):
@@ -107,6 +181,33 @@ class EmbeddingCache:
                 )
                 found.update(h for (h,) in rows)
         return found
+
+    def embedders_for(self, hashes: Iterable[str]) -> dict[str, int]:
+        """How many of ``hashes`` each embedder has vectors for (to recover a home's embedder)."""
+        wanted = list(dict.fromkeys(hashes))[:_BATCH]
+
+        def count() -> dict[str, int]:
+            marks = ",".join("?" * len(wanted))
+            with self._lock:
+                rows = self._db.execute(f"SELECT embedder, COUNT(*) FROM vectors WHERE hash IN ({marks}) GROUP BY embedder", wanted)
+                return dict(rows.fetchall())
+
+        return self._guard(count) if wanted else {}
+
+    def delete(self, hashes: Iterable[str]) -> int:
+        """Drop the vectors of these content hashes, for every embedder; how many rows went."""
+        wanted = list(dict.fromkeys(hashes))
+
+        def drop() -> int:
+            gone = 0
+            with self._lock:
+                for start in range(0, len(wanted), _BATCH):
+                    part = wanted[start : start + _BATCH]
+                    marks = ",".join("?" * len(part))
+                    gone += self._db.execute(f"DELETE FROM vectors WHERE hash IN ({marks})", part).rowcount
+            return gone
+
+        return self._guard(drop) if wanted else 0
 
     def _count(self, hits: int, misses: int) -> None:
         """Add one lookup batch to the machine-wide counters (caller holds ``_lock``)."""
@@ -120,21 +221,35 @@ class EmbeddingCache:
             (embedder_id, h, v.shape[0], v.shape[1], np.ascontiguousarray(v, dtype=np.float16).tobytes())
             for h, v in vectors.items()
         ]
-        with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
-            self._db.execute("COMMIT")
+        def put() -> None:
+            with self._lock:
+                self._db.execute("BEGIN")
+                try:
+                    self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+
+        self._guard(put)
 
     def totals(self) -> CacheStats:
         """Hits and misses of every process that ever used this cache file."""
-        with self._lock:
-            counts = dict(self._db.execute("SELECT name, n FROM counters").fetchall())
+        def read() -> dict[str, int]:
+            with self._lock:
+                return dict(self._db.execute("SELECT name, n FROM counters").fetchall())
+
+        counts = self._guard(read)
         return CacheStats(hits=counts.get("hits", 0), misses=counts.get("misses", 0))
 
     def summary(self) -> dict[str, int | str]:
         """Entries and bytes on disk, and the lifetime hits and misses of all processes."""
-        with self._lock:
-            (entries,) = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        def count() -> int:
+            with self._lock:
+                return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+        entries = self._guard(count)
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
         totals = self.totals()
         return {"path": str(self.path), "entries": entries, "bytes": size, "hits": totals.hits, "misses": totals.misses}

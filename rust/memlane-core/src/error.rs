@@ -29,6 +29,9 @@ pub enum Error {
         /// Short name to suggest.
         expected_hint: String,
     },
+    /// The disk holding the home filled up while committing; the previous commit is intact.
+    #[error("no space left on the device holding {0} while committing; the last commit is intact: free some space and run it again")]
+    DiskFull(PathBuf),
     /// A caller-supplied argument is invalid.
     #[error("{0}")]
     InvalidArgument(String),
@@ -53,6 +56,45 @@ pub enum Error {
     #[error("metadata: {0}")]
     Json(#[from] serde_json::Error),
 }
+
+impl Error {
+    /// This error as [`Error::DiskFull`] at `home` when it comes from a full disk (ENOSPC
+    /// anywhere in its chain, or in the message of a C++ library that only gives text).
+    #[must_use]
+    pub fn disk_full_at(self, home: &std::path::Path) -> Error {
+        if self.is_disk_full() {
+            Error::DiskFull(home.to_owned())
+        } else {
+            self
+        }
+    }
+
+    /// Whether this error is about the file at `path`.
+    #[must_use]
+    pub fn concerns(&self, path: &std::path::Path) -> bool {
+        matches!(self, Error::Corrupt { path: p, .. } | Error::Parse { path: p, .. } if p == path)
+    }
+
+    fn is_disk_full(&self) -> bool {
+        let full = |io: &std::io::Error| {
+            io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(ENOSPC)
+        };
+        if let Error::Io(io) = self {
+            return full(io);
+        }
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = source {
+            if e.downcast_ref::<std::io::Error>().is_some_and(full) {
+                return true;
+            }
+            source = e.source();
+        }
+        self.to_string().contains("No space left on device")
+    }
+}
+
+/// `ENOSPC` on Linux and macOS.
+const ENOSPC: i32 = 28;
 
 /// Result alias for the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -61,6 +61,24 @@ pub struct StoredChunk {
     pub meta: serde_json::Value,
 }
 
+/// A chunk's stored fields, borrowed: what both a fresh chunk and one read back become.
+struct StoredRef<'a> {
+    key: u64,
+    source: &'a str,
+    text: &'a str,
+    path: &'a str,
+    session_id: &'a str,
+    turn_start: u64,
+    turn_end: u64,
+    timestamp: Option<i64>,
+    timestamp_end: Option<i64>,
+    heading: &'a str,
+    role: &'a str,
+    format: &'a str,
+    content_hash: &'a str,
+    meta: &'a str,
+}
+
 /// Filters applied before ranking.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
@@ -222,15 +240,44 @@ impl Lexical {
         })
     }
 
+    /// An empty index in memory: what a home whose index on disk cannot be read holds in its
+    /// place (it is never searched: the home reports its damage instead).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn in_memory() -> Result<Lexical> {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index.reader()?;
+        Ok(Lexical {
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// Files whose checksum does not match their content (reads the whole index).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn damaged_files(&self) -> Result<Vec<std::path::PathBuf>> {
+        let mut files: Vec<_> = self.index.validate_checksum()?.into_iter().collect();
+        files.sort();
+        Ok(files)
+    }
+
     /// A writer; tantivy's own lock makes a second writer fail fast.
+    ///
+    /// One indexing thread: with several, documents land in segments by thread timing, and
+    /// BM25 sums a document's term scores in an order that depends on its segment, so two
+    /// builds of the same sources would score in the last bits apart and cut ties
+    /// differently. Parsing and chunking stay parallel; indexing overlaps the next batch.
     ///
     /// # Errors
     /// `LockBusy` (as a tantivy error) when another writer is open.
     pub fn writer(&self) -> Result<IndexWriter> {
-        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Ok(self
-            .index
-            .writer_with_num_threads(threads.clamp(1, 4), WRITER_MEMORY)?)
+        Ok(self.index.writer_with_num_threads(1, WRITER_MEMORY)?)
     }
 
     /// Make the latest commit visible to searches.
@@ -250,32 +297,88 @@ impl Lexical {
     /// Build the document for a chunk.
     #[must_use]
     pub fn document(&self, chunk: &Chunk, source: &str, heading: &str) -> TantivyDocument {
-        let f = self.fields;
-        let mut doc = TantivyDocument::default();
-        doc.add_u64(f.key, chunk.key);
-        doc.add_text(f.source, source);
-        doc.add_text(f.text, &chunk.text);
-        doc.add_text(f.path, &chunk.path);
-        doc.add_text(f.session_id, &chunk.session_id);
-        doc.add_u64(f.turn_start, u64::from(chunk.turn_start));
-        doc.add_u64(f.turn_end, u64::from(chunk.turn_end));
-        if let Some(ts) = chunk.ts_start {
-            doc.add_i64(f.ts, ts);
-        }
-        if let Some(ts) = chunk.ts_end {
-            doc.add_i64(f.ts_end, ts);
-        }
-        doc.add_text(f.heading, heading);
-        doc.add_text(f.role, &chunk.role);
-        doc.add_text(f.format, &chunk.format);
-        doc.add_text(f.hash, &chunk.content_hash);
         let meta = if chunk.meta.is_object() {
             chunk.meta.to_string()
         } else {
             transcript_meta(chunk)
         };
-        doc.add_text(f.meta, meta);
+        self.build(&StoredRef {
+            key: chunk.key,
+            source,
+            text: &chunk.text,
+            path: &chunk.path,
+            session_id: &chunk.session_id,
+            turn_start: u64::from(chunk.turn_start),
+            turn_end: u64::from(chunk.turn_end),
+            timestamp: chunk.ts_start,
+            timestamp_end: chunk.ts_end,
+            heading,
+            role: &chunk.role,
+            format: &chunk.format,
+            content_hash: &chunk.content_hash,
+            meta: &meta,
+        })
+    }
+
+    /// The document of a chunk read back from another index (a repair carrying over what
+    /// it can no longer parse from its source).
+    #[must_use]
+    pub fn document_of(&self, c: &StoredChunk) -> TantivyDocument {
+        self.build(&StoredRef {
+            key: c.key,
+            source: &c.source,
+            text: &c.text,
+            path: &c.path,
+            session_id: &c.session_id,
+            turn_start: c.turn_start,
+            turn_end: c.turn_end,
+            timestamp: c.timestamp,
+            timestamp_end: c.timestamp_end,
+            heading: &c.heading,
+            role: &c.role,
+            format: &c.format,
+            content_hash: &c.content_hash,
+            meta: &c.meta.to_string(),
+        })
+    }
+
+    fn build(&self, c: &StoredRef<'_>) -> TantivyDocument {
+        let f = self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.key, c.key);
+        doc.add_text(f.source, c.source);
+        doc.add_text(f.text, c.text);
+        doc.add_text(f.path, c.path);
+        doc.add_text(f.session_id, c.session_id);
+        doc.add_u64(f.turn_start, c.turn_start);
+        doc.add_u64(f.turn_end, c.turn_end);
+        if let Some(ts) = c.timestamp {
+            doc.add_i64(f.ts, ts);
+        }
+        if let Some(ts) = c.timestamp_end {
+            doc.add_i64(f.ts_end, ts);
+        }
+        doc.add_text(f.heading, c.heading);
+        doc.add_text(f.role, c.role);
+        doc.add_text(f.format, c.format);
+        doc.add_text(f.hash, c.content_hash);
+        doc.add_text(f.meta, c.meta);
         doc
+    }
+
+    /// Every live chunk, through `f`.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(StoredChunk)) -> Result<()> {
+        let searcher = self.searcher();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            for doc in segment.doc_ids_alive() {
+                f(self.fetch(&searcher, DocAddress::new(ord, doc))?);
+            }
+        }
+        Ok(())
     }
 
     /// The term that identifies a chunk (for deletes).

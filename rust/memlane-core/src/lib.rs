@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod chunk;
+mod durable;
 pub mod error;
 pub mod hybrid;
 pub mod knowledge;

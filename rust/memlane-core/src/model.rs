@@ -106,6 +106,22 @@ impl Format {
         }
     }
 
+    /// Formats written as append-only logs of JSON lines, whose detection a few appended
+    /// lines could sway while the file is short.
+    #[must_use]
+    pub fn is_line_log(self) -> bool {
+        matches!(
+            self,
+            Format::ClaudeCode
+                | Format::Codex
+                | Format::Openclaw
+                | Format::Gemini
+                | Format::Generic
+                | Format::Cursor
+                | Format::Copilot
+        )
+    }
+
     /// Inverse of [`Format::as_str`].
     #[must_use]
     pub fn from_name(name: &str) -> Option<Format> {
@@ -163,6 +179,10 @@ pub struct ParsedFile {
     pub complete_bytes: u64,
     /// Format the file was parsed as (`None` when nothing was recognised).
     pub format: Option<Format>,
+    /// Why no format was recognised, when none was: `binary`, `empty_file`, `oversize_line`
+    /// (every line over the limit) or `unknown_format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecognised: Option<String>,
     /// blake3 (32 hex chars) of the file's first `complete_bytes` bytes, set by
     /// [`crate::parse::parse_file`] from the bytes it already read.
     pub content_hash: Option<String>,

@@ -33,6 +33,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tantivy::IndexWriter;
 
+mod forget;
+mod health;
+pub use forget::{Forget, ForgetReport, Forgotten};
+pub use health::{
+    clear_repair_leftovers, install_rebuilt, Adopted, Finding, Severity, Verification, REPAIR_DIR,
+};
+
 const META_FILE: &str = "memlane.json";
 const MANIFEST_FILE: &str = "manifest.json";
 const RESUME_DIR: &str = "resume";
@@ -154,6 +161,9 @@ fn load_resume(home: &Path, path: &str, r: &ResumeRef) -> Option<ResumeState> {
 pub struct Manifest {
     /// Keyed by absolute path.
     pub files: BTreeMap<String, FileEntry>,
+    /// What `forget` removed, so that re-indexing does not bring it back.
+    #[serde(default, skip_serializing_if = "Forgotten::is_empty")]
+    pub forgotten: Forgotten,
 }
 
 /// What an index run did (the CLI's `--json` shape).
@@ -176,6 +186,32 @@ pub struct IndexReport {
     /// Files of `files_indexed` that were parsed only from their last turn on, because
     /// they had only grown.
     pub files_resumed: u64,
+    /// What each file read in this run gave, in the order read.
+    pub files: Vec<FileReport>,
+    /// Paths named in the run (files or folders) from which the home holds no chunk at all.
+    pub empty_roots: Vec<String>,
+}
+
+/// What reading one file gave.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileReport {
+    /// The file.
+    pub path: String,
+    /// Format it was read as, if any.
+    pub format: Option<String>,
+    /// Sessions found (transcripts).
+    pub sessions: u64,
+    /// Turns read (transcripts) or sections (notes); for a resumed file, those appended.
+    pub turns: u64,
+    /// Chunks the file now contributes.
+    pub chunks: u64,
+    /// Records skipped, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// Parsed only from its last turn on.
+    pub resumed: bool,
+    /// Why the file gave no chunk: `binary`, `unknown_format`, `oversize_line`, `empty_file`,
+    /// `no_conversation`, `unreadable: …` or `corrupt: …`; `None` when it gave some.
+    pub empty_reason: Option<String>,
 }
 
 impl IndexReport {
@@ -190,6 +226,7 @@ impl IndexReport {
         for (k, v) in &other.records_skipped {
             *self.records_skipped.entry(k.clone()).or_insert(0) += v;
         }
+        self.files.extend(other.files.iter().cloned());
     }
 }
 
@@ -271,19 +308,16 @@ fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
             path: path.to_owned(),
-            reason: e.to_string(),
+            reason: format!("{e}; `memlane repair` rebuilds it from the sources"),
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(e) => Err(e.into()),
     }
 }
 
-/// Write JSON atomically (temp file + rename).
+/// Write JSON durably (see [`crate::durable`]).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(value)?)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    crate::durable::write(path, &serde_json::to_vec(value)?)
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
@@ -303,16 +337,109 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
+/// The keyword index of `home`: created when the home is new, an error kept as [`Damage`]
+/// when it cannot be opened or its `meta.json` is gone while the manifest lists sources.
+fn open_lexical(home: &Path) -> std::result::Result<Lexical, Damage> {
+    let dir = home.join(LEXICAL_DIR);
+    let meta = dir.join("meta.json");
+    if !meta.exists() {
+        // Only a home that never indexed anything may start an empty index.
+        let listed = match read_json::<Manifest>(&home.join(MANIFEST_FILE)) {
+            Ok(m) => m.files.len(),
+            Err(e) => {
+                return Err(Damage {
+                    path: meta,
+                    reason: format!("missing, and the manifest is unreadable too ({e})"),
+                })
+            }
+        };
+        if listed > 0 {
+            return Err(Damage {
+                path: meta,
+                reason: format!("missing while the manifest lists {listed} source files"),
+            });
+        }
+    }
+    guarded(&dir, || Lexical::open(&dir)).map_err(|e| Damage {
+        path: dir.clone(),
+        reason: match e {
+            Error::Corrupt { reason, .. } => reason,
+            other => other.to_string(),
+        },
+    })
+}
+
 /// Vectors as seen by readers, refreshed when the file on disk changes.
 struct VectorView {
     stamp: Option<SystemTime>,
     index: Option<Arc<VectorIndex>>,
 }
 
+/// Why the keyword index of a home cannot be opened: kept so that every read says so (an
+/// empty index in its place would look healthy and answer nothing).
+#[derive(Debug, Clone)]
+struct Damage {
+    path: PathBuf,
+    reason: String,
+}
+
+impl Damage {
+    fn error(&self) -> Error {
+        Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!(
+                "{}; `memlane repair` rebuilds it from the sources",
+                self.reason
+            ),
+        }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Run `f`, turning a panic (tantivy and usearch panic on some damaged files) into
+/// `Corrupt` naming `path`: a damaged index must give an error, never abort the caller.
+fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    caught
+        .map(|r| r.map_err(|e| read_error(path, e)))
+        .unwrap_or_else(|payload| {
+            Err(Error::Corrupt {
+                path: path.to_owned(),
+                reason: format!(
+                    "internal error while reading it ({}); `memlane verify` checks the home, \
+                 `memlane repair` rebuilds it",
+                    panic_message(&*payload)
+                ),
+            })
+        })
+}
+
+/// A tantivy error while reading is damage to its files: say so, naming the index.
+fn read_error(dir: &Path, e: Error) -> Error {
+    match e {
+        Error::Tantivy(t) => Error::Corrupt {
+            path: dir.to_owned(),
+            reason: format!("{t}; `memlane verify` checks the home, `memlane repair` rebuilds it"),
+        },
+        other => other,
+    }
+}
+
 /// An open memlane home.
 pub struct Store {
     home: PathBuf,
+    /// The keyword index; an empty one in memory when `damage` is set, never searched then.
     lexical: Lexical,
+    /// Why the keyword index on disk cannot be read, if it cannot.
+    damage: Option<Damage>,
     quantization: Quantization,
     view: Mutex<VectorView>,
     meta: RwLock<HomeMeta>,
@@ -324,8 +451,15 @@ impl Store {
     /// # Errors
     /// I/O errors, or `Corrupt` when the metadata cannot be read.
     pub fn open(home: &Path, quantization: Quantization) -> Result<Arc<Store>> {
-        std::fs::create_dir_all(home)?;
-        let mut meta: HomeMeta = read_json(&home.join(META_FILE))?;
+        std::fs::create_dir_all(home).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("{} cannot be a memlane home: {e}", home.display()),
+            )
+        })?;
+        // An unreadable memlane.json does not stop the home from opening (verify and repair
+        // must be able to look at it): vector reads and writers report it instead.
+        let mut meta: HomeMeta = read_json(&home.join(META_FILE)).unwrap_or_default();
         if meta.version == 0 {
             meta.version = FORMAT_VERSION;
             meta.quantization = match quantization {
@@ -336,10 +470,14 @@ impl Store {
             .into();
         }
         let quantization = Quantization::parse(&meta.quantization)?;
-        let lexical = Lexical::open(&home.join(LEXICAL_DIR))?;
+        let (lexical, damage) = match open_lexical(home) {
+            Ok(lexical) => (lexical, None),
+            Err(damage) => (Lexical::in_memory()?, Some(damage)),
+        };
         Ok(Arc::new(Store {
             home: home.to_owned(),
             lexical,
+            damage,
             quantization,
             view: Mutex::new(VectorView {
                 stamp: None,
@@ -355,14 +493,51 @@ impl Store {
         &self.home
     }
 
+    /// The manifest; a missing one is an error when the keyword index holds chunks (they
+    /// would all look like leftovers of a crash and be dropped).
+    fn read_manifest(&self) -> Result<Manifest> {
+        let path = self.home.join(MANIFEST_FILE);
+        if !path.exists() && self.damage.is_none() {
+            let chunks = guarded(&self.lexical_dir(), || Ok(self.lexical.num_docs()))?;
+            if chunks > 0 {
+                return Err(Error::Corrupt {
+                    path,
+                    reason: format!(
+                        "missing while the keyword index holds {chunks} chunks; `memlane repair` \
+                         rebuilds it from the sources"
+                    ),
+                });
+            }
+        }
+        read_json(&path)
+    }
+
+    /// The keyword index, or why it cannot be read.
+    fn lexical(&self) -> Result<&Lexical> {
+        match &self.damage {
+            Some(damage) => Err(damage.error()),
+            None => Ok(&self.lexical),
+        }
+    }
+
+    /// The keyword index's folder (what a panic while reading it is blamed on).
+    fn lexical_dir(&self) -> PathBuf {
+        self.home.join(LEXICAL_DIR)
+    }
+
     /// What built the vectors, as of the last commit of any process (a long-lived reader sees
     /// vectors another writer added without reopening the home).
-    #[must_use]
-    pub fn meta(&self) -> HomeMeta {
-        // Refreshes the cached meta when the vector file changed; a failure to load it leaves
-        // the last known meta, and the next search reports the error.
-        let _ = self.vectors();
-        self.cached_meta()
+    ///
+    /// # Errors
+    /// `Corrupt` when `memlane.json` cannot be read: searching on as if the home had no
+    /// vectors would quietly drop them.
+    pub fn meta(&self) -> Result<HomeMeta> {
+        // Refreshes the cached meta when the vector file changed; a failure to load the vector
+        // file itself leaves the last known meta, and the next search reports the error.
+        match self.vectors() {
+            Err(e @ Error::Corrupt { .. }) if e.concerns(&self.home.join(META_FILE)) => Err(e),
+            _ => Ok(self.cached_meta()),
+        }
     }
 
     fn cached_meta(&self) -> HomeMeta {
@@ -415,6 +590,11 @@ impl Store {
     /// `EmbedderMismatch` when the query vector comes from another embedder than the
     /// index's vectors; index errors.
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
+        self.lexical()?;
+        guarded(&self.lexical_dir(), || self.search_unguarded(req))
+    }
+
+    fn search_unguarded(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
         let candidates = req.candidates.max(req.k);
         // A keyword-only request neither loads the vectors (a fresh process at 1M chunks would
         // spend ~0.1 s on it) nor fails for a damaged vector file.
@@ -456,19 +636,23 @@ impl Store {
         let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
         let ceiling = self.lexical.bm25_ceiling(&searcher, &req.query)?;
         let mut extra = HashMap::new();
+        let mut ann = ann;
         if let Some((qv, index)) = index {
-            // Keyword hits the ANN list missed still get their exact similarity.
+            // Every candidate's similarity is computed the same exact way, whether the ANN list
+            // or only the keyword list found it (the graph's own distances differ from it in
+            // the last digits), so two builds that find a chunk differently score it alike.
             let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
-            let missed: Vec<u64> = bm25
-                .iter()
-                .map(|h| h.0)
-                .filter(|k| !in_ann.contains(k))
-                .collect();
-            for (key, sim) in missed.iter().zip(index.similarities(&missed, qv)) {
+            let mut keys: Vec<u64> = ann.iter().map(|h| h.0).collect();
+            keys.extend(bm25.iter().map(|h| h.0).filter(|k| !in_ann.contains(k)));
+            for (key, sim) in keys.iter().zip(index.similarities(&keys, qv)) {
                 if let Some(sim) = sim {
                     extra.insert(*key, sim);
                 }
             }
+            for hit in &mut ann {
+                hit.1 = extra.get(&hit.0).copied().unwrap_or(hit.1);
+            }
+            ann.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
         let have_vectors = index.is_some();
         let mut fused = fuse(
@@ -514,8 +698,10 @@ impl Store {
         texts: &[&str],
         max_chars: usize,
     ) -> Result<Vec<Option<std::ops::Range<usize>>>> {
-        self.lexical
-            .passages(&self.lexical.searcher(), query, texts, max_chars)
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.passages(&lexical.searcher(), query, texts, max_chars)
+        })
     }
 
     /// Load chunks by key.
@@ -523,8 +709,22 @@ impl Store {
     /// # Errors
     /// Index errors.
     pub fn get(&self, keys: &[u64]) -> Result<Vec<StoredChunk>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            lexical.get(keys)
+        })
+    }
+
+    /// Keys of every live chunk, ascending (to walk a whole home, e.g. for secrets).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn keys(&self) -> Result<Vec<u64>> {
         self.lexical.reload()?;
-        self.lexical.get(keys)
+        let mut keys: Vec<u64> = self.lexical.all_keys()?.into_iter().collect();
+        keys.sort_unstable();
+        Ok(keys)
     }
 
     /// Counts and sizes.
@@ -532,8 +732,13 @@ impl Store {
     /// # Errors
     /// Index or I/O errors.
     pub fn status(&self) -> Result<Status> {
+        self.lexical()?;
+        guarded(&self.lexical_dir(), || self.status_unguarded())
+    }
+
+    fn status_unguarded(&self) -> Result<Status> {
         self.lexical.reload()?;
-        let manifest: Manifest = read_json(&self.home.join(MANIFEST_FILE))?;
+        let manifest = self.read_manifest()?;
         let vectors = self.vectors()?;
         let keys = self.lexical.all_keys()?;
         let with_vectors = vectors
@@ -554,10 +759,44 @@ impl Store {
     }
 }
 
+/// The write lock of a home (`write.lock`), held until dropped: one writer at a time, and no
+/// writer while a repair replaces the home's files.
+pub struct HomeLock {
+    _file: File,
+    home: PathBuf,
+}
+
+impl HomeLock {
+    /// Take the lock of `home` without waiting.
+    ///
+    /// # Errors
+    /// `Locked` when another process (or another lock of this one) holds it.
+    pub fn acquire(home: &Path) -> Result<HomeLock> {
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(home.join(LOCK_FILE))?;
+        if !file.try_lock_exclusive().unwrap_or(false) {
+            return Err(Error::Locked(home.to_owned()));
+        }
+        Ok(HomeLock {
+            _file: file,
+            home: home.to_owned(),
+        })
+    }
+
+    /// The home it locks.
+    #[must_use]
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+}
+
 /// The one writer of a home: holds `write.lock` until dropped.
 pub struct Writer {
     store: Arc<Store>,
-    _lock: File,
+    _lock: HomeLock,
     tantivy: IndexWriter,
     manifest: Manifest,
     /// Keys live in tantivy (committed or added in this run).
@@ -577,6 +816,12 @@ pub struct Writer {
     vectors_dirty: bool,
     format: Option<Format>,
     budget: usize,
+    /// Paths scanned, as named and canonical: a named path that gives nothing is reported.
+    roots: Vec<(String, PathBuf)>,
+    /// Source files whose chunks this writer removed because they are gone.
+    removed_paths: Vec<String>,
+    /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
+    purge: bool,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -587,15 +832,12 @@ impl Writer {
     /// # Errors
     /// `Locked` when another writer holds it.
     pub fn new(store: Arc<Store>, format: Option<Format>) -> Result<Writer> {
-        let lock_path = store.home.join(LOCK_FILE);
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
-        if !lock.try_lock_exclusive().unwrap_or(false) {
-            return Err(Error::Locked(store.home.clone()));
-        }
+        let lock = HomeLock::acquire(&store.home)?;
+        store.lexical()?;
+        // What a crashed or failed commit left behind: temp files, and tantivy segments no
+        // commit names (collected below, once tantivy's own lock is held).
+        crate::durable::remove_stale(&store.home);
+        crate::durable::remove_stale(&store.home.join(RESUME_DIR));
         let tantivy = store.lexical.writer().map_err(|e| match e {
             Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => {
                 Error::Locked(store.home.clone())
@@ -607,15 +849,20 @@ impl Writer {
         let mut policy = tantivy::indexer::LogMergePolicy::default();
         policy.set_min_layer_size(SMALL_SEGMENT_DOCS);
         tantivy.set_merge_policy(Box::new(policy));
+        // Failing to collect garbage only leaves files for the next writer to collect.
+        let _ = tantivy.garbage_collect_files().wait();
         store.lexical.reload()?;
-        let manifest: Manifest = read_json(&store.home.join(MANIFEST_FILE))?;
+        // A writer needs both records whole: with a default in place of either it would
+        // drop every chunk (no manifest) or start a new vector file over the old (no meta).
+        read_json::<HomeMeta>(&store.home.join(META_FILE))?;
+        let manifest = store.read_manifest()?;
         let mut refs: HashMap<u64, u32> = HashMap::new();
         for entry in manifest.files.values() {
             for key in &entry.keys {
                 *refs.entry(*key).or_insert(0) += 1;
             }
         }
-        let present = store.lexical.all_keys()?;
+        let present = guarded(&store.lexical_dir(), || store.lexical.all_keys())?;
         Ok(Writer {
             store,
             _lock: lock,
@@ -632,6 +879,9 @@ impl Writer {
             vectors_dirty: false,
             format,
             budget: DEFAULT_BUDGET_TOKENS,
+            roots: Vec::new(),
+            removed_paths: Vec::new(),
+            purge: false,
             report: IndexReport::default(),
         })
     }
@@ -644,8 +894,10 @@ impl Writer {
         let mut plan = ScanPlan::default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut root_prefixes = Vec::new();
-        for root in roots {
-            let root = std::fs::canonicalize(root).map_err(|_| Error::NotFound(root.clone()))?;
+        for named in roots {
+            let root = std::fs::canonicalize(named).map_err(|_| Error::NotFound(named.clone()))?;
+            self.roots
+                .push((named.to_string_lossy().into_owned(), root.clone()));
             let files: Vec<PathBuf> = if root.is_file() {
                 // A named file exists, so nothing under it can be gone; adding it as a
                 // prefix would wrongly cover siblings such as `a.jsonl.zst` of `a.jsonl`.
@@ -668,7 +920,7 @@ impl Writer {
             };
             for path in files {
                 let key = path.to_string_lossy().into_owned();
-                if !seen.insert(key.clone()) {
+                if !seen.insert(key.clone()) || self.manifest.forgotten.paths.contains(&key) {
                     continue;
                 }
                 let Ok(meta) = std::fs::metadata(&path) else {
@@ -710,12 +962,17 @@ impl Writer {
         };
         if gone {
             self.refs.remove(&key);
-            if self.present.remove(&key) {
-                self.tantivy.delete_term(self.store.lexical.key_term(key));
-                self.removed_keys.push(key);
-                self.report.chunks_removed += 1;
-                self.lexical_dirty = true;
-            }
+            self.drop_chunk(key);
+        }
+    }
+
+    /// Delete chunk `key` from the keyword index (and, at commit, its vectors).
+    fn drop_chunk(&mut self, key: u64) {
+        if self.present.remove(&key) {
+            self.tantivy.delete_term(self.store.lexical.key_term(key));
+            self.removed_keys.push(key);
+            self.report.chunks_removed += 1;
+            self.lexical_dirty = true;
         }
     }
 
@@ -727,6 +984,7 @@ impl Writer {
                     self.release(key);
                 }
                 self.old_states.extend(entry.resume_state.map(|r| r.file));
+                self.removed_paths.push(path.clone());
                 self.report.files_removed += 1;
                 self.manifest_dirty = true;
             }
@@ -749,20 +1007,47 @@ impl Writer {
                 (path, entry)
             })
             .collect();
-        let parsed: Vec<(PathBuf, Option<ParsedSource>)> = jobs
+        let parsed: Vec<(PathBuf, std::result::Result<ParsedSource, String>)> = jobs
             .into_par_iter()
             .map(|(path, entry)| {
-                let source = entry
+                // A log's format is decided by the index that first gave it chunks: a record
+                // appended to a short file must not sway detection and drop its turns.
+                let format = format.or_else(|| {
+                    entry
+                        .filter(|e| !e.keys.is_empty())
+                        .and_then(|e| Format::from_name(e.format.as_deref()?))
+                        .filter(|f| f.is_line_log())
+                });
+                let resumed = entry
                     .and_then(|e| Prior::of(home, &path.to_string_lossy(), e))
-                    .and_then(|p| ParsedSource::resume(path, format, budget, p))
-                    .or_else(|| ParsedSource::read(path, format, budget));
+                    .and_then(|p| ParsedSource::resume(path, format, budget, p));
+                let source = match resumed {
+                    Some(source) => Ok(source),
+                    None => ParsedSource::read(path, format, budget),
+                };
                 (path.clone(), source)
             })
             .collect();
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
             let key = path.to_string_lossy().into_owned();
-            let Some(ParsedSource {
+            let source = match result {
+                Ok(source) => source,
+                Err(reason) => {
+                    *batch
+                        .records_skipped
+                        .entry("unreadable_file".into())
+                        .or_insert(0) += 1;
+                    batch.files.push(FileReport {
+                        path: key,
+                        empty_reason: Some(reason),
+                        ..FileReport::default()
+                    });
+                    continue;
+                }
+            };
+            let mut file_report = source.report(&key);
+            let ParsedSource {
                 meta,
                 parsed,
                 hash,
@@ -771,14 +1056,7 @@ impl Writer {
                 parsed_bytes,
                 resumed,
                 next,
-            }) = result
-            else {
-                *batch
-                    .records_skipped
-                    .entry("unreadable_file".into())
-                    .or_insert(0) += 1;
-                continue;
-            };
+            } = source;
             batch.files_indexed += 1;
             batch.bytes_parsed += parsed_bytes;
             batch.files_resumed += u64::from(resumed);
@@ -789,7 +1067,7 @@ impl Writer {
             let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
             for &key in &retained {
                 // Chunks of the turns before the resume point: already indexed, still ours.
-                if seen_here.insert(key) {
+                if seen_here.insert(key) && !self.manifest.forgotten.covers(key, "") {
                     new_keys.push(key);
                     *self.refs.entry(key).or_insert(0) += 1;
                 }
@@ -805,6 +1083,10 @@ impl Writer {
                 .unwrap_or_default();
             for chunk in &chunks {
                 if !seen_here.insert(chunk.key) {
+                    continue;
+                }
+                if self.manifest.forgotten.covers(chunk.key, &chunk.session_id) {
+                    *file_report.skipped.entry("forgotten".into()).or_insert(0) += 1;
                     continue;
                 }
                 new_keys.push(chunk.key);
@@ -844,6 +1126,20 @@ impl Writer {
                 }
                 None => None,
             };
+            file_report.chunks = new_keys.len() as u64;
+            if new_keys.is_empty() && file_report.empty_reason.is_none() {
+                file_report.empty_reason = Some(
+                    if file_report.skipped.contains_key("forgotten") {
+                        "forgotten"
+                    } else if parsed.note.is_some() {
+                        "empty_file"
+                    } else {
+                        "no_conversation"
+                    }
+                    .into(),
+                );
+            }
+            batch.files.push(file_report);
             self.manifest.files.insert(
                 key,
                 FileEntry {
@@ -893,7 +1189,7 @@ impl Writer {
     fn writable_vectors(&mut self) -> Result<Option<&VectorIndex>> {
         if self.vectors.is_none() {
             let path = self.store.home.join(VECTORS_FILE);
-            if let (Some(dim), true) = (self.store.meta().dim, path.exists()) {
+            if let (Some(dim), true) = (self.store.meta()?.dim, path.exists()) {
                 self.vectors = Some(VectorIndex::load(
                     &path,
                     dim,
@@ -942,7 +1238,7 @@ impl Writer {
                     meta.embedder_id = Some(embedder_id.to_owned());
                     meta.dim = Some(dim);
                 }
-                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+                write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
                 empty.insert(VectorIndex::new(dim, self.store.quantization)?)
             }
         };
@@ -967,6 +1263,41 @@ impl Writer {
     /// # Errors
     /// Index or I/O errors; the previous committed state stays readable.
     pub fn commit(&mut self) -> Result<IndexReport> {
+        let home = self.store.home.clone();
+        if let Err(e) = self.commit_unguarded() {
+            // Drop what the failed commit wrote (its new segments): on a full disk, a retry
+            // must find the space they took free again. Best effort: the next writer collects
+            // whatever is left.
+            if self.tantivy.rollback().is_ok() {
+                let _ = self.tantivy.garbage_collect_files().wait();
+            }
+            return Err(e.disk_full_at(&home));
+        }
+        self.report.empty_roots = self.empty_roots();
+        Ok(self.report.clone())
+    }
+
+    /// The scanned paths from which the manifest holds no chunk (and under which this run
+    /// removed nothing: emptying a folder on purpose is not a path that gives nothing).
+    fn empty_roots(&self) -> Vec<String> {
+        self.roots
+            .iter()
+            .filter(|(_, root)| {
+                let root = root.to_string_lossy();
+                let prefix = format!("{}/", root.trim_end_matches('/'));
+                let under = |path: &String| *path == root || path.starts_with(&prefix);
+                !self.removed_paths.iter().any(under)
+                    && !self
+                        .manifest
+                        .files
+                        .iter()
+                        .any(|(path, entry)| !entry.keys.is_empty() && under(path))
+            })
+            .map(|(named, _)| named.clone())
+            .collect()
+    }
+
+    fn commit_unguarded(&mut self) -> Result<()> {
         if self.manifest_dirty {
             let orphans: Vec<u64> = self
                 .present
@@ -1007,16 +1338,18 @@ impl Writer {
             self.write_states()?;
             write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
             if !self.store.home.join(META_FILE).exists() {
-                write_json(&self.store.home.join(META_FILE), &self.store.meta())?;
+                write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
             }
             self.manifest_dirty = false;
             self.drop_old_states();
         }
-        Ok(self.report.clone())
+        Ok(())
     }
 
     /// Write the resume states the manifest is about to name (new names only: the
-    /// committed manifest's states stay as they are until it is replaced).
+    /// committed manifest's states stay as they are until it is replaced). Not flushed one
+    /// by one: a state lost or torn by a crash fails its name's hash check, and its source is
+    /// then parsed whole.
     fn write_states(&mut self) -> Result<()> {
         if self.new_states.is_empty() {
             return Ok(());
@@ -1129,14 +1462,42 @@ fn head_keys(retained: &[u64], chunks: &[Chunk], rechunk_from: u32) -> usize {
 }
 
 impl ParsedSource {
-    /// `None` when the file vanished or cannot be read at all.
-    fn read(path: &Path, format: Option<Format>, budget: usize) -> Option<ParsedSource> {
-        let meta = std::fs::metadata(path).ok()?;
-        let mut parsed = parse::parse_file(path, format).ok()?;
+    /// What the file gave, for the run's report (`chunks` is set once they are counted).
+    fn report(&self, path: &str) -> FileReport {
+        let parsed = &self.parsed;
+        let turns = match &parsed.note {
+            Some(note) => note.sections.len(),
+            None => parsed.sessions.iter().map(|s| s.turns.len()).sum(),
+        };
+        FileReport {
+            path: path.to_owned(),
+            format: parsed.format.map(|f| f.as_str().to_owned()),
+            sessions: parsed.sessions.len() as u64,
+            turns: turns as u64,
+            chunks: 0,
+            skipped: parsed.skipped.clone(),
+            resumed: self.resumed,
+            empty_reason: parsed.unrecognised.clone(),
+        }
+    }
+
+    /// `Err` with the reason when the file vanished or cannot be read at all.
+    fn read(
+        path: &Path,
+        format: Option<Format>,
+        budget: usize,
+    ) -> std::result::Result<ParsedSource, String> {
+        let unreadable = |e: &dyn std::fmt::Display| format!("unreadable: {e}");
+        let meta = std::fs::metadata(path).map_err(|e| unreadable(&e))?;
+        let mut parsed = parse::parse_file(path, format).map_err(|e| match e {
+            Error::Parse { reason, .. } => format!("corrupt: {reason}"),
+            Error::Io(io) => unreadable(&io),
+            other => unreadable(&other),
+        })?;
         let hash = parsed.content_hash.clone().unwrap_or_default();
         let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
         let next = ResumeState::of(&mut parsed, 0, budget);
-        Some(ParsedSource {
+        Ok(ParsedSource {
             meta,
             parsed_bytes: parsed.complete_bytes,
             parsed,

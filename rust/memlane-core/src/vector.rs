@@ -4,7 +4,6 @@
 //! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
 
 use crate::error::{Error, Result};
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -96,7 +95,7 @@ impl VectorIndex {
         let loaded = if view { index.view(&p) } else { index.load(&p) };
         loaded.map_err(|e| Error::Corrupt {
             path: path.to_owned(),
-            reason: e.to_string(),
+            reason: format!("{e}; `memlane repair` rebuilds it from the embedding cache"),
         })?;
         if index.dimensions() != dim {
             return Err(Error::Corrupt {
@@ -149,8 +148,10 @@ impl VectorIndex {
         self.add_batch(&[(key, windows)])
     }
 
-    /// Add many chunks at once, inserting in parallel over the available cores (HNSW
-    /// insertion dominates backfill time once embeddings are cached).
+    /// Add many chunks at once, in key order, one at a time: the graph an HNSW insertion
+    /// builds depends on the order, and a parallel insertion's order on thread timing, so
+    /// two builds of the same sources would find different neighbours for borderline
+    /// queries. (Insertion is a small part of a first index, next to embedding.)
     ///
     /// # Errors
     /// `InvalidArgument` on a shape error (nothing is added then); usearch errors.
@@ -178,12 +179,14 @@ impl VectorIndex {
                 .reserve_capacity_and_threads(capacity, threads)
                 .map_err(verr)?;
         }
-        chunks.par_iter().try_for_each(|(key, flat)| {
+        let mut ordered: Vec<&(u64, &[f32])> = chunks.iter().collect();
+        ordered.sort_by_key(|(key, _)| *key);
+        for (key, flat) in ordered {
             for (w, vector) in flat.chunks_exact(self.dim).enumerate() {
                 self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// Remove every window of chunk `key`.
@@ -282,16 +285,71 @@ impl VectorIndex {
         best
     }
 
-    /// Save atomically: write a sibling temp file, then rename over `path`, so a reader never
-    /// sees a half-written index and a crash leaves the previous file intact.
+    /// Save durably: write a sibling temp file, check its size (usearch does not report a
+    /// failed write, so a full disk shows as a short file), then rename it over `path`, so
+    /// a reader never sees a half-written index and a failure leaves the previous file.
     ///
     /// # Errors
-    /// I/O or usearch errors.
+    /// I/O or usearch errors (the temp file is removed).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("usearch.tmp");
-        self.index.save(&tmp.to_string_lossy()).map_err(verr)?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        let tmp = crate::durable::tmp_path(path);
+        if let Err(e) = self.index.save(&tmp.to_string_lossy()) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(verr(e));
+        }
+        crate::durable::commit_file(&tmp, path, self.index.serialized_length() as u64)
+    }
+
+    /// Check the file at `path` against its own header: it loads, its dimension is `dim`,
+    /// its vector count is the header's and its size what that content takes.
+    ///
+    /// # Errors
+    /// `Corrupt` saying what does not match.
+    pub fn check_file(path: &Path, dim: usize, quantization: Quantization) -> Result<VectorIndex> {
+        let corrupt = |reason: String| Error::Corrupt {
+            path: path.to_owned(),
+            reason,
+        };
+        let header = Index::metadata(&path.to_string_lossy())
+            .map_err(|e| corrupt(format!("unreadable header: {e}")))?;
+        let index = VectorIndex::load(path, dim, quantization, true)?;
+        if header.count_present != index.len() as u64 {
+            return Err(corrupt(format!(
+                "header counts {} vectors, the file holds {}",
+                header.count_present,
+                index.len()
+            )));
+        }
+        let on_disk = std::fs::metadata(path)?.len();
+        let expected = index.index.serialized_length() as u64;
+        if on_disk != expected {
+            return Err(corrupt(format!(
+                "{on_disk} bytes on disk, its content takes {expected}"
+            )));
+        }
+        Ok(index)
+    }
+
+    /// How many window vectors chunk `key` has.
+    #[must_use]
+    pub fn window_count(&self, key: u64) -> usize {
+        (0..MAX_WINDOWS as u64)
+            .take_while(|w| self.index.contains(key << 8 | w))
+            .count()
+    }
+
+    /// Every window vector of chunk `key`, concatenated (empty when it has none).
+    #[must_use]
+    pub fn windows(&self, key: u64) -> Vec<f32> {
+        let mut out = Vec::new();
+        let mut buffer = vec![0f32; self.dim];
+        for w in 0..MAX_WINDOWS as u64 {
+            if self.index.get(key << 8 | w, &mut buffer).unwrap_or(0) == 0 {
+                break;
+            }
+            out.extend_from_slice(&buffer);
+        }
+        out
     }
 }
 

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use memlane_core::model::{Format, ParsedFile, Role, Session};
 use memlane_core::parse;
+use memlane_core::store::{Store, Writer};
+use memlane_core::vector::Quantization;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -1341,4 +1343,362 @@ fn throughput_claude_code() {
         secs * 1e3,
         mb / secs
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// No silent loss: one more record never takes away turns the file had
+
+/// A small valid session of each append-only format, as (format, file name, JSONL).
+fn valid_sessions() -> Vec<(Format, &'static str, String)> {
+    let oc = |id: &str, parent: Option<&str>, role: &str, text: &str| json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z", "message": {"role": role, "content": [{"type": "text", "text": text}]}});
+    let gem = |id: &str, kind: &str, text: &str| json!({"id": id, "type": kind, "timestamp": "2026-01-01T00:00:00Z", "content": text});
+    let codex = |kind: &str, payload: Value| json!({"timestamp": "2026-01-01T00:00:00Z", "type": kind, "payload": payload});
+    let cop = |id: &str, parent: Option<&str>, kind: &str, data: Value| json!({"type": kind, "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z", "data": data});
+    vec![
+        (Format::ClaudeCode, "/p/-proj/sess.jsonl", cc_basic()),
+        (
+            Format::Openclaw,
+            "/o/oc.jsonl",
+            jsonl(&[
+                json!({"type": "session", "version": 3, "id": "oc-1", "cwd": "/w"}),
+                oc("a", None, "user", "hello there"),
+                oc("b", Some("a"), "assistant", "first reply"),
+                oc("c", Some("b"), "user", "continue please"),
+                oc("d", Some("c"), "assistant", "second reply"),
+            ]),
+        ),
+        (
+            Format::Gemini,
+            "/g/chats/session-1.jsonl",
+            jsonl(&[
+                json!({"sessionId": "g-1", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}),
+                gem("u1", "user", "first question"),
+                gem("m1", "gemini", "first answer"),
+                gem("u2", "user", "second question"),
+                gem("m2", "gemini", "second answer"),
+            ]),
+        ),
+        (
+            Format::Codex,
+            "/c/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
+            jsonl(&[
+                codex(
+                    "session_meta",
+                    json!({"id": "11111111-1111-4111-8111-111111111111", "cwd": "/x"}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "first answer"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "second question"}]}),
+                ),
+                codex(
+                    "response_item",
+                    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "second answer"}]}),
+                ),
+            ]),
+        ),
+        (
+            Format::Generic,
+            "/x/generic.jsonl",
+            jsonl(&[
+                json!({"id": "g1", "role": "user", "content": "first question"}),
+                json!({"id": "g2", "role": "assistant", "content": "first answer"}),
+                json!({"id": "g3", "role": "user", "content": "second question"}),
+                json!({"id": "g4", "role": "assistant", "content": "second answer"}),
+            ]),
+        ),
+        (
+            Format::Copilot,
+            "/cp/session-state/s1/events.jsonl",
+            jsonl(&[
+                cop(
+                    "e1",
+                    None,
+                    "session.start",
+                    json!({"sessionId": "s1", "context": {"cwd": "/w"}}),
+                ),
+                cop(
+                    "e2",
+                    Some("e1"),
+                    "user.message",
+                    json!({"content": "first question"}),
+                ),
+                cop(
+                    "e3",
+                    Some("e2"),
+                    "assistant.message",
+                    json!({"content": "first answer"}),
+                ),
+                cop(
+                    "e4",
+                    Some("e3"),
+                    "user.message",
+                    json!({"content": "second question"}),
+                ),
+                cop(
+                    "e5",
+                    Some("e4"),
+                    "assistant.message",
+                    json!({"content": "second answer"}),
+                ),
+            ]),
+        ),
+        (
+            Format::Cursor,
+            "/cu/.cursor/projects/p/agent-transcripts/t1.jsonl",
+            jsonl(&[
+                json!({"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>first question</user_query>"}]}}),
+                json!({"role": "assistant", "message": {"content": [{"type": "text", "text": "first answer"}]}}),
+                json!({"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>second question</user_query>"}]}}),
+                json!({"role": "assistant", "message": {"content": [{"type": "text", "text": "second answer"}]}}),
+            ]),
+        ),
+    ]
+}
+
+/// A record of arbitrary shape, built from the fields that decide where records go: record
+/// types, ids (new, repeated, missing), parent links (none, into the tree, nowhere) and
+/// message content (text, blocks, nothing, a number).
+fn arbitrary_record() -> impl Strategy<Value = Value> {
+    let kinds = prop::sample::select(vec![
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "last-prompt",
+        "message",
+        "session",
+        "gemini",
+        "info",
+        "response_item",
+        "event_msg",
+        "session_meta",
+        "compacted",
+        "user.message",
+        "assistant.message",
+        "tool.execution_complete",
+        "compaction",
+        "",
+    ]);
+    let ids = prop::sample::select(vec![
+        "", "zz1", "u1", "a1", "r1", "a2", "a", "b", "c", "d", "u2", "m1", "m2", "e2", "e4", "e5",
+        "g3",
+    ]);
+    let contents = prop::sample::select(vec![
+        json!(42),
+        json!(null),
+        json!(""),
+        json!("appended text"),
+        json!([{"type": "text", "text": "appended block"}]),
+        json!([{"type": "input_text", "text": "appended input"}]),
+        json!([{"type": "tool_result", "tool_use_id": "t9", "content": "out"}]),
+        json!({}),
+    ]);
+    let roles = prop::sample::select(vec!["user", "assistant", "toolResult", "developer", ""]);
+    (kinds, ids.clone(), ids, contents, roles, any::<u8>()).prop_map(
+        |(kind, id, parent, content, role, shape)| {
+            let mut o = serde_json::Map::new();
+            if !kind.is_empty() {
+                o.insert("type".into(), json!(kind));
+            }
+            let id = (!id.is_empty()).then_some(id);
+            let parent = (!parent.is_empty()).then_some(parent);
+            if shape & 1 != 0 {
+                o.insert("uuid".into(), json!(id));
+                o.insert("parentUuid".into(), json!(parent));
+            }
+            if shape & 2 != 0 {
+                o.insert("id".into(), json!(id));
+                o.insert("parentId".into(), json!(parent));
+            }
+            if shape & 4 != 0 {
+                o.insert("message".into(), json!({"role": role, "content": content}));
+            } else if shape & 8 != 0 {
+                o.insert("content".into(), content.clone());
+                o.insert("role".into(), json!(role));
+            }
+            if shape & 16 != 0 {
+                o.insert(
+                    "payload".into(),
+                    json!({"type": "message", "role": role, "content": content}),
+                );
+            }
+            if shape & 32 != 0 {
+                o.insert("data".into(), json!({"content": content}));
+            }
+            if shape & 64 != 0 {
+                o.insert(
+                    "sessionId".into(),
+                    json!(if shape & 128 != 0 { "other" } else { "sess" }),
+                );
+            }
+            Value::Object(o)
+        },
+    )
+}
+
+fn all_turns(p: &ParsedFile) -> Vec<String> {
+    p.sessions
+        .iter()
+        .flat_map(|s| s.turns.iter().map(|t| t.text.clone()))
+        .collect()
+}
+
+fn abandoned(p: &ParsedFile) -> u64 {
+    p.skipped.get("abandoned_branch").copied().unwrap_or(0)
+}
+
+/// Whether `record` rewrites a message the log already has under that id (a Gemini upsert):
+/// an edit of the conversation, not a loss.
+fn rewrites_a_message(format: Format, base: &str, record: &Value) -> bool {
+    format == Format::Gemini
+        && record
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| base.contains(&format!("\"id\":\"{id}\"")))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512)
+    ))]
+
+    /// Appending any single record to a valid session never shrinks what is indexed: every
+    /// turn the file had is still there (an appended piece may extend it), unless the record
+    /// is a genuine branch switch or rewind, and then the report counts what it left off.
+    #[test]
+    fn one_more_record_never_drops_turns(
+        which in 0..7usize,
+        pooled in any::<prop::sample::Index>(),
+        from_pool in any::<bool>(),
+        record in arbitrary_record(),
+    ) {
+        let (format, name, base) = &valid_sessions()[which];
+        let record = if from_pool {
+            let pool = pool();
+            match serde_json::from_slice::<Value>(&pool[pooled.index(pool.len())]) {
+                Ok(v) => v,
+                Err(_) => record,
+            }
+        } else {
+            record
+        };
+        // The format a file was first indexed as is kept (see `Writer::index_files`).
+        let before = parse::parse_bytes(base.as_bytes(), Path::new(name), Some(*format));
+        let old = all_turns(&before);
+        prop_assert!(!old.is_empty(), "{format:?}: the base session parses");
+        let appended = format!("{base}{record}\n");
+        let after = parse::parse_bytes(appended.as_bytes(), Path::new(name), Some(*format));
+        let new = all_turns(&after);
+        let kept = old.iter().all(|t| new.iter().any(|n| n.contains(t.as_str())));
+        prop_assert!(
+            kept || abandoned(&after) > abandoned(&before) || rewrites_a_message(*format, base, &record),
+            "{format:?} lost turns after appending {record}:\nbefore {old:?}\nafter  {new:?}\nskipped {:?}",
+            after.skipped
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The same through the index: a short log whose format was detected keeps it when a
+    /// record that looks like another format is appended (detection alone would flip).
+    #[test]
+    fn one_more_record_never_drops_indexed_turns(
+        which in 0..7usize,
+        pooled in any::<prop::sample::Index>(),
+    ) {
+        let (format, name, base) = &valid_sessions()[which];
+        let pool = pool();
+        let Ok(record) = serde_json::from_slice::<Value>(&pool[pooled.index(pool.len())]) else {
+            return Ok(());
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(Path::new(name).file_name().unwrap());
+        std::fs::write(&file, base).unwrap();
+        // The chunk texts after indexing the file, and the records it reported left off the
+        // active branch.
+        let index = |home: &Path| -> (Vec<String>, u64) {
+            let store = Store::open(home, Quantization::F16).unwrap();
+            let mut w = Writer::new(store.clone(), None).unwrap();
+            let plan = w.scan(std::slice::from_ref(&file)).unwrap();
+            let report = w.index_files(&plan.to_index).unwrap();
+            w.commit().unwrap();
+            drop(w);
+            let texts = store.get(&all_keys(home)).unwrap().into_iter().map(|c| c.text).collect();
+            (texts, report.records_skipped.get("abandoned_branch").copied().unwrap_or(0))
+        };
+        let home = dir.path().join("home");
+        let (first, _) = index(&home);
+        let before = parse::parse_bytes(base.as_bytes(), Path::new(name), None);
+        prop_assume!(before.format == Some(*format) && !first.is_empty());
+        std::fs::write(&file, format!("{base}{record}\n")).unwrap();
+        let (second, abandoned) = index(&home);
+        let text = second.join("\n");
+        for turn in all_turns(&before) {
+            prop_assert!(
+                text.contains(&turn) || abandoned > 0 || rewrites_a_message(*format, base, &record),
+                "{format:?}: {turn:?} gone after appending {record}"
+            );
+        }
+    }
+}
+
+/// Every chunk key the manifest of `home` lists.
+fn all_keys(home: &Path) -> Vec<u64> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.join("manifest.json")).unwrap()).unwrap();
+    manifest["files"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|e| {
+            e["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_record_without_content_never_becomes_the_leaf() {
+    let mut doc = cc_basic();
+    doc.push_str(
+        &json!({"type": "assistant", "uuid": "zz1", "message": {"content": 42}}).to_string(),
+    );
+    doc.push('\n');
+    let p = parse_as(doc.as_bytes(), "/p/-proj/sess.jsonl");
+    assert_eq!(p.sessions.len(), 1);
+    assert_eq!(
+        texts(&p.sessions[0]).len(),
+        2,
+        "{:?}",
+        texts(&p.sessions[0])
+    );
+    // A genuine branch switch: a new reply to the first prompt. The report counts what the
+    // old branch held.
+    let mut doc = cc_basic();
+    doc.push_str(
+        &cc_asst(
+            "b1",
+            Some("u1"),
+            "m9",
+            json!([{"type": "text", "text": "another take"}]),
+        )
+        .to_string(),
+    );
+    doc.push('\n');
+    let p = parse_as(doc.as_bytes(), "/p/-proj/sess.jsonl");
+    assert_eq!(texts(&p.sessions[0]), ["first prompt", "another take"]);
+    assert_eq!(p.skipped.get("abandoned_branch"), Some(&3));
 }

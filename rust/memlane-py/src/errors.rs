@@ -30,6 +30,12 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     memlane.errors,
+    DiskFullError,
+    MemlaneError,
+    "The disk filled up while committing; the last commit is intact."
+);
+pyo3::create_exception!(
+    memlane.errors,
     ParseError,
     MemlaneError,
     "A source file cannot be parsed at all."
@@ -44,6 +50,7 @@ pub fn to_py(err: Error) -> PyErr {
         Error::Corrupt { .. } => CorruptIndexError::new_err(msg),
         Error::EmbedderMismatch { .. } => EmbedderMismatchError::new_err(msg),
         Error::Parse { .. } => ParseError::new_err(msg),
+        Error::DiskFull(_) => DiskFullError::new_err(msg),
         Error::InvalidArgument(_) => PyValueError::new_err(msg),
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(msg)
@@ -64,5 +71,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<EmbedderMismatchError>(),
     )?;
     m.add("ParseError", py.get_type::<ParseError>())?;
+    m.add("DiskFullError", py.get_type::<DiskFullError>())?;
     Ok(())
 }

@@ -8,6 +8,11 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The core turns panics (tantivy's on some damaged files) into errors that name the file;
+    // the default hook would still print a backtrace banner on stderr first.
+    if std::env::var_os("MEMLANE_DEBUG").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_THRESHOLD", memlane_core::hybrid::DEFAULT_THRESHOLD)?;
     m.add(
@@ -17,6 +22,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<store::PyWriter>()?;
+    m.add_class::<store::PyHomeLock>()?;
+    m.add_function(wrap_pyfunction!(store::install_rebuilt, m)?)?;
+    m.add_function(wrap_pyfunction!(store::clear_repair_leftovers, m)?)?;
+    m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
     m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
     Ok(())

@@ -5,7 +5,9 @@ use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
 use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
-use memlane_core::store::{Hit, SearchRequest, Store, Writer};
+use memlane_core::store::{
+    self as core_store, Forget, Hit, HomeLock, SearchRequest, Store, Writer,
+};
 use memlane_core::vector::Quantization;
 use memlane_core::{parse, Error};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -225,6 +227,12 @@ impl PyStore {
             .collect())
     }
 
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let inner = &self.inner;
+        let keys = detached(py, || inner.keys())?;
+        Ok(PyArray1::from_vec(py, keys))
+    }
+
     fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let inner = &self.inner;
         let status = detached(py, || inner.status())?;
@@ -235,13 +243,27 @@ impl PyStore {
     /// and any load of the vectors it triggers happen without the GIL.
     fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = &self.inner;
-        let meta = py.detach(|| inner.meta());
+        let meta = detached(py, || inner.meta())?;
         let d = PyDict::new(py);
         d.set_item("version", meta.version)?;
         d.set_item("embedder_id", meta.embedder_id)?;
         d.set_item("dim", meta.dim)?;
         d.set_item("quantization", meta.quantization)?;
         Ok(d)
+    }
+
+    /// Check the home (the caller holds its lock): a dict of findings and counts.
+    #[pyo3(signature = (lock, thorough = true))]
+    fn verify(&self, py: Python<'_>, lock: &PyHomeLock, thorough: bool) -> PyResult<Py<PyAny>> {
+        let inner = &self.inner;
+        let report = lock.with(py, |lock| Ok(inner.verify(lock, thorough)))?;
+        json_to_py(py, &report)
+    }
+
+    /// The source files a rebuild reads.
+    fn sources(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let inner = &self.inner;
+        detached(py, || inner.sources())
     }
 
     #[pyo3(signature = (format = None))]
@@ -348,6 +370,51 @@ impl PyWriter {
         json_to_py(py, &report)
     }
 
+    /// Forget a `session`, a `path` or a `chunk` (hex id): remove and tombstone it, or with
+    /// `dry_run` say what that would remove.
+    #[pyo3(signature = (kind, value, dry_run = false))]
+    fn forget(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        value: &str,
+        dry_run: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let what = forget_target(kind, value)?;
+        let report = self.with(py, |w| w.forget(&what, dry_run))?;
+        json_to_py(py, &report)
+    }
+
+    /// Lift a tombstone; returns the files the next index run reads again.
+    fn unforget(&self, py: Python<'_>, kind: &str, value: &str) -> PyResult<Py<PyAny>> {
+        let what = forget_target(kind, value)?;
+        let report = self.with(py, |w| w.unforget(&what))?;
+        json_to_py(py, &report)
+    }
+
+    /// Take deleted chunks' text off the disk (after a commit that forgot some).
+    fn purge_deleted(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, Writer::purge_deleted)
+    }
+
+    /// Carry over from `old` the chunks of source files a rebuild cannot read.
+    fn adopt_files(
+        &self,
+        py: Python<'_>,
+        old: &PyStore,
+        paths: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let old = old.inner.clone();
+        let report = self.with(py, |w| w.adopt_files(&old, &paths))?;
+        json_to_py(py, &report)
+    }
+
+    /// Copy `old`'s vectors to chunks that have none; returns how many got some.
+    fn adopt_vectors(&self, py: Python<'_>, old: &PyStore, embedder_id: String) -> PyResult<u64> {
+        let old = old.inner.clone();
+        self.with(py, |w| w.adopt_vectors(&old, &embedder_id))
+    }
+
     /// Release the write lock (uncommitted work is discarded).
     fn close(&self) -> PyResult<()> {
         let mut guard = self
@@ -392,4 +459,85 @@ pub fn chunk_file(
         Ok(chunk_parsed(&parsed, &path.to_string_lossy(), budget))
     })?;
     json_to_py(py, &chunks)
+}
+
+fn forget_target(kind: &str, value: &str) -> PyResult<Forget> {
+    match kind {
+        "session" => Ok(Forget::Session(value.to_owned())),
+        "path" => Ok(Forget::Path(value.to_owned())),
+        "chunk" => u64::from_str_radix(value, 16)
+            .map(Forget::Chunk)
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{value:?} is not a chunk id (hex digits, as search and recall print them)"
+                ))
+            }),
+        other => Err(PyValueError::new_err(format!(
+            "cannot forget a {other:?}: use session, path or chunk"
+        ))),
+    }
+}
+
+/// The write lock of a home, held until `close()` (or the end of a `with` block).
+#[pyclass(name = "HomeLock", module = "memlane._core", frozen)]
+pub struct PyHomeLock {
+    inner: Mutex<Option<HomeLock>>,
+}
+
+impl PyHomeLock {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&HomeLock) -> memlane_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        let guard = self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("home lock poisoned"))?;
+        let lock = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("home lock is released"))?;
+        py.detach(|| f(lock)).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyHomeLock {
+    #[new]
+    fn new(py: Python<'_>, home: PathBuf) -> PyResult<Self> {
+        let lock = detached(py, || HomeLock::acquire(&home))?;
+        Ok(PyHomeLock {
+            inner: Mutex::new(Some(lock)),
+        })
+    }
+
+    /// Release the lock.
+    fn close(&self) -> PyResult<()> {
+        self.inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("home lock poisoned"))?
+            .take();
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&self, _a: Py<PyAny>, _b: Py<PyAny>, _c: Py<PyAny>) -> PyResult<bool> {
+        self.close()?;
+        Ok(false)
+    }
+}
+
+/// Swap the home rebuilt in the locked home's repair folder in place of its files.
+#[pyfunction]
+pub fn install_rebuilt(py: Python<'_>, lock: &PyHomeLock) -> PyResult<()> {
+    lock.with(py, core_store::install_rebuilt)
+}
+
+/// Remove what an interrupted repair of the locked home left.
+#[pyfunction]
+pub fn clear_repair_leftovers(py: Python<'_>, lock: &PyHomeLock) -> PyResult<()> {
+    lock.with(py, core_store::clear_repair_leftovers)
 }

@@ -113,6 +113,16 @@ struct Node {
     files: Vec<String>,
 }
 
+impl Node {
+    /// A message record that adds something to the conversation: only such a record can be
+    /// the leaf of the active branch. A stray record without content (an API error, a
+    /// malformed message) must not become the leaf and cut every turn off the branch.
+    fn carries_content(&self) -> bool {
+        self.is_message
+            && (self.human.is_some() || self.summary.is_some() || !self.pieces.is_empty())
+    }
+}
+
 #[derive(Default)]
 struct Sink {
     nodes: Vec<Node>,
@@ -435,6 +445,9 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
         if key == GroupKey::Main && !built.explicit_leaf {
             main_anchor = built.anchor;
         }
+        if built.abandoned > 0 {
+            *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += built.abandoned;
+        }
         let turns = built.turns;
         let (id, parent_id, title) = match &key {
             GroupKey::Main => {
@@ -546,7 +559,7 @@ pub(crate) fn resume(
             return None;
         }
     }
-    let leaf = nodes.iter().rposition(|n| n.is_message)?;
+    let leaf = nodes.iter().rposition(Node::carries_content)?;
     if sink.last_prompt.as_ref().is_some_and(|(_, at)| leaf < *at) {
         return None;
     }
@@ -565,6 +578,12 @@ pub(crate) fn resume(
     let (turns, anchor) = replay(nodes, &path_nodes);
     let (node, turn_base) = anchor?;
     let new_nodes = nodes.partition_point(|n| n.offset < old_len);
+    // Records before `old_len` were accounted for by the run that read them.
+    let content: Vec<bool> = nodes.iter().map(Node::carries_content).collect();
+    let abandoned = tree::off_path(&content, &path_nodes, new_nodes);
+    if abandoned > 0 {
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += abandoned;
+    }
     out.sessions.push(Session {
         id: state.session_id.clone(),
         parent_id: state.parent_id.clone(),
@@ -638,6 +657,8 @@ struct Built {
     explicit_leaf: bool,
     /// (node index, turn index) of the last record a resume can start from.
     anchor: Option<(usize, usize)>,
+    /// Records with content left off the active branch (rewinds, edits, retries).
+    abandoned: u64,
 }
 
 fn build_group(
@@ -645,9 +666,13 @@ fn build_group(
     members: &[usize],
     last_prompt: Option<&(String, usize)>,
 ) -> Option<Built> {
-    let last_msg = members.iter().rposition(|&i| nodes[i].is_message)?;
-    // A `last-prompt` pointer wins only if nothing conversational was written after it.
-    let explicit = last_prompt.and_then(|(leaf, at)| {
+    let content: Vec<bool> = members
+        .iter()
+        .map(|&i| nodes[i].carries_content())
+        .collect();
+    let last_msg = content.iter().rposition(|&c| c)?;
+    // A `last-prompt` pointer counts only if nothing conversational was written after it.
+    let pinned = last_prompt.and_then(|(leaf, at)| {
         if members[last_msg] >= *at {
             return None;
         }
@@ -657,15 +682,15 @@ fn build_group(
     });
     let ids: Vec<Option<&str>> = members.iter().map(|&i| nodes[i].uuid.as_deref()).collect();
     let links: Vec<Link> = members.iter().map(|&i| nodes[i].link.clone()).collect();
-    let path: Vec<usize> = tree::active_path(&ids, &links, Some(explicit.unwrap_or(last_msg)))
-        .into_iter()
-        .map(|local| members[local])
-        .collect();
+    let branch = tree::active_branch(&ids, &links, &content, pinned)?;
+    let path: Vec<usize> = branch.path.into_iter().map(|i| members[i]).collect();
     let (turns, anchor) = replay(nodes, &path);
     (!turns.is_empty()).then_some(Built {
         turns,
-        explicit_leaf: explicit.is_some(),
+        // A pinned leaf is not resumed from (see `resume`), whichever branch it picked.
+        explicit_leaf: pinned.is_some(),
         anchor,
+        abandoned: branch.abandoned,
     })
 }
 

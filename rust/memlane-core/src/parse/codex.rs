@@ -386,21 +386,66 @@ pub struct Continuation {
     before: Sources,
 }
 
+/// Which prompts and replies `sources` shows: every one of its chosen log, and those of the
+/// other log that the chosen log does not repeat next to them. A file whose older turns were
+/// written by a Codex that kept only one log keeps them when a newer Codex appends turns in
+/// both: the choice of log only ever drops a duplicate.
+fn shown(events: &[(usize, Ev)], sources: Sources) -> Vec<bool> {
+    // (is a prompt, from the chosen log, text compared for duplicates) of a prompt or reply.
+    let said = |e: &Ev| -> Option<(bool, bool, String)> {
+        match e {
+            Ev::User { text, event, .. } => {
+                Some((true, *event == sources.event_users, clean::clean_text(text)))
+            }
+            Ev::Assistant { text, event, .. } => Some((
+                false,
+                *event != sources.item_assistant,
+                text.trim().to_owned(),
+            )),
+            _ => None,
+        }
+    };
+    let said: Vec<Option<(bool, bool, String)>> = events.iter().map(|(_, e)| said(e)).collect();
+    (0..events.len())
+        .map(|i| {
+            let Some((prompt, chosen, text)) = &said[i] else {
+                return true;
+            };
+            if *chosen {
+                return true;
+            }
+            // The run of neighbours of the same kind (prompts, or replies) around this one.
+            let same_kind = |j: &usize| said[*j].as_ref().is_some_and(|(p, ..)| p == prompt);
+            let before = (0..i).rev().take_while(same_kind);
+            let after = (i + 1..events.len()).take_while(same_kind);
+            // One log may add what the other leaves out (an attached image): a text the
+            // other contains is the same message.
+            let twin = |t: &String| {
+                !t.is_empty() && (t.contains(text.as_str()) || text.contains(t.as_str()))
+            };
+            !before
+                .chain(after)
+                .any(|j| said[j].as_ref().is_some_and(|(_, c, t)| *c && twin(t)))
+        })
+        .collect()
+}
+
 /// Turns of `events` rendered from `sources`, and the (line offset, raw turn index) of the
 /// last event that opened a human or summary turn.
 fn render(events: &[(usize, Ev)], sources: Sources) -> (TurnBuilder, Option<(usize, usize)>) {
+    let shown = shown(events, sources);
     let mut b = TurnBuilder::default();
     let mut opened = None;
-    for (offset, e) in events {
+    for ((offset, e), shown) in events.iter().zip(shown) {
         let before = b.len();
         match e {
-            Ev::User { text, ts, event } => {
-                if *event == sources.event_users && !is_scaffolding(text) {
+            Ev::User { text, ts, .. } => {
+                if shown && !is_scaffolding(text) {
                     b.push(Role::User, clean::clean_text(text), *ts, None);
                 }
             }
-            Ev::Assistant { text, ts, event } => {
-                if *event != sources.item_assistant {
+            Ev::Assistant { text, ts, .. } => {
+                if shown {
                     b.text(text, *ts, None);
                 }
             }

@@ -127,6 +127,28 @@ fn id_from_path(path: &Path) -> String {
     stem
 }
 
+/// Whether an event adds to the conversation (only such an event may be the leaf of the
+/// active branch).
+fn carries_content(e: &Map<String, Value>) -> bool {
+    let data = e.get("data");
+    let has = |key: &str| {
+        data.and_then(|d| d.get(key))
+            .is_some_and(|v| !clean::value_text(v).trim().is_empty())
+    };
+    match s(e, "type").unwrap_or("") {
+        "user.message" => has("content"),
+        "assistant.message" => {
+            has("content")
+                || data
+                    .and_then(|d| d.get("toolRequests"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty())
+        }
+        "tool.execution_start" | "tool.execution_complete" => true,
+        _ => false,
+    }
+}
+
 /// Parse a Copilot CLI events file.
 pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     let mut sink = Sink::default();
@@ -140,8 +162,15 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
             _ => Link::Root,
         })
         .collect();
+    let content: Vec<bool> = sink.events.iter().map(carries_content).collect();
     let mut r = Render::default();
-    for i in tree::active_path(&ids, &links, sink.events.len().checked_sub(1)) {
+    let Some(branch) = tree::active_branch(&ids, &links, &content, None) else {
+        return;
+    };
+    if branch.abandoned > 0 {
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += branch.abandoned;
+    }
+    for i in branch.path {
         r.event(&sink.events[i]);
     }
     // session.start may sit off the active branch (it is the root, so normally it is on it).

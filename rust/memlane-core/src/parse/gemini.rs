@@ -40,6 +40,8 @@ struct Log<'k> {
     before: Option<&'k [u32]>,
     /// A line of the region touched the messages before the anchor.
     escaped: bool,
+    /// Messages a rewind or a `$set` took off the list (reported as `abandoned_branch`).
+    dropped: u64,
 }
 
 impl Log<'_> {
@@ -91,6 +93,7 @@ impl Log<'_> {
             .unwrap_or(0)
             .min(self.msgs.len());
         self.touched(at);
+        self.dropped += (self.msgs.len() - at) as u64;
         for m in self.msgs.drain(at..) {
             if let Some(id) = m.get("id").and_then(Value::as_str) {
                 self.index.remove(id);
@@ -108,6 +111,7 @@ impl Log<'_> {
             if let Some(Value::Array(list)) = set.get("messages") {
                 self.escaped |= self.before.is_some();
                 self.touched(0);
+                self.dropped += self.msgs.len() as u64;
                 self.msgs.clone_from(list);
                 self.reindex();
             }
@@ -240,6 +244,11 @@ fn session(
     known: Vec<u32>,
     out: &mut ParsedFile,
 ) -> Option<Anchor> {
+    if log.dropped > 0 {
+        *out.skipped
+            .entry(super::tree::ABANDONED.to_owned())
+            .or_insert(0) += log.dropped;
+    }
     let mut b = TurnBuilder::default();
     let mut opened = None;
     for (i, m) in log.msgs.iter().enumerate() {

@@ -257,10 +257,11 @@ fn parse_plain_resumable(
         None => detect::detect_settled(bytes, path),
     };
     let Some(format) = format else {
-        let out = ParsedFile {
+        let mut out = ParsedFile {
             complete_bytes: bytes.len() as u64,
             ..ParsedFile::default()
         };
+        out.unrecognised = Some(unrecognised(bytes, &mut out).into());
         return (out, None);
     };
     let mut out = ParsedFile {
@@ -315,6 +316,37 @@ fn parse_plain_resumable(
         }
     };
     (out, anchor.filter(|_| settled))
+}
+
+/// Why `bytes` are in no format: what a user needs to know about a file that gave nothing.
+/// Lines too long to parse are counted in `out` (they may be what hid the format).
+fn unrecognised(bytes: &[u8], out: &mut ParsedFile) -> &'static str {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return "empty_file";
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    // Text files hold no NUL; a cut at the sample's end may split one UTF-8 character.
+    let text = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none() && head.len() == 8192,
+    };
+    if head.contains(&0) || !text {
+        return "binary";
+    }
+    let (mut oversize, mut other) = (0, 0);
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.len() > lines::MAX_LINE {
+            oversize += 1;
+            out.skip("oversize_line");
+        } else if !line.iter().all(u8::is_ascii_whitespace) {
+            other += 1;
+        }
+    }
+    if oversize > 0 && other == 0 {
+        "oversize_line"
+    } else {
+        "unknown_format"
+    }
 }
 
 /// Read and parse one transcript file (`.jsonl`, `.json`, zstd-compressed `.jsonl.zst`, or a

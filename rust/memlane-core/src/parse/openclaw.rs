@@ -21,11 +21,17 @@ struct Entry {
     id: Option<String>,
     link: Link,
     ts: Option<i64>,
-    /// Conversation content (message or summary): may be the leaf of the active path.
-    is_content: bool,
     human: Option<String>,
     summary: Option<(String, Vec<String>)>,
     pieces: Vec<Piece>,
+}
+
+impl Entry {
+    /// Conversation content (a message or summary that renders to something): only such an
+    /// entry may be the leaf of the active path.
+    fn carries_content(&self) -> bool {
+        self.human.is_some() || self.summary.is_some() || !self.pieces.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -78,7 +84,6 @@ impl Sink {
             id,
             link,
             ts: o.get("timestamp").and_then(clean::value_ts),
-            is_content: false,
             human: None,
             summary: None,
             pieces: Vec::new(),
@@ -102,7 +107,6 @@ impl Sink {
                         }
                     }
                     e.summary = Some((text.to_owned(), files));
-                    e.is_content = true;
                 }
             }
             _ => {}
@@ -116,13 +120,11 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
     match s(m, "role").unwrap_or("") {
         "user" => {
             let text = clean::clean_text(&clean::value_text(content));
-            e.is_content = true;
             if !text.is_empty() {
                 e.human = Some(text);
             }
         }
         "assistant" => {
-            e.is_content = true;
             match content {
                 Value::String(t) => e.pieces.push(Piece::Text(t.clone())),
                 Value::Array(blocks) => {
@@ -154,7 +156,6 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
             }
         }
         "toolResult" => {
-            e.is_content = true;
             let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
             e.pieces.push(Piece::Result {
                 text: clean::render_result(&clean::value_text(content)),
@@ -162,7 +163,6 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
             });
         }
         "bashExecution" => {
-            e.is_content = true;
             let cmd = s(m, "command").unwrap_or("");
             e.pieces.push(Piece::Call {
                 name: "bash".into(),
@@ -182,7 +182,6 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
                 .unwrap_or_else(|| clean::value_text(content));
             if !text.trim().is_empty() {
                 e.summary = Some((text, Vec::new()));
-                e.is_content = true;
             }
         }
         _ => {}
@@ -270,10 +269,14 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     let id = hid.unwrap_or_else(|| super::claude::stem(path));
 
     let entries = &sink.entries;
-    let leaf = entries.iter().rposition(|e| e.is_content)?;
     let ids: Vec<Option<&str>> = entries.iter().map(|e| e.id.as_deref()).collect();
     let links: Vec<Link> = entries.iter().map(|e| e.link.clone()).collect();
-    let path_idx = tree::active_path(&ids, &links, Some(leaf));
+    let content: Vec<bool> = entries.iter().map(Entry::carries_content).collect();
+    let branch = tree::active_branch(&ids, &links, &content, None)?;
+    if branch.abandoned > 0 {
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += branch.abandoned;
+    }
+    let path_idx = branch.path;
     let (b, opened) = replay(entries, &path_idx);
     let opened = opened.filter(|_| !sink.repeated && in_file_order(&path_idx));
     let (turns, anchor) = match opened {
@@ -334,7 +337,7 @@ pub(crate) fn resume(
     {
         return None;
     }
-    let leaf = entries.iter().rposition(|e| e.is_content)?;
+    let leaf = entries.iter().rposition(Entry::carries_content)?;
     let path: Vec<usize> = if state.linear {
         if !entries.iter().all(|e| e.link == Link::Root) {
             return None;
@@ -351,6 +354,13 @@ pub(crate) fn resume(
     let (b, opened) = replay(entries, &path);
     let (i, raw) = opened?;
     let (turns, turn_base) = b.finish_tracking(raw);
+    let new = entries.partition_point(|e| e.offset < old_len);
+    // Entries before `old_len` were accounted for by the run that read them.
+    let content: Vec<bool> = entries.iter().map(Entry::carries_content).collect();
+    let abandoned = tree::off_path(&content, &path, new);
+    if abandoned > 0 {
+        *out.skipped.entry(tree::ABANDONED.to_owned()).or_insert(0) += abandoned;
+    }
     out.sessions.push(Session {
         id: state.session_id.clone(),
         parent_id: None,
@@ -359,7 +369,6 @@ pub(crate) fn resume(
         title: None,
         turns,
     });
-    let new = entries.partition_point(|e| e.offset < old_len);
     Some(Anchor {
         offset: entries[i].offset,
         turn_base,

@@ -79,6 +79,64 @@ pub(crate) fn active_path(ids: &[Option<&str>], links: &[Link], leaf: Option<usi
     path
 }
 
+/// Skip reason of records with content left off the active branch: they are in the file, and
+/// the report says so, but the conversation the user ended up with does not contain them.
+pub(crate) const ABANDONED: &str = "abandoned_branch";
+
+/// The branch of a tree-shaped log that the user ended up on.
+pub(crate) struct Branch {
+    /// Indices of its records, root first.
+    pub(crate) path: Vec<usize>,
+    /// Records with content that it leaves off (rewinds, edits, retries): reported, so that
+    /// every record is accounted for.
+    pub(crate) abandoned: u64,
+}
+
+/// The active branch of a log whose records are `ids`/`links` (parallel, file order);
+/// `content[i]` says whether record `i` adds something to the conversation. `None` when no
+/// record does.
+///
+/// The leaf is the newest record with content — a stray record without any (an API error, a
+/// malformed message) never becomes the leaf and cuts the conversation off — unless
+/// `pinned` (a leaf the log names itself) lies on another branch. In a linked log only the
+/// first record starts the conversation: a later record without a parent continues from the
+/// one before it rather than discarding everything written so far.
+pub(crate) fn active_branch(
+    ids: &[Option<&str>],
+    links: &[Link],
+    content: &[bool],
+    pinned: Option<usize>,
+) -> Option<Branch> {
+    let newest = content.iter().rposition(|&c| c)?;
+    let mut links = links.to_vec();
+    if links.iter().any(|l| *l != Link::Root) {
+        for link in links.iter_mut().skip(1) {
+            if *link == Link::Root {
+                *link = Link::Previous;
+            }
+        }
+    }
+    let mut path = active_path(ids, &links, Some(newest));
+    if let Some(pinned) = pinned.filter(|p| !path.contains(p)) {
+        path = active_path(ids, &links, Some(pinned));
+    }
+    let abandoned = off_path(content, &path, 0);
+    Some(Branch { path, abandoned })
+}
+
+/// How many records from `from` on carry content (`content[i]`) but are not on `path`.
+pub(crate) fn off_path(content: &[bool], path: &[usize], from: usize) -> u64 {
+    let mut on_path = vec![false; content.len()];
+    for &i in path {
+        if let Some(slot) = on_path.get_mut(i) {
+            *slot = true;
+        }
+    }
+    (from..content.len())
+        .filter(|&i| content[i] && !on_path[i])
+        .count() as u64
+}
+
 /// The active path from `leaf` back to record 0 of a region at the end of a log, root
 /// first: what [`active_path`] walks in the whole log, given that record 0 of the region is
 /// on that path and nothing before the region links into it. `None` when the walk would

@@ -1,0 +1,463 @@
+"""Secrets in text: find them, name their kind, mask them.
+
+Transcripts keep what was pasted into them, keys included; memlane keeps them verbatim on disk
+and in the keyword index (so ``memlane search AKIA…`` finds where a key leaked), but every
+text it hands to an agent or prints passes through :func:`mask`, and the brain refuses to
+store one (:class:`~memlane.brain.guard.MemoryGuard` reports each as a ``secret.<kind>``
+finding).
+
+Kinds (:data:`KINDS`), most specific first; a match inside a span an earlier kind took is
+dropped:
+
+- ``private_key``: PEM/OpenSSH/PGP ``-----BEGIN … PRIVATE KEY-----`` blocks with a key body
+  (a header alone is prose) and PuTTY key files' private lines;
+- ``aws_access_key_id`` (``AKIA``/``ASIA``/… + 16), ``aws_secret_access_key`` (40 characters
+  of base64 after an AWS secret-key name, or right after a key id);
+- ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, fine-grained ``github_pat_``),
+  ``gitlab_token`` (``glpat-`` and GitLab's other prefixes), ``slack_token`` (``xox?-``,
+  ``xapp-``, incoming-webhook URLs), ``stripe_key`` (secret and restricted keys, live and
+  test, webhook secrets; publishable keys are public), ``anthropic_key`` (``sk-ant-…``),
+  ``openai_key`` (``sk-…T3BlbkFJ…``, ``sk-proj-…``);
+- ``jwt``: three base64url parts whose header decodes to a JSON object;
+- ``url_password``: the password of ``scheme://user:password@host`` URLs and connection
+  strings;
+- ``password``: a value assigned to a password-named variable, flag or phrase
+  (``DB_PASSWORD=…``, ``--password …``, "the password is …") that is not a reference to one
+  (``$VAR``, ``os.environ[…]``, ``${{ secrets.X }}``, a path) nor a placeholder;
+- ``high_entropy``: a random-looking value (mixed letters and digits, 16+ characters, high
+  Shannon entropy) right after a key/secret/token/credential/bearer word.
+
+The token shapes follow detect-secrets 1.5.0's plugins (Yelp, Apache-2.0) and the vendors'
+documented prefixes. detect-secrets itself is not used at run time: importing it costs
+about 0.2 s (its package loads the whole scanning engine and ``requests``) against a 0.3 s
+hook budget, its keyword plugin scans about 2.5 ms per KB, it reports values rather than
+positions (``ghp`` for a GitHub token), and it lacks several kinds above. The tests check
+that what its regex plugins find in their lines lies inside what this module finds.
+
+Every pattern starts with a literal (``AKIA``, ``ghp_``, ``://``, ``token``…), so the regex
+engine jumps from one occurrence to the next, and matching runs on an ASCII copy of the text
+with the same offsets: masking costs tens of µs per KB (benches/bench_guard.py).
+
+Example:
+    >>> mask("export AWS_ACCESS_KEY_ID=AKIAQYLPMN5HHHFP8WVY")
+    'export AWS_ACCESS_KEY_ID=AKIA…8WVY'
+    >>> [s.kind for s in find("postgres://billing:S3cr3tPa55w0rd@db.internal/billing")]
+    ['url_password']
+    >>> mask("the cache key is 7c1e9a0b4d2f6e83; see src/memlane/recall.py")
+    'the cache key is 7c1e9a0b4d2f6e83; see src/memlane/recall.py'
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+ELLIPSIS = "…"
+"""What stands for the hidden part of a masked secret."""
+
+_ERRORS = "memlane-secrets-ascii"
+codecs.register_error(_ERRORS, lambda err: ("x" * (err.end - err.start), err.end))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A shape of secret.
+
+    Attributes:
+        name: ``aws_access_key_id``; guard findings are ``secret.<name>``.
+        label: For people: ``AWS access key id``.
+        sources: Patterns, each starting with a literal (so the regex engine skips ahead to
+            it instead of trying every position: 1 µs per KB instead of up to 250); the named
+            group ``secret`` (else the whole match) is the secret, ``pre`` its public prefix.
+        ignorecase: The patterns are lower case and match the lower-cased text.
+        check: Whether a matched value really is a secret (placeholders, references…).
+        context: Whether the text before a match (the text, the match's offset) lets it count.
+        reveal: Show a prefix and suffix when masked (tokens); passwords and keys show nothing.
+    """
+
+    name: str
+    label: str
+    sources: tuple[str, ...]
+    ignorecase: bool = False
+    check: Callable[[str], bool] | None = None
+    context: Callable[[str, int], bool] | None = None
+    reveal: bool = True
+
+    @cached_property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        """Compiled on first use."""
+        return tuple(re.compile(p) for p in self.sources)
+
+
+@dataclass(frozen=True)
+class Secret:
+    """One secret found in a text.
+
+    Attributes:
+        kind: The :class:`Kind`'s name.
+        start: Offset of the secret in the text.
+        end: Offset just past it.
+        masked: What :func:`mask` puts in its place.
+    """
+
+    kind: str
+    start: int
+    end: int
+    masked: str
+
+    @property
+    def label(self) -> str:
+        """The kind for people (``AWS access key id``)."""
+        return KIND_BY_NAME[self.kind].label
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits per character.
+
+    Example:
+        >>> round(entropy("aaaa"), 2), round(entropy("abcd"), 2)
+        (0.0, 2.0)
+    """
+    n = len(value)
+    return sum(c / n * math.log2(n / c) for c in Counter(value).values()) if n else 0.0
+
+
+# Values people write where a real secret would go.
+_PLACEHOLDERS = frozenset(
+    """password passwd pass pwd pw secret secrets changeme change_me changeit example test testing
+    postgres postgresql mysql root admin administrator user username guest default redacted masked
+    placeholder hidden mypassword yourpassword your_password your-password mysecret yoursecret
+    dbpass dbpassword token apikey api_key none null nil empty foobar foo bar baz qwerty
+    letmein welcome password1 password123 hunter2 dummy fake sample testpass testpassword test123 secret123""".split()
+)
+# Sample values in code and docs ("secure_password123", "your-api-key", "changeme-in-prod").
+_PLACEHOLDER_PARTS = ("password", "passwd", "example", "changeme", "change-me", "placeholder", "dummy", "redacted", "your")
+_REFERENCE = re.compile(
+    r"[<>\[\]()…*]|^[$%{]|\$\{|\$\(|%\(|\{\{|^(?:os\.|env\.|process\.|getenv|secrets\.|settings\.|config\.|vault:|op://|ssm:|"
+    r"arn:|sm://|file:|/|~|\./|\.\./)",
+    re.IGNORECASE,
+)
+
+
+def _not_placeholder(value: str) -> bool:
+    low = value.lower().strip("'\"`")
+    if low in _PLACEHOLDERS or len(set(low)) <= 2 or any(p in low for p in _PLACEHOLDER_PARTS):
+        return False
+    # "<password>", "${DB_PASSWORD}", "$(pass show db)", "os.environ[...]", "xxxx": references
+    # to a secret kept elsewhere, or stand-ins.
+    return not _REFERENCE.search(low) and not re.fullmatch(r"x+|\.+|_+|-+", low)
+
+
+def _password_value(value: str) -> bool:
+    # An identifier (settings.password, DB_PASSWORD, required) names a password, it is not
+    # one: a value must hold a digit or a symbol.
+    return _not_placeholder(value) and bool(re.search(r"[^A-Za-z_.]", value)) and not value.isdigit()
+
+
+def _random_looking(value: str) -> bool:
+    """Long, mixed letters and digits, high entropy: a generated token, not a word or a path."""
+    if len(value) < 16 or not _not_placeholder(value):
+        return False
+    # A generated token has a long run of letters mixed with digits; identifiers
+    # (my_api_token_v2), paths (src/app/main.py), versions and UUIDs do not.
+    runs = re.findall(r"[A-Za-z0-9]{12,}", value)
+    if not any(re.search(r"\d", r) and re.search(r"[A-Za-z]", r) for r in runs):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", value) and len(value) < 32:
+        return False  # short hex: ids and hashes (chunk ids, short SHAs)
+    return entropy(value) >= 3.3
+
+
+def _aws_secret(value: str) -> bool:
+    return bool(re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"\d", value)) and "EXAMPLE" not in value
+
+
+def _aws_key_id(value: str) -> bool:
+    return "EXAMPLE" not in value  # AWS's documentation keys (AKIAIOSFODNN7EXAMPLE)
+
+
+def _jwt(value: str) -> bool:
+    import base64
+    import binascii
+    import json
+
+    header = value.split(".", 1)[0]
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return False
+    return isinstance(decoded, dict)
+
+
+def _key_body(value: str) -> bool:
+    # A header in prose ("the file starts with -----BEGIN RSA PRIVATE KEY-----") is no key.
+    return bool(re.search(r"[A-Za-z0-9+/=]{32,}", value[:600]))
+
+
+# ---------------------------------------------------------------------------- kinds
+
+# "api_key", "AccessKey", "signing-key": the word before "key" makes it a credential's name
+# (a cache key, a primary key or a partition key is none).
+_KEY_QUALIFIER = re.compile(r"(?:api|access|auth|private|signing|encryption|client|master|service|account)[ _-]?$")
+
+
+def _qualified_key(text: str, start: int) -> bool:
+    return text[start : start + 3].lower() != "key" or _KEY_QUALIFIER.search(text[max(0, start - 12) : start].lower()) is not None
+
+
+_B64 = r"[A-Za-z0-9/+]"
+_SEP = r"[\"'\]]{0,2}\s*(?::=|=>|[:=])\s*[\"'`]?|\s+(?:is|was)\s+[\"'`]?"
+_VALUE = r"(?P<secret>[A-Za-z0-9+/=_\-.~]{16,512})(?![A-Za-z0-9+/=_\-.~])"
+_ENTROPY_TAIL = r"[\w-]*(?:" + _SEP + r"|\s+[\"'`]?)" + _VALUE
+# A backslash ends a value: in JSON-escaped text it starts "\n", never a password.
+_PASSWORD_VALUE = r"(?P<secret>[^\s\"'`,;\\]{6,128})"
+_PASSWORD_TAIL = r"(?:" + _SEP + r")" + _PASSWORD_VALUE
+_AWS_SECRET_VALUE = r"(?P<secret>" + _B64 + r"{40})(?![A-Za-z0-9/+=])"
+
+KINDS: tuple[Kind, ...] = (
+    Kind(
+        "private_key",
+        "private key",
+        (
+            # The body runs to the END line, or, in a cut-off text, to the first character no
+            # key body holds (PEM headers and JSON-escaped newlines included).
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>(?:[A-Za-z0-9+/=\s]|\\[nr]|"
+            r"(?:Proc-Type|DEK-Info|Comment|Version):[^\n\\]*)+?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|"
+            r"(?=[^A-Za-z0-9+/=\s\\])|\Z))",
+            r"Private-Lines:\s*\d+(?P<secret>\s+[A-Za-z0-9+/=\s]{32,}?)(?=Private-MAC:|\Z)",
+        ),
+        check=_key_body,
+        reveal=False,
+    ),
+    Kind(
+        "aws_access_key_id",
+        "AWS access key id",
+        (r"(?P<pre>A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9]))(?<![A-Z0-9]A....)[A-Z0-9]{16}(?![A-Za-z0-9])",),
+        check=_aws_key_id,
+    ),
+    Kind(
+        "aws_secret_access_key",
+        "AWS secret access key",
+        (
+            r"secret[ _-]?(?:access[ _-]?)?key\w*(?:" + _SEP + r"|\s+)" + _AWS_SECRET_VALUE,
+            # The credentials csv, the console and people pasting both: the key id, then its secret.
+            r"a[ks]ia[a-z0-9]{16}(?![a-z0-9])[^\n]{1,40}?(?<![A-Za-z0-9/+=])" + _AWS_SECRET_VALUE,
+        ),
+        ignorecase=True,
+        check=_aws_secret,
+    ),
+    Kind(
+        "github_token",
+        "GitHub token",
+        (r"(?P<pre>g(?<![A-Za-z0-9_]g)(?:h[pousr]_|ithub_pat_))[A-Za-z0-9_]{22,255}(?![A-Za-z0-9_])",),
+        check=lambda v: len(v) >= (40 if v[3] == "_" else 33),  # ghp_ + 36; github_pat_ + 22 or more
+    ),
+    Kind(
+        "gitlab_token",
+        "GitLab token",
+        (
+            r"(?P<pre>gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-)[A-Za-z0-9_\-]{20,1024}(?![A-Za-z0-9_\-])",
+            r"(?P<pre>GR1348941)[A-Za-z0-9_\-]{20,50}(?![A-Za-z0-9_\-])",
+        ),
+    ),
+    Kind(
+        "slack_token",
+        "Slack token",
+        (
+            r"(?P<pre>xox(?:[abposr]-|(?P<refresh>e(?:\.xox[bp])?-\d-)))(?(refresh)[A-Za-z0-9]{40,}|(?:\d+-)+[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)",
+            r"(?P<pre>xapp-\d-)[A-Z0-9]+-\d+-[a-z0-9]+",
+            r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/(?P<secret>[A-Za-z0-9_]{8,})",
+        ),
+    ),
+    Kind(
+        "stripe_key",
+        "Stripe secret key",
+        (
+            r"(?P<pre>sk_(?:live|test)_)[0-9A-Za-z]{24,247}(?![0-9A-Za-z])",
+            r"(?P<pre>rk_(?:live|test)_)[0-9A-Za-z]{24,247}(?![0-9A-Za-z])",
+            r"(?P<pre>whsec_)[A-Za-z0-9]{32,}",
+        ),
+    ),
+    Kind(
+        "anthropic_key",
+        "Anthropic API key",
+        (r"(?P<pre>sk-ant-(?:api|admin|oat|ort|sid)\d\d-)[A-Za-z0-9_\-]{32,}",),
+    ),
+    Kind(
+        "openai_key",
+        "OpenAI API key",
+        (
+            # Every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI"); project, service
+            # account and admin keys are also known by their prefix.
+            r"(?P<pre>sk-(?:(?P<named>proj|svcacct|admin)-|None-)?)(?:[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}|"
+            r"(?(named)[A-Za-z0-9_\-]{40,}|(?!)))",
+        ),
+    ),
+    Kind(
+        "jwt",
+        "JSON Web Token",
+        (r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",),
+        check=_jwt,
+    ),
+    Kind(
+        "url_password",
+        "password in a URL",
+        (r"://[^\s:/?#@'\"<>\[\]{}`\\]*:(?P<secret>[^\s/?@'\"<>\[\]{}`\\]+)@(?=[\w.\-\[])",),
+        check=_not_placeholder,
+        reveal=False,
+    ),
+    Kind(
+        "password",
+        "password",
+        (
+            # password, passwd, passphrase (and DB_PASSWORD…), or "pass" as a word; a
+            # command-line flag (--password VALUE) may use a plain space.
+            r"pass(?:w(?:or)?d\w*|phrase\w*|(?<![a-z0-9]pass)\b)(?:" + _SEP + r"|(?<=--pass)\s+|(?<=--password)\s+|(?<=--passwd)\s+)"
+            + _PASSWORD_VALUE,
+            r"pwd(?<![a-z0-9]pwd)\b" + _PASSWORD_TAIL,
+        ),
+        ignorecase=True,
+        check=_password_value,
+        reveal=False,
+    ),
+    Kind(
+        "high_entropy",
+        "secret-looking value after a key/secret/token word",
+        (
+            r"key" + _ENTROPY_TAIL,
+            r"secret" + _ENTROPY_TAIL,
+            r"token" + _ENTROPY_TAIL,
+            r"credential" + _ENTROPY_TAIL,
+            r"bearer" + _ENTROPY_TAIL,
+        ),
+        ignorecase=True,
+        check=_random_looking,
+        context=_qualified_key,
+    ),
+)
+"""Every kind, most specific first."""
+
+KIND_BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
+
+
+# ---------------------------------------------------------------------------- finding and masking
+
+
+def mask_value(value: str, kind: str, prefix: str = "") -> str:
+    """The masked form of one secret: its public prefix, ``…`` and at most a quarter of the rest.
+
+    Enough to tell two keys apart and to find the one to rotate, never enough to use. Passwords
+    show nothing.
+
+    Example:
+        >>> mask_value("AKIAQYLPMN5HHHFP8WVY", "aws_access_key_id", "AKIA")
+        'AKIA…8WVY'
+        >>> mask_value("hunter2-Kx9!qz", "password")
+        '…'
+    """
+    if not KIND_BY_NAME[kind].reveal:
+        return ELLIPSIS
+    rest = value[len(prefix) :]
+    shown = min(4, len(rest) // 4)
+    head = prefix or rest[:shown]
+    return head + ELLIPSIS + (rest[-shown:] if shown else "")
+
+
+def find(text: str) -> list[Secret]:
+    """Every secret in ``text``, in order of position; overlapping matches count once.
+
+    Example:
+        >>> [(s.kind, s.masked) for s in find("token: ghp_R8aZk3vPq0sLmN2bXc4dEfGh5iJkLmNoPqRs")]
+        [('github_token', 'ghp_…PqRs')]
+    """
+    # Every secret shape is ASCII: match on an ASCII copy with the same offsets (a letter for
+    # each other character), whose passes cost a quarter of a wide string's, and whose
+    # lower-casing moves no offset.
+    plain = text if text.isascii() else text.encode("ascii", _ERRORS).decode("ascii")
+    lower = plain.lower()
+    taken: list[Secret] = []
+    for kind in KINDS:
+        subject = lower if kind.ignorecase else plain
+        for m in (m for p in kind.patterns for m in p.finditer(subject)):
+            # A ``secret`` group is the secret (its public context lies outside it); else the
+            # whole match is, its ``pre`` group the public prefix.
+            inner = "secret" in m.re.groupindex
+            start, end = m.span("secret") if inner else m.span()
+            value = text[start:end]
+            if kind.check is not None and not kind.check(value):
+                continue
+            if kind.context is not None and not kind.context(text, m.start()):
+                continue
+            if any(s.start < end and start < s.end for s in taken):
+                continue
+            prefix = "" if inner or "pre" not in m.re.groupindex else text[m.start("pre") : m.end("pre")]
+            taken.append(Secret(kind.name, start, end, mask_value(value, kind.name, prefix)))
+    taken.sort(key=lambda s: s.start)
+    return taken
+
+
+def mask(text: str) -> str:
+    """``text`` with every secret replaced by its masked form (``AKIA…8WVY``).
+
+    Idempotent: a masked text has no secrets left to find.
+
+    Example:
+        >>> mask("git clone https://deploy:Xk93mPq7Lz@git.example.com/org/repo.git")
+        'git clone https://deploy:…@git.example.com/org/repo.git'
+    """
+    return replace(text, find(text))
+
+
+def replace(text: str, found: list[Secret]) -> str:
+    """``text`` with the secrets :func:`find` returned for it replaced by their masked forms."""
+    if not found:
+        return text
+    out, at = [], 0
+    for s in found:
+        out += [text[at : s.start], s.masked]
+        at = s.end
+    out.append(text[at:])
+    return "".join(out)
+
+
+# Between the texts of one batch: whitespace to every pattern, and never inside a secret.
+_BATCH_SEPARATOR = "\n\x1f\n"
+
+
+def mask_many(texts: list[str]) -> list[str]:
+    """:func:`mask` of each text, in one pass over them all (a call has a fixed cost of its own).
+
+    Example:
+        >>> mask_many(["no secret here", "AKIAQYLPMN5HHHFP8WVY"])
+        ['no secret here', 'AKIA…8WVY']
+    """
+    joined = _BATCH_SEPARATOR.join(texts)
+    if joined.count(_BATCH_SEPARATOR) != max(len(texts) - 1, 0):
+        return [mask(t) for t in texts]  # a text holds the separator itself
+    found = [s for s in find(joined) if _BATCH_SEPARATOR not in joined[s.start : s.end]]
+    return replace(joined, found).split(_BATCH_SEPARATOR) if texts else []
+
+
+def mask_json(value: Any) -> Any:
+    """A JSON-ready value with every string in it masked (dict keys stay as they are).
+
+    Example:
+        >>> mask_json({"text": "AKIAQYLPMN5HHHFP8WVY", "k": [1, "ok"]})
+        {'text': 'AKIA…8WVY', 'k': [1, 'ok']}
+    """
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {k: mask_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask_json(v) for v in value]
+    return value

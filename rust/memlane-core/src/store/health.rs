@@ -1,0 +1,522 @@
+//! Finding and mending damage: [`Store::verify`] checks a home against itself, and the
+//! pieces of a repair rebuild it in a sibling folder from the sources, carry over what the
+//! sources no longer hold, and swap the rebuilt files in ([`install_rebuilt`]).
+//!
+//! A repair never writes over the files it replaces before the new ones are complete: the
+//! rebuilt home is a normal home in `<home>/repair.tmp`, and only its last step moves the old
+//! files aside (`<home>/repair.old`), the new ones in (the manifest last) and deletes the old.
+//! An interrupted swap leaves a home that `verify` flags and the next repair mends.
+
+use super::{
+    guarded, read_json, FileEntry, HomeLock, HomeMeta, Manifest, Store, Writer, LEXICAL_DIR,
+    MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
+};
+use crate::error::{Error, Result};
+use crate::lexical::StoredChunk;
+use crate::vector::VectorIndex;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Folder of a home in which a repair builds its replacement.
+pub const REPAIR_DIR: &str = "repair.tmp";
+/// Folder the replaced files wait in until the new ones are in place.
+const REPLACED_DIR: &str = "repair.old";
+/// The parts of a home a repair replaces, the manifest last: it is what says which chunks
+/// are live, so until it is in place the home reads as the old one or as damaged.
+const PARTS: [&str; 5] = [
+    LEXICAL_DIR,
+    VECTORS_FILE,
+    RESUME_DIR,
+    META_FILE,
+    MANIFEST_FILE,
+];
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something is broken: searches may miss or fail; `repair` mends it.
+    Problem,
+    /// Worth knowing, harmless: the next index run or `memlane embed` takes care of it.
+    Note,
+}
+
+/// One thing verify found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Problem or note.
+    pub severity: Severity,
+    /// Which part: `meta`, `manifest`, `keyword_index`, `vectors`, `sources`, `resume`.
+    pub part: String,
+    /// The file or folder concerned.
+    pub path: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+/// What [`Store::verify`] found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Verification {
+    /// The home checked.
+    pub home: String,
+    /// Whether the keyword index was read whole (file checksums, resume states).
+    pub thorough: bool,
+    /// Everything found, problems first.
+    pub findings: Vec<Finding>,
+    /// Source files in the manifest.
+    pub files: u64,
+    /// Chunks in the keyword index.
+    pub chunks: u64,
+    /// Of those, chunks that have vectors.
+    pub chunks_with_vectors: u64,
+}
+
+impl Verification {
+    /// No problem found (notes allowed).
+    #[must_use]
+    pub fn sound(&self) -> bool {
+        self.findings
+            .iter()
+            .all(|f| f.severity != Severity::Problem)
+    }
+
+    fn add(&mut self, severity: Severity, part: &str, path: &Path, message: String) {
+        self.findings.push(Finding {
+            severity,
+            part: part.to_owned(),
+            path: path.to_string_lossy().into_owned(),
+            message,
+        });
+    }
+}
+
+impl Store {
+    /// Check this home: its metadata and manifest read back, its keyword index opens (and,
+    /// when `thorough`, every index file matches its checksum), the manifest's chunks and the
+    /// index's agree, the vector file matches its header and its embedder record. Never
+    /// fails: whatever cannot be read is a finding. The caller holds the home's lock, so no
+    /// commit is half-way through while it looks.
+    #[must_use]
+    pub fn verify(&self, _lock: &HomeLock, thorough: bool) -> Verification {
+        let home = &self.home;
+        let mut v = Verification {
+            home: home.to_string_lossy().into_owned(),
+            thorough,
+            ..Verification::default()
+        };
+        let meta_path = home.join(META_FILE);
+        let meta: Option<HomeMeta> = match read_json(&meta_path) {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                v.add(Severity::Problem, "meta", &meta_path, e.to_string());
+                None
+            }
+        };
+        let manifest_path = home.join(MANIFEST_FILE);
+        let manifest: Option<Manifest> = match self.read_manifest() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                v.add(Severity::Problem, "manifest", &manifest_path, e.to_string());
+                None
+            }
+        };
+        if let Some(m) = &manifest {
+            v.files = m.files.len() as u64;
+            let gone = m.files.keys().filter(|p| !Path::new(p).exists()).count();
+            if gone > 0 {
+                v.add(
+                    Severity::Note,
+                    "sources",
+                    home,
+                    format!(
+                        "{gone} indexed source files are gone; their chunks stay until their \
+                         folder is indexed again (a repair keeps them too)"
+                    ),
+                );
+            }
+        }
+        let keys = self.verify_keyword_index(&mut v, manifest.as_ref(), thorough);
+        self.verify_vectors(&mut v, meta.as_ref(), keys.as_ref());
+        if thorough {
+            if let Some(m) = &manifest {
+                verify_resume_states(&mut v, home, m);
+            }
+        }
+        for leftover in [REPAIR_DIR, REPLACED_DIR] {
+            if home.join(leftover).exists() {
+                v.add(
+                    Severity::Note,
+                    "repair",
+                    &home.join(leftover),
+                    "left by an interrupted repair; the next repair removes it".into(),
+                );
+            }
+        }
+        v.findings.sort_by_key(|f| f.severity != Severity::Problem);
+        v
+    }
+
+    /// The keyword-index checks; the index's live keys when it could be read.
+    fn verify_keyword_index(
+        &self,
+        v: &mut Verification,
+        manifest: Option<&Manifest>,
+        thorough: bool,
+    ) -> Option<HashSet<u64>> {
+        if let Some(damage) = &self.damage {
+            v.add(
+                Severity::Problem,
+                "keyword_index",
+                &damage.path,
+                damage.reason.clone(),
+            );
+            return None;
+        }
+        let dir = self.lexical_dir();
+        if thorough {
+            match guarded(&dir, || self.lexical.damaged_files()) {
+                Ok(files) => {
+                    for file in files {
+                        v.add(
+                            Severity::Problem,
+                            "keyword_index",
+                            &dir.join(file),
+                            "checksum mismatch: the file was damaged after it was written".into(),
+                        );
+                    }
+                }
+                Err(e) => v.add(Severity::Problem, "keyword_index", &dir, e.to_string()),
+            }
+        }
+        let keys = match guarded(&dir, || {
+            self.lexical.reload()?;
+            self.lexical.all_keys()
+        }) {
+            Ok(keys) => keys,
+            Err(e) => {
+                v.add(Severity::Problem, "keyword_index", &dir, e.to_string());
+                return None;
+            }
+        };
+        v.chunks = keys.len() as u64;
+        if let Some(m) = manifest {
+            let listed: HashSet<u64> = m
+                .files
+                .values()
+                .flat_map(|e| e.keys.iter().copied())
+                .collect();
+            let missing = listed.difference(&keys).count();
+            if missing > 0 {
+                v.add(
+                    Severity::Problem,
+                    "keyword_index",
+                    &dir,
+                    format!(
+                        "{missing} chunks the manifest lists are missing from the keyword index"
+                    ),
+                );
+            }
+            let orphans = keys.difference(&listed).count();
+            if orphans > 0 {
+                v.add(
+                    Severity::Note,
+                    "keyword_index",
+                    &dir,
+                    format!(
+                        "{orphans} chunks belong to no source file (left by an interrupted run; \
+                         the next index run removes them)"
+                    ),
+                );
+            }
+        }
+        Some(keys)
+    }
+
+    fn verify_vectors(
+        &self,
+        v: &mut Verification,
+        meta: Option<&HomeMeta>,
+        keys: Option<&HashSet<u64>>,
+    ) {
+        let path = self.home.join(VECTORS_FILE);
+        let dim = meta.and_then(|m| m.dim);
+        match (path.exists(), dim) {
+            (false, None) => {}
+            (false, Some(_)) => v.add(
+                Severity::Problem,
+                "vectors",
+                &path,
+                "missing, though memlane.json records an embedder".into(),
+            ),
+            (true, None) => v.add(
+                Severity::Problem,
+                "vectors",
+                &path,
+                "memlane.json records no embedder for these vectors".into(),
+            ),
+            (true, Some(dim)) => {
+                match VectorIndex::check_file(&path, dim, self.quantization) {
+                    Err(e) => v.add(Severity::Problem, "vectors", &path, e.to_string()),
+                    Ok(index) => {
+                        let Some(keys) = keys else { return };
+                        let mut windows = 0;
+                        for &key in keys {
+                            let n = index.window_count(key);
+                            windows += n;
+                            v.chunks_with_vectors += u64::from(n > 0);
+                        }
+                        let pending = v.chunks - v.chunks_with_vectors;
+                        if pending > 0 {
+                            v.add(
+                            Severity::Note,
+                            "vectors",
+                            &path,
+                            format!("{pending} chunks have no vectors yet: `memlane embed` adds them"),
+                        );
+                        }
+                        let stale = index.len().saturating_sub(windows);
+                        if stale > 0 {
+                            v.add(
+                            Severity::Note,
+                            "vectors",
+                            &path,
+                            format!(
+                                "{stale} vectors of chunks no longer indexed (left by an interrupted \
+                                 run; a repair drops them)"
+                            ),
+                        );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The source files a rebuild reads: the manifest's, else (when the manifest cannot be
+    /// read) the files the keyword index's chunks come from.
+    ///
+    /// # Errors
+    /// `Corrupt` when neither can be read.
+    pub fn sources(&self) -> Result<Vec<String>> {
+        if let Ok(m) = self.read_manifest() {
+            return Ok(m.files.into_keys().collect());
+        }
+        let mut paths = HashSet::new();
+        guarded(&self.lexical_dir(), || {
+            self.lexical()?.for_each_chunk(|c| {
+                paths.insert(c.path);
+            })
+        })?;
+        let mut paths: Vec<String> = paths.into_iter().collect();
+        paths.sort();
+        Ok(paths)
+    }
+
+    /// The chunks of each of `paths` this home still holds: by the manifest's keys when it
+    /// can be read, else by scanning the keyword index. Unreadable chunks are left out.
+    fn chunks_of(
+        &self,
+        paths: &[String],
+    ) -> HashMap<String, (Option<FileEntry>, Vec<StoredChunk>)> {
+        let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        let mut out: HashMap<String, (Option<FileEntry>, Vec<StoredChunk>)> = HashMap::new();
+        if self.lexical().is_err() {
+            return out;
+        }
+        let dir = self.lexical_dir();
+        match self.read_manifest() {
+            Ok(m) => {
+                for (path, entry) in m.files {
+                    if wanted.contains(path.as_str()) {
+                        let chunks =
+                            guarded(&dir, || self.lexical.get(&entry.keys)).unwrap_or_default();
+                        out.insert(path, (Some(entry), chunks));
+                    }
+                }
+            }
+            Err(_) => {
+                let _ = guarded(&dir, || {
+                    self.lexical.for_each_chunk(|c| {
+                        if wanted.contains(c.path.as_str()) {
+                            out.entry(c.path.clone()).or_default().1.push(c);
+                        }
+                    })
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Resume states the manifest names that are missing or damaged.
+fn verify_resume_states(v: &mut Verification, home: &Path, manifest: &Manifest) {
+    let unreadable = manifest
+        .files
+        .iter()
+        .filter(|(path, e)| {
+            e.resume_state
+                .as_ref()
+                .is_some_and(|r| super::load_resume(home, path, r).is_none())
+        })
+        .count();
+    if unreadable > 0 {
+        v.add(
+            Severity::Note,
+            "resume",
+            &home.join(RESUME_DIR),
+            format!(
+                "{unreadable} resume states are unreadable: those files are parsed whole next time"
+            ),
+        );
+    }
+}
+
+/// What [`Writer::adopt_files`] carried over.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Adopted {
+    /// Files whose chunks were carried over.
+    pub files: u64,
+    /// Chunks carried over.
+    pub chunks: u64,
+    /// Files of which nothing could be read: their chunks are lost.
+    pub lost: Vec<String>,
+}
+
+impl Writer {
+    /// Carry over from `old` the chunks of `paths`, source files a rebuild cannot read any
+    /// more (gone or unreadable): their documents, as `old` holds them, and their manifest
+    /// entries, so they stay searchable until their folder is indexed again.
+    ///
+    /// # Errors
+    /// Index errors of this writer.
+    pub fn adopt_files(&mut self, old: &Store, paths: &[String]) -> Result<Adopted> {
+        let mut found = old.chunks_of(paths);
+        let mut report = Adopted::default();
+        for path in paths {
+            let (entry, chunks) = found.remove(path).unwrap_or_default();
+            if chunks.is_empty() {
+                report.lost.push(path.clone());
+                continue;
+            }
+            let mut keys = Vec::with_capacity(chunks.len());
+            for chunk in &chunks {
+                keys.push(chunk.key);
+                *self.refs.entry(chunk.key).or_insert(0) += 1;
+                if self.present.insert(chunk.key) {
+                    self.tantivy
+                        .add_document(self.store.lexical.document_of(chunk))?;
+                    report.chunks += 1;
+                    self.lexical_dirty = true;
+                }
+            }
+            let entry = entry.unwrap_or_default();
+            self.manifest.files.insert(
+                path.clone(),
+                FileEntry {
+                    keys,
+                    resume_state: None,
+                    sessions: entry.sessions.max(
+                        chunks
+                            .iter()
+                            .map(|c| c.session_id.as_str())
+                            .collect::<HashSet<_>>()
+                            .len(),
+                    ),
+                    ..entry
+                },
+            );
+            self.manifest_dirty = true;
+            report.files += 1;
+        }
+        Ok(report)
+    }
+
+    /// Give chunks that have no vectors the vectors `old` holds for them (when its vector
+    /// file reads back and was built by `embedder_id`). Returns how many chunks got some.
+    ///
+    /// # Errors
+    /// Vector index errors of this writer.
+    pub fn adopt_vectors(&mut self, old: &Store, embedder_id: &str) -> Result<u64> {
+        let meta: HomeMeta = read_json(&old.home.join(META_FILE)).unwrap_or_default();
+        let (Some(dim), Some(id)) = (meta.dim, meta.embedder_id.as_deref()) else {
+            return Ok(0);
+        };
+        if id != embedder_id {
+            return Ok(0);
+        }
+        let Ok(source) =
+            VectorIndex::check_file(&old.home.join(VECTORS_FILE), dim, old.quantization)
+        else {
+            return Ok(0);
+        };
+        let pending = self.pending_vectors()?;
+        let found: Vec<(u64, Vec<f32>)> = pending
+            .into_iter()
+            .map(|key| (key, source.windows(key)))
+            .filter(|(_, w)| !w.is_empty())
+            .collect();
+        if found.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<u64> = found.iter().map(|(k, _)| *k).collect();
+        let counts: Vec<usize> = found.iter().map(|(_, w)| w.len() / dim).collect();
+        let flat: Vec<f32> = found.into_iter().flat_map(|(_, w)| w).collect();
+        self.add_vectors(embedder_id, dim, &keys, &counts, &flat)?;
+        Ok(keys.len() as u64)
+    }
+}
+
+/// Replace the files of the locked home with those of the home rebuilt in its
+/// [`REPAIR_DIR`]: the old ones are moved aside, the new ones in (the manifest last), then
+/// the old ones are deleted and the rebuilt folder removed.
+///
+/// # Errors
+/// I/O errors; the old files are then still in `repair.old` (see the module docs).
+pub fn install_rebuilt(lock: &HomeLock) -> Result<()> {
+    let home = lock.home();
+    let rebuilt = home.join(REPAIR_DIR);
+    if !rebuilt.join(MANIFEST_FILE).exists() {
+        return Err(Error::InvalidArgument(format!(
+            "no rebuilt home at {}: nothing to install",
+            rebuilt.display()
+        )));
+    }
+    let replaced = home.join(REPLACED_DIR);
+    remove_any(&replaced)?;
+    std::fs::create_dir_all(&replaced)?;
+    for part in PARTS {
+        let (old, new) = (home.join(part), rebuilt.join(part));
+        if old.exists() {
+            std::fs::rename(&old, replaced.join(part))?;
+        }
+        if new.exists() {
+            std::fs::rename(&new, &old)?;
+        }
+        crate::durable::sync_dir(home)?;
+    }
+    remove_any(&replaced)?;
+    remove_any(&rebuilt)?;
+    Ok(())
+}
+
+/// Remove what a previous, interrupted repair left (before starting a new one).
+///
+/// # Errors
+/// I/O errors.
+pub fn clear_repair_leftovers(lock: &HomeLock) -> Result<()> {
+    remove_any(&lock.home().join(REPAIR_DIR))?;
+    remove_any(&lock.home().join(REPLACED_DIR))
+}
+
+fn remove_any(path: &PathBuf) -> Result<()> {
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
