@@ -207,6 +207,7 @@ def test_bm25_sharded_equals_one_home(cluster, s3, corpus: Path, tmp_path: Path)
         hits, want = index.search(query), one.search(query)
         assert [(h.id, h.score, h.scores, h.session_id, h.text) for h in hits] == [(h.id, h.score, h.scores, h.session_id, h.text) for h in want]
         assert all(h.path.startswith(f"s3://{BUCKET}/claude/") for h in hits)
+        assert index.snippets(query, hits, 80) == one.snippets(query, want, 80)
     assert compared >= 25  # most query × filter pairs have hits: the comparison is not vacuous
     # A scoped query asks only the shards that can hold its session.
     assert len(index._store.select(None, "deploy-1", None, None)) == 1

@@ -8,6 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+DEFAULT_THRESHOLD: float
+RELEVANCE_VECTOR_WEIGHT: float
 
 class MemlaneError(Exception): ...
 class IndexLockedError(MemlaneError): ...
@@ -50,7 +52,7 @@ class Store:
         until: int | None = None,
         fusion: str = "weighted",
         vector_weight: float = 0.6,
-        threshold: float = 0.2,
+        threshold: float = ...,
         candidates: int = 50,
     ) -> list[dict[str, Any]]: ...
     def summary(self) -> dict[str, Any]:
@@ -72,6 +74,11 @@ class Store:
     ) -> bytes:
         """Unfused keyword and vector candidates (wire form for ``fuse_candidates``), BM25 scored
         with ``stats`` (the whole corpus's) when given."""
+    def passages(
+        self, query: str, texts: list[str], max_chars: int = 300, stats: str | None = None
+    ) -> list[tuple[bool, str, bool] | None]:
+        """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs;
+        terms weighed by ``stats`` (the whole corpus's, from ``merge_term_stats``) when given."""
     def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
@@ -134,7 +141,7 @@ def fuse_candidates(
     candidates: int = 50,
     fusion: str = "weighted",
     vector_weight: float = 0.6,
-    threshold: float = 0.2,
-) -> list[tuple[int, int, float, float | None, float | None]]:
+    threshold: float = ...,
+) -> list[tuple[int, int, float, float | None, float | None, float | None, float]]:
     """Shards' ``Store.candidates`` merged and fused as one home's search: the best ``k`` as
-    ``(part, key, score, bm25, vector)``."""
+    ``(part, key, score, bm25, vector, coverage, relevance)``."""

@@ -60,6 +60,10 @@ class LocalShard:
         """Stored chunks by key."""
         return self.store.get(keys)
 
+    def passages(self, query: str, texts: list[str], max_chars: int, stats: str) -> list[tuple[bool, str, bool] | None]:
+        """Each text's best passage for ``query``, terms weighed by the corpus statistics ``stats``."""
+        return self.store.passages(query, texts, max_chars, stats)
+
     def windows(self, embedder_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Window vectors of these chunks from the shard's embedding cache (those it has)."""
         path = self.home / "cache" / "embeddings.sqlite"
@@ -137,14 +141,13 @@ class ShardSet:
         until: int | None = None,
         fusion: str = "weighted",
         vector_weight: float = 0.6,
-        threshold: float = 0.2,
+        threshold: float = _core.DEFAULT_THRESHOLD,
         candidates: int = 50,
     ) -> list[dict[str, Any]]:
         """Hits as one home over every shard's chunks returns them (``_core.Store.search``)."""
         filters = {"sources": sources, "session_id": session_id, "since": since, "until": until}
-        every = sorted(self.shards)
         # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
-        stats = _core.merge_term_stats(self.call([self._bound(n, "term_stats", query) for n in every]))
+        stats = self.term_stats(query)
         chosen = self.select(sources, session_id, since, until)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
         parts = self.call([self._bound(n, "candidates", query, request, stats) for n in chosen])
@@ -156,12 +159,23 @@ class ShardSet:
         found = self.call([self._bound(n, "get", owners[n]) for n in order])
         chunks = {c["key"]: c for batch in found for c in batch}
         hits = []
-        for _, key, score, bm25, vec in fused:
+        for _, key, score, bm25, vec, coverage, relevance in fused:
             chunk = chunks.get(key)
             if chunk is not None:
                 chunk["path"] = self.catalog.display_path(chunk["path"])
-                hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec})
+                hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance})
         return hits
+
+    def term_stats(self, query: str) -> str:
+        """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
+        return _core.merge_term_stats(self.call([self._bound(n, "term_stats", query) for n in sorted(self.shards)]))
+
+    def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
+        """Each text's best passage for ``query``, terms weighed as one home would weigh them."""
+        if not self.shards:
+            return [None] * len(texts)
+        first = min(self.shards)
+        return self.call([self._bound(first, "passages", query, texts, max_chars, self.term_stats(query))])[0]
 
     def _bound(self, shard: int, method: str, *args: Any) -> Callable[[], Any]:
         target = getattr(self.shards[shard], method)

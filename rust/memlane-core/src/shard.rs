@@ -174,6 +174,8 @@ impl Summary {
 pub struct Candidates {
     /// Keyword candidates (key, BM25 score), best first, equal scores by key.
     pub bm25: Vec<(u64, f32)>,
+    /// The most the query can score in BM25 (see [`Lexical::bm25_ceiling`]).
+    pub bm25_ceiling: f32,
     /// Vector candidates (key, exact cosine similarity), best first, equal ones by key.
     pub ann: Vec<(u64, f32)>,
     /// Exact similarity of every candidate of either list that has vectors.
@@ -210,6 +212,8 @@ impl Candidates {
         sims.sort_by_key(|s| s.0);
         Candidates {
             bm25: union(|c| &c.bm25),
+            // The same in every part scored with the same statistics.
+            bm25_ceiling: parts.iter().map(|p| p.bm25_ceiling).fold(0.0, f32::max),
             ann: union(|c| &c.ann),
             sims,
             have_vectors: parts.iter().any(|p| p.have_vectors),
@@ -222,6 +226,7 @@ impl Candidates {
         let sims: HashMap<u64, f32> = self.sims.iter().copied().collect();
         let mut fused = fuse(
             &self.bm25,
+            self.bm25_ceiling,
             &self.ann,
             &sims,
             self.have_vectors,
@@ -237,8 +242,9 @@ impl Candidates {
     pub fn to_bytes(&self) -> Vec<u8> {
         let lists = [&self.bm25, &self.ann, &self.sims];
         let len: usize = lists.iter().map(|l| l.len()).sum();
-        let mut out = Vec::with_capacity(1 + 12 + 12 * len);
+        let mut out = Vec::with_capacity(1 + 4 + 12 + 12 * len);
         out.push(u8::from(self.have_vectors));
+        out.extend_from_slice(&self.bm25_ceiling.to_bits().to_le_bytes());
         for list in lists {
             out.extend_from_slice(&u32::try_from(list.len()).unwrap_or(u32::MAX).to_le_bytes());
             for (key, score) in list {
@@ -264,6 +270,8 @@ impl Candidates {
             rest = tail;
             Ok(head)
         };
+        let bm25_ceiling =
+            f32::from_bits(u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?));
         let mut lists: [Vec<(u64, f32)>; 3] = Default::default();
         for list in &mut lists {
             let n = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?) as usize;
@@ -283,6 +291,7 @@ impl Candidates {
         let [bm25, ann, sims] = lists;
         Ok(Candidates {
             bm25,
+            bm25_ceiling,
             ann,
             sims,
             have_vectors: flag == 1,
@@ -321,12 +330,14 @@ mod tests {
     fn merge_keeps_the_best_of_the_union_with_ties_by_key() {
         let a = Candidates {
             bm25: vec![(5, 3.0), (1, 2.0)],
+            bm25_ceiling: 7.5,
             ann: vec![(5, 0.9)],
             sims: vec![(5, 0.9), (1, 0.2)],
             have_vectors: true,
         };
         let b = Candidates {
             bm25: vec![(4, 2.0), (9, 1.0)],
+            bm25_ceiling: 7.5,
             ann: vec![(7, 0.95), (4, 0.1)],
             sims: vec![(4, 0.1), (7, 0.95)],
             have_vectors: false,
@@ -335,6 +346,7 @@ mod tests {
         assert_eq!(m.bm25, vec![(5, 3.0), (1, 2.0), (4, 2.0)]);
         assert_eq!(m.ann, vec![(7, 0.95), (5, 0.9), (4, 0.1)]);
         assert_eq!(m.sims.len(), 4);
+        assert_eq!(m.bm25_ceiling, 7.5);
         assert!(m.have_vectors);
     }
 
@@ -342,6 +354,7 @@ mod tests {
     fn wire_form_round_trips_exactly() {
         let c = Candidates {
             bm25: vec![(u64::MAX >> 8, 1.0e-7), (3, f32::MAX)],
+            bm25_ceiling: 12.25,
             ann: vec![],
             sims: vec![(3, -0.333_333_34)],
             have_vectors: true,

@@ -259,7 +259,7 @@ pub struct SearchRequest {
     pub filters: Filters,
     /// Fusion method.
     pub fusion: Fusion,
-    /// Empty-result threshold.
+    /// Relevance floor: nothing when no candidate reaches it ([`crate::hybrid::fuse`]).
     pub threshold: f32,
     /// Candidates taken from each list before fusion.
     pub candidates: usize,
@@ -276,6 +276,10 @@ pub struct Hit {
     pub bm25: Option<f32>,
     /// Cosine similarity, if the chunk has vectors.
     pub vector: Option<f32>,
+    /// BM25 over the query's ceiling, if a keyword match (see [`crate::hybrid::Fused`]).
+    pub coverage: Option<f32>,
+    /// How relevant on an absolute scale ([`crate::hybrid::relevance`]).
+    pub relevance: f32,
 }
 
 /// Summary of a home.
@@ -609,6 +613,8 @@ impl Store {
                     score: f.score,
                     bm25: f.bm25,
                     vector: f.vector,
+                    coverage: f.coverage,
+                    relevance: f.relevance,
                 });
             }
         }
@@ -677,9 +683,26 @@ impl Store {
             }
             _ => None,
         };
+        // A home's own statistics unless a sharded search gives the whole corpus's.
+        let own;
+        let stats = match stats {
+            Some(stats) => stats,
+            None => {
+                own = TermStats::of(&self.lexical, searcher, &req.query)?;
+                &own
+            }
+        };
         // The keyword and vector searches are independent: run them on both cores.
         let (keyword, ann) = rayon::join(
-            || self.keyword_candidates(searcher, req, candidates, stats),
+            || {
+                self.lexical.search_with_statistics(
+                    searcher,
+                    &req.query,
+                    &req.filters,
+                    candidates,
+                    stats,
+                )
+            },
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
                     return Ok(Vec::new());
@@ -694,6 +717,7 @@ impl Store {
         );
         let (keyword, ann) = (keyword?, ann?);
         let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
+        let bm25_ceiling = self.lexical.bm25_ceiling(stats, &req.query)?;
         let mut sims = Vec::new();
         let mut ann = ann;
         if let Some((qv, index)) = index {
@@ -719,6 +743,7 @@ impl Store {
         Ok((
             Candidates {
                 bm25,
+                bm25_ceiling,
                 ann,
                 sims,
                 have_vectors,
@@ -727,40 +752,23 @@ impl Store {
         ))
     }
 
-    /// The best `limit` keyword hits, equal scores by key (tantivy breaks ties by document
-    /// address, which depends on how segments happen to be laid out). Fetches past the cut
-    /// until the tie group at the cut is whole.
-    fn keyword_candidates(
+    /// The passage of each text that best matches `query` (see [`Lexical::passages`]), terms
+    /// weighed by this home's statistics or, in a sharded index, the whole corpus's `stats`.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn passages(
         &self,
-        searcher: &tantivy::Searcher,
-        req: &SearchRequest,
-        limit: usize,
+        query: &str,
+        texts: &[&str],
+        max_chars: usize,
         stats: Option<&TermStats>,
-    ) -> Result<Vec<(u64, f32, tantivy::DocAddress)>> {
-        let mut fetch = limit + limit / 4 + 8;
-        loop {
-            let mut hits = match stats {
-                Some(stats) => self.lexical.search_with_statistics(
-                    searcher,
-                    &req.query,
-                    &req.filters,
-                    fetch,
-                    stats,
-                )?,
-                None => self
-                    .lexical
-                    .search(searcher, &req.query, &req.filters, fetch)?,
-            };
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let whole = hits.len() < fetch
-                || hits.len() <= limit
-                || hits[limit - 1].1 > hits[hits.len() - 1].1;
-            if whole {
-                hits.truncate(limit);
-                return Ok(hits);
-            }
-            fetch *= 2;
-        }
+    ) -> Result<Vec<Option<std::ops::Range<usize>>>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || match stats {
+            Some(stats) => lexical.passages(stats, query, texts, max_chars),
+            None => lexical.passages(&lexical.searcher(), query, texts, max_chars),
+        })
     }
 
     /// Load chunks by key.

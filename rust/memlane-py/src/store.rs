@@ -2,7 +2,7 @@
 
 use crate::errors::to_py;
 use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
-use memlane_core::hybrid::Fusion;
+use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
 use memlane_core::shard::{fuse_parts, Candidates, TermStats};
@@ -101,6 +101,8 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("score", h.score)?;
     d.set_item("bm25", h.bm25)?;
     d.set_item("vector", h.vector)?;
+    d.set_item("coverage", h.coverage)?;
+    d.set_item("relevance", h.relevance)?;
     Ok(d)
 }
 
@@ -150,6 +152,14 @@ fn filters(
     }
 }
 
+/// Corpus statistics passed in from Python (`merge_term_stats` output).
+fn parse_stats(stats: Option<&str>) -> PyResult<Option<TermStats>> {
+    stats
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("stats is not merge_term_stats output: {e}")))
+}
+
 /// Whether a folder walk would index this file (by its name; a named file is always read).
 #[pyfunction]
 #[pyo3(signature = (path, format = None))]
@@ -170,9 +180,10 @@ pub fn merge_term_stats(parts: Vec<String>) -> PyResult<String> {
 }
 
 /// Merge shards' `Store.candidates` and fuse them as one home's search does: the best `k` as
-/// `(part, key, score, bm25, vector)`, `part` the index in `parts` of the shard holding it.
+/// `(part, key, score, bm25, vector, coverage, relevance)`, `part` the index in `parts` of the
+/// shard holding it.
 #[pyfunction]
-#[pyo3(signature = (parts, k = 10, candidates = 50, fusion = "weighted", vector_weight = 0.6, threshold = 0.2))]
+#[pyo3(signature = (parts, k = 10, candidates = 50, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD))]
 #[allow(clippy::type_complexity)]
 pub fn fuse_candidates(
     parts: Vec<Vec<u8>>,
@@ -181,7 +192,7 @@ pub fn fuse_candidates(
     fusion: &str,
     vector_weight: f32,
     threshold: f32,
-) -> PyResult<Vec<(usize, u64, f32, Option<f32>, Option<f32>)>> {
+) -> PyResult<Vec<(usize, u64, f32, Option<f32>, Option<f32>, Option<f32>, f32)>> {
     let fusion = parse_fusion(fusion, vector_weight)?;
     let parts = parts
         .iter()
@@ -190,7 +201,17 @@ pub fn fuse_candidates(
         .map_err(to_py)?;
     Ok(fuse_parts(&parts, candidates.max(k), fusion, threshold, k)
         .into_iter()
-        .map(|(part, f)| (part, f.key, f.score, f.bm25, f.vector))
+        .map(|(part, f)| {
+            (
+                part,
+                f.key,
+                f.score,
+                f.bm25,
+                f.vector,
+                f.coverage,
+                f.relevance,
+            )
+        })
         .collect())
 }
 
@@ -211,7 +232,7 @@ impl PyStore {
     }
 
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
-                        since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = 0.2,
+                        since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
                         candidates = 50))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -284,10 +305,7 @@ impl PyStore {
         candidates: usize,
         stats: Option<&str>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let stats: Option<TermStats> =
-            stats.map(serde_json::from_str).transpose().map_err(|e| {
-                PyValueError::new_err(format!("stats is not merge_term_stats output: {e}"))
-            })?;
+        let stats = parse_stats(stats)?;
         let req = SearchRequest {
             query,
             vector: query_vector(vector)?,
@@ -311,6 +329,32 @@ impl PyStore {
             list.append(chunk_dict(py, c)?)?;
         }
         Ok(list)
+    }
+
+    /// Per text, its best passage for `query` as `(cut before, passage, cut after)`, or None;
+    /// terms weighed by the corpus statistics `stats` (JSON from `merge_term_stats`) if given.
+    #[pyo3(signature = (query, texts, max_chars = 300, stats = None))]
+    fn passages(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        texts: Vec<String>,
+        max_chars: usize,
+        stats: Option<&str>,
+    ) -> PyResult<Vec<Option<(bool, String, bool)>>> {
+        let stats = parse_stats(stats)?;
+        let inner = &self.inner;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let ranges = detached(py, || {
+            inner.passages(query, &refs, max_chars, stats.as_ref())
+        })?;
+        Ok(ranges
+            .into_iter()
+            .zip(&texts)
+            .map(|(range, text)| {
+                range.map(|r| (r.start > 0, text[r.clone()].to_owned(), r.end < text.len()))
+            })
+            .collect())
     }
 
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
