@@ -32,7 +32,6 @@ __all__ = [
     "MemoryGuardError",
     "ParseError",
     "__version__",
-    "connect",
     "open",
     "open_index",
 ]
@@ -44,8 +43,8 @@ def __getattr__(name: str) -> object:
         import memlane.brain
 
         return getattr(memlane.brain, name)
-    if name in ("open_index", "connect"):
-        # A sharded index (memlane.cluster): searched in process, or served over HTTP.
+    if name == "open_index":
+        # A sharded index (memlane.cluster), searched in this process.
         import memlane.cluster
 
         return getattr(memlane.cluster, name)

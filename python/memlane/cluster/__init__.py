@@ -1,5 +1,5 @@
-"""memlane on a Ray cluster: distributed indexing into a sharded index, searching it in
-process, and serving it over HTTP (``pip install 'memlane[ray]'``).
+"""memlane on a Ray cluster: distributed indexing into a sharded index, and searching it in
+process (``pip install 'memlane[ray]'``).
 
 Nothing here is imported by ``import memlane``; Ray and boto3 load only when a cluster
 function runs.
@@ -8,16 +8,13 @@ function runs.
   sharded index from S3 prefixes or folders (:mod:`memlane.cluster.index`).
 - :func:`open_index` (``memlane --index URI search …``): search it in this process, with the
   same hits and scores as one home built from the same files (:mod:`memlane.cluster.search`).
-- :func:`serve` (``memlane serve --index URI``) and :func:`connect` (``memlane --remote URL``):
-  serve it with Ray Serve and query it over HTTP (:mod:`memlane.cluster.serve`,
-  :mod:`memlane.cluster.client`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ShardedIndex", "connect", "index_sources", "open_index", "serve"]
+__all__ = ["ShardedIndex", "index_sources", "open_index"]
 
 
 def __getattr__(name: str) -> Any:
@@ -30,12 +27,4 @@ def __getattr__(name: str) -> Any:
         from memlane.cluster.index import index_sources
 
         return index_sources
-    if name == "serve":
-        from memlane.cluster.serve import serve
-
-        return serve
-    if name == "connect":
-        from memlane.cluster.client import connect
-
-        return connect
     raise AttributeError(f"module 'memlane.cluster' has no attribute {name!r}")

@@ -112,9 +112,11 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
                 staged.append(path)
         embed = embedder != "none"
         report = mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed) if job.index else IndexReport()
-        status = mem.status()
         mem.close()
-        summary = _core.Store(str(home)).summary()
+        # The core's own counts: Memory.status would also load the embedding backends' modules.
+        store = _core.Store(str(home))
+        status, summary = store.status(), store.summary()
+        store.close()
         info = {
             "chunks": status["chunks"],
             "source_files": status["files"],

@@ -125,8 +125,10 @@ def _embedding(ray: Any, embed: Any, actors: int | None, threads: int, requests_
     elif isinstance(embed, str) and embed.startswith("bedrock"):
         options["num_cpus"], count = 0, actors or 4  # network-bound: no core each
     else:
-        options["num_cpus"] = threads
-        count = actors or max(1, int(resources.get("CPU", 2)) // (2 * threads))
+        cpus = int(resources.get("CPU", 2))
+        # On a one-core cluster an actor holding the core would starve the shard tasks it serves.
+        options["num_cpus"] = threads if cpus > threads else 0
+        count = actors or max(1, cpus // (2 * threads))
     remote = ray.remote(EmbedWorker).options(**options)
     pool = [remote.remote(embed, threads, limiter) for _ in range(count)]
     return pool, ray.get(pool[0].describe.remote())

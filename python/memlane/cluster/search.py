@@ -15,8 +15,8 @@ A query runs in three rounds over the shards of one catalog version:
 :class:`ShardedIndex` is a :class:`memlane.Memory` whose store is a :class:`ShardSet`, so
 ``search`` and ``recall`` are the single machine's own code — the time-aware reordering
 included (it reads chunk vectors from the shards' embedding caches, which travel with them).
-The same :class:`ShardSet` serves Ray Serve's router (:mod:`memlane.cluster.serve`) with the
-shards in actors instead of this process.
+A :class:`ShardSet` only calls its shards' methods through ``call``, so the shards can as well
+be Ray actors (a serving router) as objects in this process.
 """
 
 from __future__ import annotations
@@ -109,8 +109,6 @@ class ShardSet:
         self.records = records
         self.shards = shards
         self.call = call
-        self.missing: list[int] = []
-        """Shards that did not answer the last search (their hits are left out)."""
 
     def select(self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None) -> list[int]:
         """The shards that can hold a chunk passing these filters (catalog facts: kinds of
