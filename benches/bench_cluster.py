@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from archive import generate  # noqa: E402
 
 # One Ray cluster per measurement: a fresh process, so cores, workers and caches start alike.
 _RAY_RUN = """
-import json, sys, time, resource
+import glob, json, sys, time
 import ray
 from memlane.cluster.index import index_sources
 cpus, src, out, embed = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -44,7 +43,9 @@ ray.get(ray.remote(lambda: 0).remote())  # the cluster is up: its start is not i
 t = time.perf_counter()
 r = index_sources([src], out, shards=2 * cpus, embed=embed, embed_threads=1)
 wall = time.perf_counter() - t
-print(json.dumps({"wall": wall, "files": r.files_indexed, "chunks": r.chunks, "embedded": r.chunks_embedded}))
+# CPU seconds of the shard builds (in the workers), upload excluded.
+cpu = sum(json.load(open(f)).get("cpu_seconds", 0) for f in glob.glob(out + "/shards/*/versions/*.json"))
+print(json.dumps({"wall": wall, "cpu": cpu, "files": r.files_indexed, "chunks": r.chunks, "embedded": r.chunks_embedded}))
 """
 
 _ONE_RUN = """
@@ -54,27 +55,21 @@ home, src, embed = sys.argv[1], sys.argv[2], sys.argv[3]
 mem = memlane.open(home, embedder=embed)
 if embed != "none":
     mem.embedder  # load the model outside the timing, as the Ray actors do before their first batch
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 r = mem.index([src], embed=embed != "none")
-wall = time.perf_counter() - t
+wall, cpu = time.perf_counter() - t, time.process_time() - cpu
 keys = [int(k) for k in mem._store.keys()]
 text_bytes = sum(len(c["text"].encode()) for at in range(0, len(keys), 512) for c in mem._store.get(keys[at : at + 512]))
-print(json.dumps({"wall": wall, "files": r.files_indexed, "chunks": r.chunks_added, "embedded": r.chunks_embedded, "text_bytes": text_bytes}))
+print(json.dumps({"wall": wall, "cpu": cpu, "files": r.files_indexed, "chunks": r.chunks_added, "embedded": r.chunks_embedded, "text_bytes": text_bytes}))
 """
 
 
 def _run(code: str, args: list[str], env: dict[str, str], cores: int) -> dict:
     """Run ``code`` in a fresh Python pinned to ``cores`` cores (it and every process it starts:
     equal cores for one process and for a Ray cluster); its JSON result."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     pin = ["taskset", "-c", ",".join(str(c) for c in range(cores))]
     out = subprocess.run([*pin, sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True).stdout
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = json.loads(out.strip().splitlines()[-1])
-    # Ray's raylet and workers are grandchildren that outlive the driver's wait: CPU time of the
-    # driver only for Ray runs (the wall time is what the ratio uses).
-    result["cpu_driver"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return result
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
@@ -92,6 +87,9 @@ def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
             "one_process_mb_s": round(mb / one["wall"], 2),
             "ray_mb_s": round(mb / ray["wall"], 2),
             "ray_overhead": round(ray["wall"] / one["wall"] - 1, 3),
+            # CPU of the indexing itself: one process vs the sum over the shard builds.
+            "one_process_cpu_s": round(one["cpu"], 2),
+            "ray_builds_cpu_s": round(ray["cpu"], 2),
             "chunks": one["chunks"],
             # What an embedder reads per MB of archive (Bedrock bills ~1 token per 4 bytes of it).
             "text_mb_per_archive_mb": round(one["text_bytes"] / 1e6 / mb, 3),
@@ -150,12 +148,14 @@ def main() -> None:
     p.add_argument("--vectors", action="store_true", help="also measure local vectors (slow: tens of KB/s per core)")
     p.add_argument("--vector-files", type=int, default=24)
     p.add_argument("--objects", type=int, default=100_000, help="unchanged S3 objects for the list + diff row (0: skip)")
+    p.add_argument("--no-keyword", action="store_true", help="skip the keyword-only rows")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
     results: dict = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}}
-    src = work / "archive"
-    mb = generate(src, args.files, args.pairs) / 1e6
-    results["keyword"] = {"archive_mb": round(mb, 2), "files": args.files, **_throughput(src, mb, "none", work)}
+    if not args.no_keyword:
+        src = work / "archive"
+        mb = generate(src, args.files, args.pairs) / 1e6
+        results["keyword"] = {"archive_mb": round(mb, 2), "files": args.files, **_throughput(src, mb, "none", work)}
     if args.vectors:
         vsrc = work / "varchive"
         vmb = generate(vsrc, args.vector_files, args.pairs, seed=11) / 1e6
@@ -166,6 +166,7 @@ def main() -> None:
     out = Path("bench-results")
     out.mkdir(exist_ok=True)
     (out / "cluster.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results))
     print("| measurement | 1 core | 2 cores |\n|---|---|---|")
     for kind in ("keyword", "local_vectors"):
         if kind in results:

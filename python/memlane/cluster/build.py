@@ -92,6 +92,7 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
     """
     from memlane.memory import IndexReport, Memory
 
+    cpu = time.process_time()
     out = location(job.out)
     done = cat.version_record(out, job.shard, job.version)
     if done is not None:  # a retry after the commit, or another driver's identical build
@@ -116,7 +117,6 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
         # The core's own counts: Memory.status would also load the embedding backends' modules.
         store = _core.Store(str(home))
         status, summary = store.status(), store.summary()
-        store.close()
         info = {
             "chunks": status["chunks"],
             "source_files": status["files"],
@@ -141,6 +141,7 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
                 "seconds": report.seconds,
             },
         }
+        info["cpu_seconds"] = time.process_time() - cpu  # the build's own, upload excluded
         return cat.upload_home(home, out, job.shard, job.version, info)
     finally:
         for path in staged:
