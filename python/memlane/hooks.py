@@ -20,9 +20,12 @@ queue is empty. Entries are renamed to ``*.taken`` while they are worked on and 
 done, so a crashed worker leaves them for the next one and a hook re-queuing the same file
 meanwhile is never lost.
 
-Hooks run with keyword-only recall: a hook is a fresh process per event, and loading the local
-embedding model costs about a second, far over the start-up budget. The MCP server, which lives
-as long as the session, recalls hybrid.
+SessionStart recalls keyword-only: a hook is a fresh process per event, and loading the local
+embedding model costs about half a CPU-second, far over the start-up budget (its focus query is
+the project's own words, which keywords find). The first prompt is the user's own words, which
+keywords alone cannot tell from an everyday question: it loads the model once per session when
+the home holds that model's vectors. The MCP server, which lives as long as the session, recalls
+hybrid.
 
 A hook never exits 2: Claude Code reads exit 2 as "block" (it would erase a submitted prompt or
 keep a finished turn going). A bad payload prints one line on stderr and exits 1, which the
