@@ -76,10 +76,12 @@ def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
     rows = {}
     for cores in (1, 2):
         # A fresh embedding cache per run: a vector cached by the previous run is not embedded again.
+        # Ray lowers its workers' priority by 15 (`worker_niceness`): on a shared machine they
+        # would then lose the core to everyone else's work, so the Ray run keeps the driver's.
         cache = tempfile.mkdtemp(dir=work, prefix="cache-")
         env = {**os.environ, "RAYON_NUM_THREADS": str(cores), "OMP_NUM_THREADS": "1", "MEMLANE_CACHE_DIR": cache}
         one = _run(_ONE_RUN, [str(work / f"one-{embed}-{cores}"), str(src), embed], env, cores)
-        ray = _run(_RAY_RUN, [str(cores), str(src), str(work / f"ray-{embed}-{cores}"), embed], {**env, "RAYON_NUM_THREADS": "1"}, cores)
+        ray = _run(_RAY_RUN, [str(cores), str(src), str(work / f"ray-{embed}-{cores}"), embed], {**env, "RAYON_NUM_THREADS": "1", "RAY_worker_niceness": "0"}, cores)
         assert ray["chunks"] == one["chunks"], (ray, one)
         rows[cores] = {
             "one_process_s": round(one["wall"], 2),
