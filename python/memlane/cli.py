@@ -440,7 +440,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_secrets)
 
     from memlane.bench.cli import add_parser as add_bench_parser
-    from memlane.agents_cli import add_parsers as add_agent_parsers
+    from memlane.agents.cli import add_parsers as add_agent_parsers
     from memlane.brain.cli import add_parsers as add_brain_parsers
 
     add_brain_parsers(sub, [common(False)])
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["hook"]:
         # Hooks start a process per agent event: skip the full parser and its imports.
-        from memlane.hooks import main as hook_main
+        from memlane.agents.hooks import main as hook_main
 
         return hook_main(argv[1:])
     _Parser.json_errors = "--json" in argv
