@@ -52,11 +52,17 @@ class Store:
         vector_weight: float = 0.6,
         threshold: float = 0.2,
         candidates: int = 50,
+        projects: list[str] | None = None,
+        branch: str | None = None,
     ) -> list[dict[str, Any]]: ...
     def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
     def status(self) -> dict[str, Any]: ...
+    def records_projects(self) -> bool:
+        """Whether chunks record their project and branch (homes built before they did do not)."""
+    def projects(self) -> dict[str, int]:
+        """Live chunks per project key."""
     def meta(self) -> dict[str, Any]: ...
     def verify(self, lock: HomeLock, thorough: bool = True) -> dict[str, Any]:
         """Findings (problems and notes) and counts of the home; the caller holds its lock."""
@@ -99,6 +105,12 @@ class Writer:
 
 def parse_file(path: str | PathLike[str], format: str | None = None) -> dict[str, Any]:
     """Parse one file: ``sessions`` of a transcript, or ``note`` (sections) of a markdown file."""
+
+def project_of(cwd: str) -> str:
+    """The project key of a working directory: the repository root around it, else itself."""
+
+def repository_root(path: str | PathLike[str]) -> str | None:
+    """The repository root holding ``path``, if it is inside a git checkout."""
 
 def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
     """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""
