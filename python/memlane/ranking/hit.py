@@ -41,6 +41,10 @@ class Hit:
             also carry ``kind``, ``title``, ``tags``, ``frontmatter``, ``line_start``/``line_end`` in ``meta``.
         superseded_by: Id of a newer hit in this result that says something else about the same
             subject (present-state questions), so this one is an earlier statement; else None.
+        project: The project the chunk is filed under: the repository root of the directory its
+            turns were written in (a note: of its library folder), else that directory; empty
+            when unknown (a chat export, a home indexed before projects were recorded).
+        branch: The git branch the turns were written on, when the source records it.
     """
 
     id: str
@@ -55,6 +59,8 @@ class Hit:
     timestamp: str | None
     heading: str
     superseded_by: str | None = None
+    project: str = ""
+    branch: str = ""
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -71,6 +77,8 @@ class Hit:
             turn_end=d["turn_end"],
             timestamp=_iso(d["timestamp"]),
             heading=d["heading"],
+            project=d.get("project", ""),
+            branch=d.get("branch", ""),
             meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
                   "timestamp_end": _iso(d["timestamp_end"])},
         )

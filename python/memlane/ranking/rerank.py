@@ -12,7 +12,9 @@ MCP tools, ``memlane bench``) gets the same ranking.
   when both answer the question (score at least ``MARK_RATIO`` of the pool's best) and the two
   are one subject's without counting value slots: a wrong "outdated" mark misleads an
   agent more than none.
-  Hits outside any group never move for being old: there is no blanket recency decay.
+  Hits outside any group never move for being old: there is no blanket recency decay. A
+  group never mixes projects: a newer statement in another repository says nothing about this
+  one (a hit of unknown project, like a chat export, may join any group).
 * **Temporal affinity** (the question names a time, see :func:`memlane.ranking.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
   are read against the newest candidate's date.
@@ -303,6 +305,12 @@ def _joins(evidence: float, relevance: float) -> bool:
     return evidence + RELEVANCE_WEIGHT * relevance >= SAME_SUBJECT_EVIDENCE
 
 
+def _elsewhere(hit: Hit, project: str) -> bool:
+    """Whether ``hit`` is filed under another project than ``project`` (unknown on either side
+    is no sign of another one)."""
+    return bool(hit.project and project and hit.project != project)
+
+
 def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> list[Hit]:
     """Group each dated hit, best first, with the other statements of its subject; the newest
     takes the group's first place (see the module docstring)."""
@@ -320,14 +328,17 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             continue
         # Hits ranked above this one had their turn: it is the best of any group it starts.
         free = [j for j in range(best + 1, len(hits)) if j not in grouped and hits[j].timestamp and hits[j].score >= RELEVANCE_RATIO * hit.score]
-        chain = [best]
+        chain, project = [best], hit.project
         while True:
             tip = chain[-1]
-            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and _joins(evidence[tip][j], _ratio(hits[j], hit))]
+            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and not _elsewhere(hits[j], project)
+                     and _joins(evidence[tip][j], _ratio(hits[j], hit))]
             if not newer:
                 break
             chain.append(max(newer, key=lambda j: (hits[j].score, -j)))
-        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and _joins(evidence[j][best], _ratio(hits[j], hit))]
+            project = project or hits[chain[-1]].project
+        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and not _elsewhere(hits[j], project)
+                 and _joins(evidence[j][best], _ratio(hits[j], hit))]
         group = chain + older
         if len(group) < 2:
             continue
