@@ -107,7 +107,7 @@ def test_install_then_next_session_starts_with_memory(env: dict[str, str], tmp_p
             result = await client.call_tool("remember", {"section": "KD", "text": "The exporter uses SQS FIFO queues; invoice ordering matters.", "detail": f"transcript {sid1} turns 2-3"})
             return "".join(c.text for c in result.content)
 
-    assert asyncio.run(remember()) == "added [KD01] to MEMORY.md"
+    assert asyncio.run(remember()) == "added [KD01] to MEMORY.md (project, team)"
     stop = run_hook(installed(settings, "Stop"), {"session_id": sid1, "transcript_path": str(t1), "cwd": cwd, "permission_mode": "default",
                                                   "hook_event_name": "Stop", "stop_hook_active": False}, env)
     assert stop.returncode == 0 and stop.stdout == "", stop.stderr

@@ -22,8 +22,9 @@ from memlane.cli_output import emit
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from memlane.agents.mcp import serve
+    from memlane.agents.roles import Role
 
-    serve(args.home, embedder=args.embed)
+    serve(args.home, embedder=args.embed, role=Role.parse(args.agent))
     return 0
 
 
@@ -78,6 +79,7 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("mcp", parents=list(parents), help="MCP server on stdio: recall, remember, supersede, get, status")
     p.add_argument("--embed", default="local", help="query embedder: local (default), bedrock…, none (keyword-only)")
+    p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
     p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("hook", parents=list(parents), help="handle an agent hook event (what install-hooks wires in)")
