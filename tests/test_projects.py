@@ -172,3 +172,44 @@ def test_a_repair_keeps_projects(repos: dict[str, Path], tmp_path: Path) -> None
     before = mem.projects()
     assert mem.repair(force=True).repaired
     assert mem.projects() == before
+
+
+def hook_context(out: str | None) -> str:
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_hooks_scope_recall_to_the_sessions_project(repos: dict[str, Path], tmp_path: Path) -> None:
+    from memlane.agents.hooks import session_start, user_prompt_submit
+    from memlane.brain import Brain
+
+    home = tmp_path / "home"
+    memlane.open(home, embedder="none").index([repos["transcripts"]], embed=False)
+    brain = Brain(home=home)
+    brain.add("kd", "Alpha releases go out on Fridays after the billing freeze.", project="alpha")
+    brain.add("kd", "Beta releases go out every Tuesday morning.", project="beta")
+    brain.add("ll", "The user prefers short answers with the command first.", type="user")
+    gamma = tmp_path / "src" / "gamma"
+    (gamma / ".git").mkdir(parents=True)
+
+    def session(name: str, cwd: Path) -> tuple[str, str]:
+        payload = {"session_id": f"s-{name}", "transcript_path": str(tmp_path / f"{name}.jsonl"), "cwd": str(cwd), "prompt": "which database does billing use?"}
+        return hook_context(session_start(home, payload)), hook_context(user_prompt_submit(home, payload))
+
+    for name, answer, other in (("alpha", ALPHA_ANSWER, BETA_ANSWER), ("beta", BETA_ANSWER, ALPHA_ANSWER)):
+        snapshot, recalled = session(name, repos[name] / "services")
+        # The brain: this project's entries and the user's, never the other project's.
+        assert f"{name.capitalize()} releases" in snapshot and "short answers" in snapshot
+        assert ("Beta releases" if name == "alpha" else "Alpha releases") not in snapshot
+        assert answer in recalled and other not in recalled and "other projects" not in recalled
+    # Nothing in gamma clears the floor: the other projects' memories come in, each labelled.
+    snapshot, recalled = session("gamma", gamma)
+    assert "Alpha releases" not in snapshot and "Beta releases" not in snapshot and "short answers" in snapshot
+    assert "nothing in this project (gamma) clears the relevance floor" in recalled
+    assert ALPHA_ANSWER in recalled and BETA_ANSWER in recalled
+    assert "project alpha" in recalled and "project beta" in recalled
+    # A project agent never reaches into other projects, even when its own has nothing.
+    from memlane.agents.roles import Role
+
+    payload = {"session_id": "s-gamma-2", "cwd": str(gamma), "prompt": "which database does billing use?"}
+    assert user_prompt_submit(home, payload, role=Role.parse("project:gamma")) is None
+    assert ALPHA_ANSWER in hook_context(user_prompt_submit(home, {**payload, "session_id": "s3"}, role=Role.parse("project:alpha")))
