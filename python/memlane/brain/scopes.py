@@ -28,12 +28,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from memlane.brain.document import Entry
+
+class Entry(Protocol):
+    """What the rules read of a brain entry (:class:`memlane.brain.document.Entry`): named
+    structurally, since the document renders entries with these rules."""
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def meta(self) -> Mapping[str, str]: ...
 
 TYPES = ("user", "feedback", "project", "reference")
 """Memory types, as Claude Code sorts its own memory."""
