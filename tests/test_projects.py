@@ -69,10 +69,14 @@ def test_the_two_project_example_is_answered_per_project(repos: dict[str, Path],
     # Beta's statement is newer, but about another repository: it supersedes nothing.
     assert all(h["superseded_by"] is None for h in hits)
 
+    # Unscoped, both answers come, each naming the repository it is about.
+    assert main(["--home", str(home), "recall", "which database does billing use?", "--embed", "none"]) == 0
+    block = capsys.readouterr().out
+    assert "· project alpha" in block and "· project beta" in block and "superseded" not in block
     for name, answer, other in (("alpha", ALPHA_ANSWER, BETA_ANSWER), ("beta", BETA_ANSWER, ALPHA_ANSWER)):
         assert main(["--home", str(home), "recall", "which database does billing use?", "--project", name, "--embed", "none"]) == 0
         block = capsys.readouterr().out
-        assert answer in block and other not in block and "superseded" not in block
+        assert answer in block and other not in block and "superseded" not in block and "· project" not in block
     # A path names the repository around it; a key as hits show it works as well.
     mem = memlane.open(home, embedder="none")
     assert mem.project_keys(str(repos["beta"] / "services")) == [str(repos["beta"])]

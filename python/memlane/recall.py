@@ -308,12 +308,14 @@ def _hit_candidates(
     mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime, scope: _Scope
 ) -> list[_Candidate]:
     hits = mem.search(query, k=k, sources=["transcript", "knowledge"], threshold=threshold, project=scope.project, branch=scope.branch)
+    # Answers from several repositories side by side: each says which one it is about.
+    label = scope.label or len({h.project for h in hits if h.score >= threshold and h.project}) > 1
     out = []
     for h in hits:
         if h.score < threshold:
             continue
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
-        provenance = hit_provenance(h, project=scope.label)
+        provenance = hit_provenance(h, project=label)
         item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), provenance, h.timestamp, h.superseded_by is not None)
         out.append(_candidate(item))
     return out
@@ -518,7 +520,8 @@ def recall(
         project: Only this project's memories (see :meth:`memlane.Memory.search`): its
             transcripts and notes, and brain entries not bound to another project.
         branch: Only transcripts written on this git branch.
-        label_projects: Name each hit's project in its provenance line.
+        label_projects: Name each hit's project in its provenance line (done anyway when
+            the hits come from more than one project).
 
     Returns:
         The recall; empty (``""``) when nothing clears the threshold or fits the budget.
