@@ -75,7 +75,7 @@ class GivenVectors:
 
     id = "bench/random/384"
     dim = DIM
-    max_window_tokens = 256  # the Embedder protocol memlane.Memory checks for
+    max_window_tokens = 256
 
     def __init__(self, queries: list[str], vectors: np.ndarray) -> None:
         self.vectors = dict(zip(queries, vectors))
