@@ -217,3 +217,27 @@ def test_hooks_scope_recall_to_the_sessions_project(repos: dict[str, Path], tmp_
     payload = {"session_id": "s-gamma-2", "cwd": str(gamma), "prompt": "which database does billing use?"}
     assert user_prompt_submit(home, payload, role=Role.parse("project:gamma")) is None
     assert ALPHA_ANSWER in hook_context(user_prompt_submit(home, {**payload, "session_id": "s3"}, role=Role.parse("project:alpha")))
+
+
+def test_a_journal_outside_any_repository_still_supersedes_but_another_repository_never_does(repos: dict[str, Path], tmp_path: Path) -> None:
+    # A notes library kept outside the repositories is the person's journal across projects:
+    # its newer statement may supersede a transcript's; the same note inside another
+    # repository (its docs/) may not.
+    statement = "## 10:00 Which database does billing use\n\nBilling in alpha stores invoices in CockroachDB on the billing-db cluster, with nightly backups.\n"
+    journal = tmp_path / "notes" / "DailyActivity"
+    journal.mkdir(parents=True)
+    (journal / "2026-03-25.md").write_text(statement)
+    docs = repos["beta"] / "docs" / "DailyActivity"
+    docs.mkdir(parents=True)
+    (docs / "2026-03-25.md").write_text(statement)
+    transcript = repos["transcripts"] / "claude" / "a1.jsonl"
+
+    def hits(notes: Path) -> dict[str, memlane.Hit]:
+        mem = memlane.open(tmp_path / notes.parent.parent.name, embedder="none")
+        mem.index([transcript, notes.parent], embed=False)
+        return {h.source: h for h in mem.search("which database does billing use now?", k=10)}
+
+    found = hits(journal)
+    assert found["knowledge"].project == str(journal.parent) and found["transcript"].superseded_by == found["knowledge"].id
+    found = hits(docs)
+    assert found["knowledge"].project == str(repos["beta"]) and found["transcript"].superseded_by is None
