@@ -89,7 +89,7 @@ def test_an_unknown_project_name_finds_nothing_and_says_so(repos: dict[str, Path
     memlane.open(home, embedder="none").index([repos["transcripts"]], embed=False)
     assert main(["--home", str(home), "search", "billing", "--project", "gamma", "--embed", "none"]) == 0
     captured = capsys.readouterr()
-    assert "no match" in captured.out
+    assert "nothing relevant in memory" in captured.out
     assert "no project named 'gamma' in this home (projects: alpha, beta)" in captured.err
     assert memlane.open(home, embedder="none").status()["projects"] == {str(repos["alpha"]): 1, str(repos["beta"]): 1}
 
