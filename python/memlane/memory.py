@@ -510,7 +510,7 @@ class Memory:
         _check.optional_text("branch", branch)
         projects = None
         if project is not None or branch is not None:
-            if not self._store.records_projects():
+            if not self.records_projects():
                 raise ValueError(
                     f"{self.home} was indexed before memlane recorded projects and branches: "
                     "`memlane repair --force` rebuilds it with them (no embedding calls)"
@@ -556,6 +556,17 @@ class Memory:
             hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
         self.events.append("search", query=_masked(query), results=len(hits))
         return hits
+
+    def records_projects(self) -> bool:
+        """Whether this home's chunks record their project and branch (a home indexed before
+        memlane did, does not: ``memlane repair --force`` rebuilds it with them).
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").records_projects()
+            True
+        """
+        return bool(self._store.records_projects())
 
     def projects(self) -> dict[str, int]:
         """The projects this home holds chunks of: project key → live chunks.

@@ -156,7 +156,7 @@ def _project(role: Role, payload: dict[str, Any]) -> str | None:
 def _recall(mem: Any, query: str, budget: int, project: str | None, role: Role) -> str:
     """Index recall (no brain) from ``project``; for the admin, other projects', labelled,
     when nothing in it clears the relevance floor."""
-    if project is not None and not mem._store.records_projects():
+    if project is not None and not mem.records_projects():
         # A home indexed before projects were recorded cannot tell them apart: the admin reads
         # it whole, as before; a scoped agent reads nothing of it.
         return str(mem.recall(query, max_tokens=budget, include_brain=False)).strip() if role.kind == "admin" else ""
