@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{Bound, Range};
 use std::path::Path;
-use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::query::{
     Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query, RangeQuery, TermQuery,
@@ -19,8 +19,8 @@ use tantivy::schema::{
 use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
-    Term, TERMINATED,
+    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
+    SegmentOrdinal, SegmentReader, TantivyDocument, Term, TERMINATED,
 };
 
 /// Name the analyzer is registered under.
@@ -267,6 +267,51 @@ impl<'a> KeyColumns<'a> {
             .as_ref()
             .and_then(|c| c.first(addr.doc_id))
             .unwrap_or_default())
+    }
+}
+
+/// The chunk key (`key` fast field) of every matching live document, unscored: what a
+/// filter allows, gathered without a set of document addresses in between.
+struct FilteredKeys;
+
+struct SegmentKeys {
+    column: Column<u64>,
+    keys: Vec<u64>,
+}
+
+impl Collector for FilteredKeys {
+    type Fruit = Vec<u64>;
+    type Child = SegmentKeys;
+
+    fn for_segment(
+        &self,
+        _: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<SegmentKeys> {
+        Ok(SegmentKeys {
+            column: segment.fast_fields().u64("key")?,
+            keys: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<u64>>) -> tantivy::Result<Vec<u64>> {
+        Ok(fruits.concat())
+    }
+}
+
+impl SegmentCollector for SegmentKeys {
+    type Fruit = Vec<u64>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        self.keys.extend(self.column.first(doc));
+    }
+
+    fn harvest(self) -> Vec<u64> {
+        self.keys
     }
 }
 
@@ -705,9 +750,10 @@ impl Lexical {
     /// tantivy errors.
     pub fn filtered_keys(&self, searcher: &Searcher, filters: &Filters) -> Result<HashSet<u64>> {
         let query = BooleanQuery::new(self.filter_clauses(filters));
-        let docs = searcher.search(&query, &DocSetCollector)?;
-        let mut keys = KeyColumns::new(searcher);
-        docs.into_iter().map(|addr| keys.key(addr)).collect()
+        Ok(searcher
+            .search(&query, &FilteredKeys)?
+            .into_iter()
+            .collect())
     }
 
     /// Where the live document of chunk `key` is, if any: a postings lookup per segment,
