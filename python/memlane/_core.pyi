@@ -54,6 +54,8 @@ class Store:
         vector_weight: float = 0.6,
         threshold: float = ...,
         candidates: int = 50,
+        projects: list[str] | None = None,
+        branch: str | None = None,
     ) -> list[dict[str, Any]]: ...
     def summary(self) -> dict[str, Any]:
         """``docs``, ``tokens``, ``sources``, ``sessions``, ``ts_min``, ``ts_max`` of the home."""
@@ -71,6 +73,8 @@ class Store:
         until: int | None = None,
         candidates: int = 50,
         stats: str | None = None,
+        projects: list[str] | None = None,
+        branch: str | None = None,
     ) -> bytes:
         """Unfused keyword and vector candidates (wire form for ``fuse_candidates``), BM25 scored
         with ``stats`` (the whole corpus's) when given."""
@@ -83,6 +87,10 @@ class Store:
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
     def status(self) -> dict[str, Any]: ...
+    def records_projects(self) -> bool:
+        """Whether chunks record their project and branch (homes built before they did do not)."""
+    def projects(self) -> dict[str, int]:
+        """Live chunks per project key."""
     def meta(self) -> dict[str, Any]: ...
     def verify(self, lock: HomeLock, thorough: bool = True) -> dict[str, Any]:
         """Findings (problems and notes) and counts of the home; the caller holds its lock."""
@@ -125,6 +133,12 @@ class Writer:
 
 def parse_file(path: str | PathLike[str], format: str | None = None) -> dict[str, Any]:
     """Parse one file: ``sessions`` of a transcript, or ``note`` (sections) of a markdown file."""
+
+def project_of(cwd: str) -> str:
+    """The project key of a working directory: the repository root around it, else itself."""
+
+def repository_root(path: str | PathLike[str]) -> str | None:
+    """The repository root holding ``path``, if it is inside a git checkout."""
 
 def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
     """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""

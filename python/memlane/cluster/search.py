@@ -141,9 +141,11 @@ class ShardSet:
         vector_weight: float = 0.6,
         threshold: float = _core.DEFAULT_THRESHOLD,
         candidates: int = 50,
+        projects: list[str] | None = None,
+        branch: str | None = None,
     ) -> list[dict[str, Any]]:
         """Hits as one home over every shard's chunks returns them (``_core.Store.search``)."""
-        filters = {"sources": sources, "session_id": session_id, "since": since, "until": until}
+        filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
         # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
         stats = self.term_stats(query)
         chosen = self.select(sources, session_id, since, until)

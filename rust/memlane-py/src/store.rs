@@ -93,6 +93,8 @@ fn chunk_dict<'py>(py: Python<'py>, c: &StoredChunk) -> PyResult<Bound<'py, PyDi
     d.set_item("format", &c.format)?;
     d.set_item("content_hash", &c.content_hash)?;
     d.set_item("meta", value_to_py(py, &c.meta)?)?;
+    d.set_item("project", &c.project)?;
+    d.set_item("branch", &c.branch)?;
     Ok(d)
 }
 
@@ -143,12 +145,16 @@ fn filters(
     session_id: Option<String>,
     since: Option<i64>,
     until: Option<i64>,
+    projects: Option<Vec<String>>,
+    branch: Option<String>,
 ) -> Filters {
     Filters {
         sources: sources.unwrap_or_default(),
         session_id,
         since,
         until,
+        projects: projects.unwrap_or_default(),
+        branch,
     }
 }
 
@@ -233,7 +239,7 @@ impl PyStore {
 
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
                         since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
-                        candidates = 50))]
+                        candidates = 50, projects = None, branch = None))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -250,13 +256,15 @@ impl PyStore {
         vector_weight: f32,
         threshold: f32,
         candidates: usize,
+        projects: Option<Vec<String>>,
+        branch: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let req = SearchRequest {
             query,
             vector: query_vector(vector)?,
             embedder_id,
             k,
-            filters: filters(sources, session_id, since, until),
+            filters: filters(sources, session_id, since, until, projects, branch),
             fusion: parse_fusion(fusion, vector_weight)?,
             threshold,
             candidates,
@@ -289,7 +297,7 @@ impl PyStore {
     /// The unfused keyword and vector candidates of a query (bytes for `fuse_candidates`),
     /// BM25 scored with the corpus statistics `stats` (JSON from `merge_term_stats`) if given.
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
-                        since = None, until = None, candidates = 50, stats = None))]
+                        since = None, until = None, candidates = 50, stats = None, projects = None, branch = None))]
     #[allow(clippy::too_many_arguments)]
     fn candidates<'py>(
         &self,
@@ -304,6 +312,8 @@ impl PyStore {
         until: Option<i64>,
         candidates: usize,
         stats: Option<&str>,
+        projects: Option<Vec<String>>,
+        branch: Option<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let stats = parse_stats(stats)?;
         let req = SearchRequest {
@@ -311,7 +321,7 @@ impl PyStore {
             vector: query_vector(vector)?,
             embedder_id,
             k,
-            filters: filters(sources, session_id, since, until),
+            filters: filters(sources, session_id, since, until, projects, branch),
             fusion: Fusion::default(),
             threshold: 0.0,
             candidates,
@@ -367,6 +377,17 @@ impl PyStore {
         let inner = &self.inner;
         let status = detached(py, || inner.status())?;
         json_to_py(py, &status)
+    }
+
+    /// Whether chunks record their project and branch (homes built before they did do not).
+    fn records_projects(&self) -> bool {
+        self.inner.records_projects()
+    }
+
+    /// Live chunks per project key.
+    fn projects(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, u64>> {
+        let inner = &self.inner;
+        detached(py, || inner.projects())
     }
 
     /// Called before every search: a dict built directly (no JSON round trip), and the stat
@@ -572,6 +593,19 @@ pub fn parse_file(py: Python<'_>, path: PathBuf, format: Option<&str>) -> PyResu
     let format = parse_format(format)?;
     let parsed = detached(py, || parse::parse_file(&path, format))?;
     json_to_py(py, &parsed)
+}
+
+/// The project key of a working directory: the repository root around it, else itself.
+#[pyfunction]
+pub fn project_of(py: Python<'_>, cwd: &str) -> String {
+    py.detach(|| memlane_core::project::project_of(cwd))
+}
+
+/// The repository root holding `path`, if it is inside a git checkout.
+#[pyfunction]
+pub fn repository_root(py: Python<'_>, path: PathBuf) -> Option<String> {
+    py.detach(|| memlane_core::project::repository_root(&path))
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// Parse and chunk one file, for inspection and tests.
