@@ -129,7 +129,7 @@ def _file_line(f: dict[str, Any]) -> str:
 
 def _format_hit(i: int, hit: Any) -> str:
     when = hit.timestamp[:16].replace("T", " ") if hit.timestamp else "undated"
-    if hit.source == "knowledge":
+    if hit.source in ("knowledge", "summary"):
         where = f"{hit.heading} · lines {hit.meta.get('line_start')}-{hit.meta.get('line_end')} · {when}"
     else:
         where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
@@ -138,6 +138,8 @@ def _format_hit(i: int, hit: Any) -> str:
     if len(snippet) > 300:
         snippet = snippet[:297] + "..."
     earlier = f"\n   earlier statement: superseded by {hit.superseded_by}" if hit.superseded_by else ""
+    if context := hit.meta.get("context"):
+        earlier += f"\n   found through the summary {context}"
     return f"{i}. [{hit.score:.3f} {scores}] {hit.id} {where}\n   {hit.path}{earlier}\n   {snippet}"
 
 
@@ -385,7 +387,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
-    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "brain"], help="keep only this source (repeatable)")
+    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "summary", "brain"], help="keep only this source (repeatable)")
     p.add_argument("--session", help="keep only this session id")
     p.add_argument("--since", help="keep chunks from this time on (ISO-8601)")
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
@@ -442,8 +444,10 @@ def _parser() -> argparse.ArgumentParser:
     from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.agents_cli import add_parsers as add_agent_parsers
     from memlane.brain.cli import add_parsers as add_brain_parsers
+    from memlane.timeline.cli import add_parsers as add_timeline_parsers
 
     add_brain_parsers(sub, [common(False)])
+    add_timeline_parsers(sub, [common(False)])
     add_bench_parser(sub, [common(False)])
     add_agent_parsers(sub, [common(False)])
     return parser
