@@ -89,6 +89,10 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool) -> dict[str, Any
 
         dreamt = run_dream(mem, brain, today=corpus.today, questions=corpus.questions)
         out["dream"] = {"operations": dreamt.counts(), "gate": dreamt.gate, "refused": dreamt.refused}
+        if dreamt.refused:
+            # Measured anyway, published with --force as a user would: what the wiki costs and answers.
+            dreamt = run_dream(mem, brain, today=corpus.today, questions=corpus.questions, force=True)
+            out["dream"]["forced"] = dreamt.counts()
         out["on_wiki"] = _recall(mem, brain_dir, corpus.questions, hierarchy=True)
         out["on_wiki_naive"] = _recall(mem, brain_dir, corpus.questions, hierarchy=False)
         wiki = Wiki(brain)
