@@ -124,8 +124,10 @@ def place_evidence(hits: Sequence[Hit], k: int, *, fetch: Fetch) -> list[Hit]:
         if prior is None:
             order.append(hit.id)
             placed[hit.id] = hit
-        elif hit.score > prior.score:
-            placed[hit.id] = replace(hit, meta={**prior.meta, **hit.meta})
+        else:
+            # The higher score stands; the first summary that led to the hit stays its context.
+            best = hit if hit.score > prior.score else prior
+            placed[hit.id] = replace(best, meta={**hit.meta, **prior.meta})
 
     for hit in hits:
         if hit.source != "summary":

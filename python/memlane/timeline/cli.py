@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memlane.brain.cli import _brain, emit
+from memlane.brain.cli import _brain, _key_errors, emit
 from memlane.timeline.engines import ENGINES
 
 
@@ -90,6 +90,103 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+def _page_line(page: Any) -> str:
+    current = f" = {page.current['value']} since {page.current['since']}" if page.current else ""
+    return f"{page.slug:<32} {page.category:<9} {page.status:<11} {len(page.sources):>3} sources, confidence {page.confidence}{current}"
+
+
+def _cmd_wiki(args: argparse.Namespace) -> int:
+    from memlane.timeline.wiki import Wiki, slugify
+
+    wiki = Wiki(_brain(args))
+    action = args.wiki_command
+    if action == "list":
+        pages = wiki.pages()
+        emit(args, [{"slug": p.slug, "name": p.name, "category": p.category, "status": p.status, "sources": len(p.sources),
+                     "confidence": p.confidence, "current": p.current} for p in pages],
+             "\n".join(_page_line(p) for p in pages) or f"no wiki pages yet in {wiki.dir}: `memlane dream` or `memlane wiki stub` makes them")
+        return 0
+    if action == "show":
+        page = wiki.get(args.name)
+        if args.as_of:
+            answer = page.as_of(args.as_of.isoformat())
+            payload = {"page": page.slug, "as_of": args.as_of.isoformat(), "value": answer.value if answer else None,
+                       "source": answer.source if answer else None, "since": answer.since if answer else None}
+            text = (f"{page.name} as of {args.as_of}: {answer.value} (since {answer.since}, {answer.source})" if answer
+                    else f"{page.name} as of {args.as_of}: nothing recorded yet")
+            emit(args, payload, text)
+            return 0
+        emit(args, {"page": page.slug, "text": wiki.path(page.name).read_text(encoding="utf-8")}, wiki.path(page.name).read_text(encoding="utf-8").rstrip("\n"))
+        return 0
+    if action == "stub":
+        page = wiki.stub(args.name, args.category, args.source)
+        emit(args, {"page": page.slug, "facts": len(page.facts)}, f"wrote {wiki.path(page.name)} ({len(page.facts)} facts from {args.source})")
+        return 0
+    if action == "lint":
+        problems = wiki.lint(args.today)
+        emit(args, {"problems": problems}, "\n".join(f"{p['problem']:<14} {p['message']}" for p in problems) or "ok: no stale, orphan or contradicting page")
+        return 1 if problems else 0
+    if action == "merge":
+        page = wiki.merge(args.into, args.other)
+        emit(args, {"page": page.slug, "merged": slugify(args.other)}, f"merged {slugify(args.other)} into {page.slug} ({len(page.sources)} sources)")
+        return 0
+    page = wiki.rename(args.old, args.new)
+    emit(args, {"page": page.slug}, f"renamed {slugify(args.old)} to {page.slug}")
+    return 0
+
+
+def _cmd_dream(args: argparse.Namespace) -> int:
+    from memlane.timeline.dream import dream, dream_status
+    from memlane.timeline.engines import make_engine
+    from memlane.timeline.lease import Jobs
+
+    brain = _brain(args)
+    if args.action == "status":
+        status = dream_status(Path(args.home).expanduser(), brain.dir)
+        st = status["state"]
+        lines = [f"lease       {'held by ' + st['held_by'] if st['held_by'] else 'free'}",
+                 f"last run    {_when(st['last_success'])} ok; {st['failures']} failures since" + (f", next try {_when(st['retry_after'])}" if st["retry_after"] else ""),
+                 f"watermark   {st['watermark'] or 'none (the next run reads everything)'}"]
+        lines += [f"run {r['run']} {r['status']:<9} {_when(r['started'])} {r['engine'] or '-'}: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.4f}"
+                  + (f" (budget {r['budget_tokens']:,})" if r["budget_tokens"] else "") for r in status["ledger"]]
+        if status["last_entry"]:
+            lines.append(status["last_entry"])
+        emit(args, status, "\n".join(lines))
+        return 0
+    engine = make_engine(args.engine, model_id=args.model, region=args.region)
+    jobs = Jobs(args.home)
+    with jobs.lease("dream", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run, _memory(args) as mem:
+        run.engine = engine.name
+        mark = json.loads(run.watermark) if run.watermark else None
+        report = dream(mem, brain, engine=engine, dry_run=args.dry_run, force=args.force, today=args.today, watermark=mark,
+                       budget=args.budget, questions=_questions(args.questions), before_publish=run.check)
+        u = engine.usage
+        run.spend(calls=u.calls, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd)
+        if not args.dry_run and not report.refused:
+            run.watermark = json.dumps(report.watermark, sort_keys=True)
+        else:
+            run.watermark = json.dumps(mark, sort_keys=True) if mark else None
+        run.detail = report.refused or f"{len(report.operations)} operations"
+    verb = "would apply" if args.dry_run else "applied" if report.published else "did not apply"
+    lines = [f"{verb} {len(report.operations)} wiki operations {report.counts() or ''}".rstrip()]
+    lines += [f"  contradiction: {c}" for c in report.contradictions[:10]]
+    lines += [f"  unanswered: {q}" for q in report.unanswered[:10]]
+    if g := report.gate:
+        lines.append(f"gate: recall@{g['k']} {g['before']:.3f} -> {g['after']:.3f} on {g['questions']} questions")
+    if report.refused:
+        lines.append(f"refused: {report.refused} (--force publishes anyway)")
+    emit(args, report.to_dict(), "\n".join(lines))
+    return 1 if report.refused else 0
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Add ``compact``, ``wiki`` and ``dream`` to the main CLI's subparsers.
 
@@ -117,3 +214,37 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--today", type=_date, help="periods ending before this day are complete (default today)")
     p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
     p.set_defaults(func=_cmd_compact)
+
+    wiki = sub.add_parser("wiki", parents=common, help="topical pages kept by dreaming: list, show, stub, lint, merge, rename")
+    actions = wiki.add_subparsers(dest="wiki_command", required=True, metavar="ACTION")
+    p = actions.add_parser("list", parents=common, help="every page with its category, sources and current value")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+    p = actions.add_parser("show", parents=common, help="print a page, or (--as-of) its value on a date")
+    p.add_argument("name")
+    p.add_argument("--as-of", type=_date, help="the value that held on this day (YYYY-MM-DD)")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+    p = actions.add_parser("stub", parents=common, help="a new page from one source")
+    p.add_argument("name")
+    p.add_argument("--category", choices=["entity", "concept", "project", "reference", "theme"], default="concept")
+    p.add_argument("--source", required=True, help="a daily entry: 'DailyActivity/YYYY-MM-DD.md › HH:MM'")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+    p = actions.add_parser("lint", parents=common, help="stale (90 days), orphan and contradicting pages (exit 1 if any)")
+    p.add_argument("--today", type=_date, help="staleness is counted to this day (default today)")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+    p = actions.add_parser("merge", parents=common, help="merge the second page into the first")
+    p.add_argument("into")
+    p.add_argument("other")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+    p = actions.add_parser("rename", parents=common, help="rename a page and the links to it")
+    p.add_argument("old")
+    p.add_argument("new")
+    p.set_defaults(func=_key_errors(_cmd_wiki))
+
+    p = sub.add_parser("dream", parents=common, help="update the wiki from new dailies and the search log; `dream status` shows the last runs")
+    p.add_argument("action", nargs="?", choices=["run", "status"], default="run", help="run (default) or status")
+    engine_options(p)
+    p.add_argument("--dry-run", action="store_true", help="only say what would be done")
+    p.add_argument("--force", action="store_true", help="run despite the cooldown and publish even if the gate measures a loss")
+    p.add_argument("--today", type=_date, help="staleness is counted to this day (default today)")
+    p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
+    p.set_defaults(func=_cmd_dream)

@@ -60,7 +60,7 @@ _DECISION_PATTERNS = [
     (re.compile(r"\b(?:decided|agreed|chose|opted)\s+to\s+(?:use|go\s+with|adopt|keep)\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
     (re.compile(r"\b(?:standardi[sz]ed?|settled)\s+on\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
 ]
-_ENTITY = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]*\d*|[A-Z][A-Z0-9]+-\d+|[A-Z][a-z]{2,}(?: [A-Z][a-z]+)?)\b")
+_ENTITY = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{3,}[a-z]*\d*|[A-Z][A-Z0-9]+-\d+|[A-Z][a-z]{2,}(?: [A-Z][a-z]+)?)\b")
 _COMMON = frozenset("The We Our This That Set Added Opened Raised Capped Moved Replaced Reviewed Standup Paired Cleaned Read Triaged Updated Done Decisions Outcome Asked Files Commands Lunch Turns Nothing".split())
 
 
