@@ -531,7 +531,7 @@ class Memory:
             from memlane.ranking.hierarchy import place_evidence
 
             def fetch(since_ms: int, until_ms: int) -> list[Hit]:
-                found = self._store.search(query, k=pool, vector=vector, embedder_id=embedder_id, sources=["knowledge"],
+                found = self._store.search(query, k=max(pool, 50), vector=vector, embedder_id=embedder_id, sources=["knowledge"],
                                            since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0)
                 return [Hit._from_core(d) for d in found]
 

@@ -130,7 +130,12 @@ fn build(
         }),
         text,
         // Summaries are their own source: search keeps them below the evidence they cite.
-        source: if note.kind == NoteKind::Summary { "summary" } else { "knowledge" }.to_owned(),
+        source: if note.kind == NoteKind::Summary {
+            "summary"
+        } else {
+            "knowledge"
+        }
+        .to_owned(),
         heading: heading.to_owned(),
     }
 }
@@ -253,7 +258,11 @@ mod tests {
         assert_eq!(c[0].meta["kind"], "summary");
         assert_eq!(c[0].heading, "Week 2026-W10 \u{203a} Decisions");
         assert_eq!(c[0].ts_start, None);
-        let daily = chunks("/brain/DailyActivity/2026-03-02.md", "# 2026-03-02\n\n## 14:40 | a\nx\n", 500);
+        let daily = chunks(
+            "/brain/DailyActivity/2026-03-02.md",
+            "# 2026-03-02\n\n## 14:40 | a\nx\n",
+            500,
+        );
         assert_eq!(daily[0].source, "knowledge");
     }
 
