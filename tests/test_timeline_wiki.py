@@ -56,6 +56,12 @@ def test_supersession_keeps_both_values_and_answers_as_of():
                                 "since": "2026-01-12", "superseded_on": "2026-03-03"}]
     assert [page.as_of(d).value for d in ("2026-01-12", "2026-03-02", "2026-03-03", "2026-12-31")] == ["Postgres", "Postgres", "DynamoDB", "DynamoDB"]
     assert page.as_of("2025-12-31") is None
+    late = Page("queue")  # dailies read newest first (a backfill): each older value holds until the next one
+    late.set_value("Kafka", "DailyActivity/2026-05-01.md › 09:00", "switched to Kafka", change=True)
+    late.set_value("SQS", "DailyActivity/2026-03-01.md › 09:00", "switched to SQS", change=True)
+    late.set_value("RabbitMQ", "DailyActivity/2026-01-01.md › 09:00", "use RabbitMQ", change=False)
+    assert [(s["value"], s["superseded_on"]) for s in late.supersedes] == [("RabbitMQ", "2026-03-01"), ("SQS", "2026-05-01")]
+    assert [late.as_of(d).value for d in ("2026-02-01", "2026-04-01", "2026-06-01")] == ["RabbitMQ", "SQS", "Kafka"]
     again = Page.parse(page.render(), "x")
     assert (again.current["value"], again.supersedes, again.contradictions, again.sources) == ("DynamoDB", page.supersedes, page.contradictions, page.sources)
 

@@ -184,7 +184,9 @@ def dream(
 
     days = notes.dailies(brain.dir)
     new_days = [d for d in days if mark.get("daily") is None or d.isoformat() > mark["daily"]]
-    candidates: list[tuple[float, str, Callable[[], str | None]]] = []
+    # (score, order of reading, label, operation): the best are chosen, then applied in the order
+    # read, so a subject's values are seen oldest first.
+    candidates: list[tuple[float, int, str, Callable[[], str | None]]] = []
     mentions: dict[str, dict[str, str]] = {}
     for day in sorted(days):
         _, sections = notes.read_note(days[day], brain.dir)
@@ -198,7 +200,7 @@ def dream(
                             if outcome == "contradiction":
                                 report.contradictions.append(f"{p.name}: {ref} says {d.value}, the page says {p.current['value'] if p.current else '?'}")
                             return None if outcome == "same" else ("supersede" if outcome == "superseded" else "value" if outcome == "first" else "flag")
-                        candidates.append((3.0 + d.change, f"{d.subject}: {d.value}", apply))
+                        candidates.append((3.0 + d.change, len(candidates), f"{d.subject}: {d.value}", apply))
                 for m in _ENTITY.finditer(sentence):
                     name = m.group(0)
                     if name not in _COMMON and not name.isdigit():
@@ -224,8 +226,9 @@ def dream(
                 p.add_source(r)
             p.facts = _facts(eng, name, [(r, refs[r]) for r in chosen], report, budget)
             return None if (p.sources, p.facts) == before else "entity"
-        candidates.append((1.0 + len(files) / 10 + searched, name, make))
-    for _, _, apply in sorted(candidates, key=lambda c: (-c[0], c[1]))[:MAX_OPERATIONS]:
+        candidates.append((1.0 + len(files) / 10 + searched, len(candidates), name, make))
+    chosen = sorted(candidates, key=lambda c: (-c[0], c[1]))[:MAX_OPERATIONS]
+    for _, _, _, apply in sorted(chosen, key=lambda c: c[1]):
         op = apply()
         if op is not None:
             report.operations.append({"op": op})
@@ -234,8 +237,6 @@ def dream(
         path = wiki.path(p.name)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             touched[p.slug] = text
-    for i, op in enumerate(report.operations):
-        op["index"] = i
     report.stale = [x["message"] for x in wiki.lint(today) if x["problem"] == "stale"]
     report.watermark = {"daily": max(days).isoformat() if days else mark.get("daily"), "events": offset}
     report.usage = eng.usage.to_dict()

@@ -58,6 +58,7 @@ def seed_summary_vectors(mem: Memory, summaries: list[Path]) -> int:
 
     memo: dict[Path, np.ndarray | None] = {}
     seeded: dict[str, np.ndarray] = {}
+    with_children = 0
     for path in summaries:
         root = provenance.brain_root(path)
         weights = notes.frontmatter(path).get("salience") or {}
@@ -75,9 +76,10 @@ def seed_summary_vectors(mem: Memory, summaries: list[Path]) -> int:
                 mean = (np.stack(vectors) * weight[:, None]).sum(axis=0)
                 mean /= max(float(np.linalg.norm(mean)), 1e-12)
                 seeded[chunk["content_hash"]] = np.vstack([text_windows, mean[None, :]]).astype(np.float32)
+                with_children += 1
             else:
                 seeded[chunk["content_hash"]] = np.asarray(text_windows, dtype=np.float32)
     # The cache keeps an existing entry: replace it, so the children's vector is the current one.
     mem.cache.delete(list(seeded))
     mem.cache.put_many(embedder.id, seeded)
-    return sum(v.shape[0] > 1 for v in seeded.values())
+    return with_children

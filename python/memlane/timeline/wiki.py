@@ -129,8 +129,10 @@ class Page:
         if self.current["value"].lower() == value.lower():
             return "same"
         if since < (self.current.get("since") or ""):
-            # An older statement read late (a backfilled daily): history, not the current value.
-            self.supersedes.append({"fact": fact, "value": value, "source": ref, "since": since, "superseded_on": self.current.get("since") or ""})
+            # An older statement read late (a backfilled daily): history, not the current value;
+            # it held until the next value on record.
+            later = [s.get("since") or "" for s in self.supersedes if (s.get("since") or "") > since] + [self.current.get("since") or ""]
+            self.supersedes.append({"fact": fact, "value": value, "source": ref, "since": since, "superseded_on": min(later)})
             self.supersedes.sort(key=lambda s: s.get("since") or "")
             return "superseded"
         if not change:
