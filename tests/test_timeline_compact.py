@@ -233,3 +233,10 @@ def test_the_offline_engine_keeps_facts_with_other_numbers_apart():
     out = compact_mod.make_engine("offline").summarize("weekly", "2026-W10", src, limit=5)
     assert [(s.text, [r.path[-8:-3] for r in s.refs]) for s in out] == [
         ("We decided to set the batch size to 502.", ["03-02"]), ("We decided to set the batch size to 503.", ["03-03", "03-04"])]
+
+
+def test_recall_shows_the_evidence_with_the_summary_that_led_to_it(setup):
+    mem, brain, _ = setup
+    compact(mem, brain, today=TODAY, level="weekly")
+    block = mem.recall("exporter batch size", max_tokens=2000, include_brain=False)
+    assert block and "via Week 2026-W10" in block.text and all(i.source == "knowledge" for i in block.items)

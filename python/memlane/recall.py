@@ -260,6 +260,8 @@ def hit_provenance(hit: Hit) -> str:
         'session s1 · turns 12-15 · 2026-04-02 14:03 UTC'
     """
     earlier = f" · earlier statement, superseded by {hit.superseded_by}" if hit.superseded_by else ""
+    if context := hit.meta.get("context"):
+        earlier += f" · via {context}"
     if hit.source == "transcript":
         turns = f"turn {hit.turn_start}" if hit.turn_start == hit.turn_end else f"turns {hit.turn_start}-{hit.turn_end}"
         return f"session {hit.session_id} · {turns} · {_when(hit.timestamp)}{earlier}"
@@ -297,7 +299,8 @@ def _candidate(item: RecallItem) -> _Candidate:
 
 
 def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime) -> list[_Candidate]:
-    hits = mem.search(query, k=k, sources=["transcript", "knowledge"], threshold=threshold)
+    # Summaries too: one that matches hands its place to the entries it cites (ranking.hierarchy).
+    hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold)
     out = []
     for h in hits:
         if h.score < threshold:
