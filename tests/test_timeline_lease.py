@@ -112,3 +112,31 @@ def test_the_ledger_records_spend_and_enforces_the_budget(tmp_path):
     row = jobs.ledger("dream")[0]
     assert (row["status"], row["calls"], row["tokens"], row["cost_usd"], row["budget_tokens"]) == ("failed", 2, 2000, 0.02, 1500)
     assert "over its budget" in row["detail"]
+
+
+def test_schedule_starts_compaction_and_dreaming_when_due(tmp_path):
+    from datetime import date
+
+    from memlane.timeline.schedule import due, run_due
+
+    brain = tmp_path / "brain"
+    for d in ("02", "03", "04", "05", "06"):
+        p = brain / "DailyActivity" / f"2026-03-{d}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"# 2026-03-{d}\n\n## 09:00 | w\n- We decided to pin uv to 0.4.{d}.\n")
+    home = tmp_path / "home"
+    assert due(home, brain, today=date(2026, 3, 6)) == ["dream"]  # the week is not over yet
+    assert due(home, brain, today=date(2026, 3, 9)) == ["compact", "dream"]
+    with Jobs(home).lease("dream", cooldown=0) as run:
+        run.watermark = '{"daily": "2026-03-06", "events": 0}'
+    assert due(home, brain, today=date(2026, 3, 9)) == ["compact"]  # nothing new since the watermark, and cooling down
+    (brain / "Weekly").mkdir()
+    (brain / "Weekly" / "2026-W10.md").write_text("---\ntype: weekly\n---\n")
+    assert due(home, brain, today=date(2026, 3, 9)) == []
+    assert run_due(home, brain, tmp_path / "log") == []
+    (brain / "Weekly" / "2026-W10.md").unlink()
+    assert run_due(home, brain, tmp_path / "log", embed="none") == ["compact"]  # a detached `memlane compact --if-due`
+    from memlane.timeline import schedule
+
+    assert schedule._SPAWNED[-1].wait(timeout=120) == 0, (tmp_path / "log").read_text()
+    assert (brain / "Weekly" / "2026-W10.md").read_text().startswith("---\ntype: weekly\nperiod: 2026-W10\n")
