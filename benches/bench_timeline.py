@@ -23,7 +23,9 @@ Tune on the dev seeds (1-3), report the test seeds (11-13)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import sys
@@ -116,12 +118,53 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool) -> dict[str, Any
     return out
 
 
+# A stand-in for `claude -p --output-format json`: it answers with each source's first sentence
+# (so the details check passes) and bills the prompt and answer at 4 bytes a token and Claude
+# Haiku 4.5's list price ($1 / $5 per million tokens): the ledger then shows what a real run's
+# calls would weigh, without a network.
+_CLAUDE_STUB = """#!{python}
+import json, re, sys
+prompt = sys.stdin.read()
+ids = re.findall(r"\\[S(\\d+)\\] \\(.*?\\)\\n(?:- )?([^\\n]*)", prompt)
+limit = int(re.search(r"at most (\\d+) statements", prompt).group(1))
+answer = json.dumps({{"statements": [{{"section": "Facts", "text": t.strip(), "sources": ["S" + n]}} for n, t in ids[:limit] if t.strip()]}})
+tin, tout = (len(prompt.encode()) + 3) // 4, (len(answer.encode()) + 3) // 4
+print(json.dumps({{"type": "result", "is_error": False, "result": answer, "total_cost_usd": round(tin * 1e-6 + tout * 5e-6, 6),
+                  "usage": {{"input_tokens": tin, "output_tokens": tout}}}}))
+"""
+
+
+def llm_ledger(seed: int, workdir: Path) -> dict[str, Any]:
+    """``memlane compact --engine claude`` on the seed's dailies with the stand-in CLI; the ledger row."""
+    import os
+
+    from memlane.cli import main as cli
+    from memlane.timeline.lease import Jobs
+
+    corpus = generate(seed)
+    brain_dir, home = workdir / "llm-brain", workdir / "llm-home"
+    corpus.write(brain_dir)
+    stub = workdir / "claude"
+    stub.write_text(_CLAUDE_STUB.format(python=sys.executable), encoding="utf-8")
+    stub.chmod(0o755)
+    os.environ["MEMLANE_CLAUDE_BIN"] = str(stub)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli(["compact", "--home", str(home), "--brain", str(brain_dir), "--engine", "claude", "--embed", "none",
+                 "--today", corpus.today.isoformat(), "--json"])
+    finally:
+        os.environ.pop("MEMLANE_CLAUDE_BIN")
+    row = Jobs(home).ledger("compact")[0]
+    return {k: row[k] for k in ("status", "engine", "calls", "input_tokens", "output_tokens", "tokens", "cost_usd", "detail")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (dev: 1,2,3; test: 11,12,13)")
     parser.add_argument("--embed", default="local", help="local (default) or none (keyword only)")
     parser.add_argument("--no-dream", action="store_true", help="skip dreaming and the as-of check")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--llm-ledger", action="store_true", help="also run compaction with a stand-in claude CLI and report its ledger")
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
@@ -129,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp) / f"seed{seed}"
             work.mkdir()
             r = run_seed(seed, args.embed, work, dream=not args.no_dream)
+            if args.llm_ledger:
+                r["llm_ledger"] = llm_ledger(seed, work)
             results.append(r)
             print(json.dumps(r, default=str), flush=True)
     summary: dict[str, Any] = {}

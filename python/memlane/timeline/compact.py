@@ -301,7 +301,9 @@ class _Run:
         if not self._affordable(level, period, sources):
             return
         dropped: list[dict[str, str]] = []
-        statements = _checked(self.engine.summarize(level, period, sources, limit=LIMITS[level]), sources, self.guard, dropped)
+        # No source, no call: an LLM would be paid to say nothing.
+        written = self.engine.summarize(level, period, sources, limit=LIMITS[level]) if sources else []
+        statements = _checked(written, sources, self.guard, dropped)
         if level == "wisdom":
             statements = _without_reversed(statements)
         text = _render(level, period, title_extra, sorted(children), children, self.engine.name, inputs, statements)
