@@ -202,7 +202,7 @@ def scratch_home(mem: Memory, where: Path, brain_dir: Path) -> Memory:
     spec = mem._embedder_spec if isinstance(mem._embedder_spec, str) or mem._embedder_spec is None else mem.embedder
     scratch = memlane.open(where, embedder=spec if spec is not None else "none", cache_dir=mem._cache_dir)
     summaries = provenance.summary_files(brain_dir)
-    if scratch.embedder is not None and summaries:
+    if scratch.embedder is not None and summaries and (brain_dir / "DailyActivity").is_dir():
         # Dailies first: a summary's children's vector is read from their cached vectors.
         scratch.index([brain_dir / "DailyActivity"], format="markdown")
         index_summaries(scratch, summaries)
