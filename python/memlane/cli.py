@@ -263,17 +263,27 @@ def _embed_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weights(embedder_id: str | None) -> str | None:
+    """Where the local model's weights come from, for a home built with them."""
+    if not (embedder_id or "").startswith("local/all-MiniLM-L6-v2/"):
+        return None
+    from memlane.embed.weights import minilm_source
+
+    return minilm_source()
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, "none")
     status = mem.status()
+    status["weights"] = _weights(status["embedder_id"])
     cache = status["embedding_cache"]
     text = (
         f"home        {status['home']}\n"
         f"files       {status['files']}  sessions {status['sessions']}\n"
         f"chunks      {status['chunks']}  with vectors {status['chunks_with_vectors']} "
         f"({status['vectors']} window vectors)\n"
-        f"embedder    {status['embedder_id'] or '-'}\n"
+        f"embedder    {status['embedder_id'] or '-'}" + (f", weights from {status['weights']}" if status["weights"] else "") + "\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
         f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
@@ -495,6 +505,8 @@ def _fail(args: argparse.Namespace, exc: BaseException) -> int:
         message = f"{exc.strerror}: {exc.filename}"
     if isinstance(exc, sqlite3.DatabaseError):
         message = f"database error: {message}"
+    elif isinstance(exc, ImportError):
+        message = f"{message}: memlane's installation is incomplete (pip install --force-reinstall memlane)"
     elif not isinstance(exc, (MemlaneError, OSError, ValueError, TypeError, LookupError)):
         message = f"internal error ({type(exc).__name__}: {message}); MEMLANE_DEBUG=1 shows the traceback"
     if getattr(args, "json", False):
