@@ -38,6 +38,7 @@ from typing import Any
 import memlane
 from memlane.bench.timeline import generate
 from memlane.brain import Brain, provenance
+from memlane.ranking import hierarchy
 from memlane.timeline import gate
 from memlane.timeline.compact import compact, plan_compaction
 
@@ -64,7 +65,7 @@ def _recall(mem: Any, brain: Path, questions: list[gate.Question], hierarchy: bo
     }
 
 
-def run_seed(seed: int, embed: str, workdir: Path, dream: bool) -> dict[str, Any]:
+def run_seed(seed: int, embed: str, workdir: Path, dream: bool, wiki_weights: list[float] = ()) -> dict[str, Any]:
     """One seed through the whole pipeline; the figures as a dict."""
     corpus = generate(seed)
     brain_dir, home = workdir / "brain", workdir / "home"
@@ -97,6 +98,14 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool) -> dict[str, Any
             out["dream"]["forced"] = dreamt.counts()
         out["on_wiki"] = _recall(mem, brain_dir, corpus.questions, hierarchy=True)
         out["on_wiki_naive"] = _recall(mem, brain_dir, corpus.questions, hierarchy=False)
+        # The weight of a wiki page none of whose cited entries matched, swept on the same index.
+        kept = hierarchy.WIKI_WEIGHT
+        try:
+            for w in wiki_weights:
+                hierarchy.WIKI_WEIGHT = w
+                out.setdefault("wiki_weight", {})[str(w)] = _recall(mem, brain_dir, corpus.questions, hierarchy=True)
+        finally:
+            hierarchy.WIKI_WEIGHT = kept
         wiki = Wiki(brain)
         as_of = [q for q in corpus.questions if q.kind in ("as_of", "current")]
         right = []
@@ -164,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed", default="local", help="local (default) or none (keyword only)")
     parser.add_argument("--no-dream", action="store_true", help="skip dreaming and the as-of check")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--wiki-weights", default="", help="comma-separated weights of an unmatched wiki page to sweep after dreaming (tune on dev)")
     parser.add_argument("--llm-ledger", action="store_true", help="also run compaction with a stand-in claude CLI and report its ledger")
     args = parser.parse_args(argv)
     results = []
@@ -171,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in [int(s) for s in args.seeds.split(",")]:
             work = Path(tmp) / f"seed{seed}"
             work.mkdir()
-            r = run_seed(seed, args.embed, work, dream=not args.no_dream)
+            r = run_seed(seed, args.embed, work, dream=not args.no_dream, wiki_weights=[float(w) for w in args.wiki_weights.split(",") if w])
             if args.llm_ledger:
                 r["llm_ledger"] = llm_ledger(seed, work)
             results.append(r)
@@ -186,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         right = sum(r["as_of_accuracy"]["right"] for r in results)
         total = sum(r["as_of_accuracy"]["questions"] for r in results)
         summary["as_of_accuracy"] = {"right": right, "questions": total, "accuracy": round(right / max(total, 1), 4)}
+    for w in sorted({w for r in results for w in r.get("wiki_weight", {})}, key=float):
+        rows = [r["wiki_weight"][w] for r in results if w in r.get("wiki_weight", {})]
+        summary.setdefault("wiki_weight", {})[w] = {"recall@5": round(sum(x["recall@5"] for x in rows) / len(rows), 4),
+                                                    "summary_above_evidence": sum(x["summary_above_evidence"] for x in rows)}
     summary["dailies_byte_identical"] = all(r["dailies_byte_identical"] for r in results)
     summary["offline_deterministic"] = all(r["offline_deterministic"] for r in results)
     print(json.dumps({"seeds": args.seeds, "embed": args.embed, "summary": summary}, indent=1))

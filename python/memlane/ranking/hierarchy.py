@@ -40,9 +40,12 @@ __all__ = ["LIFT", "WIKI_WEIGHT", "cited", "place_evidence"]
 # summary cost 0.2 points of recall_any@5 (a second child pushes a gold turn out); 1 costs none.
 LIFT = 1
 """Children of one summary that may take its place (the best matching one)."""
-WIKI_WEIGHT = 0.9
-"""Score weight of a wiki page none of whose cited entries matched (measured on the timeline
-corpus's dev seeds, benches/bench_timeline.py: see benches/README.md)."""
+WIKI_WEIGHT = 0.5
+"""Score weight of a wiki page none of whose cited entries matched: the highest weight at which
+LoCoMo dev as dailies with dreamt pages (benches/bench_timeline_locomo.py --dream, local
+embedder) reaches the floor of its curve: questions with a page above the first gold turn
+1.5: 68, 1.1: 48, 0.9: 19, 0.7: 4, 0.5 / 0.3 / 0.1: 1; recall_any@5 0.654 → 0.660. The
+generated timeline is flat from 1.5 to 0.5 (see benches/README.md)."""
 
 Fetch = Callable[[int, int], Sequence["Hit"]]
 """``fetch(since_ms, until_ms)``: the query's hits among knowledge chunks dated in ``[since, until)``."""
