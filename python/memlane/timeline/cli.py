@@ -198,6 +198,14 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     where.add_argument("--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)")
     common = [*parents, where]
 
+    def run_options(p: argparse.ArgumentParser, force: str, today: str) -> None:
+        """The options a compact or dream run shares: engine, dry run, force, today, the gate's questions."""
+        engine_options(p)
+        p.add_argument("--dry-run", action="store_true", help="only say what would be done")
+        p.add_argument("--force", action="store_true", help=force)
+        p.add_argument("--today", type=_date, help=today)
+        p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
+
     def engine_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--engine", choices=ENGINES, default="offline", help="offline (extractive, default), bedrock, claude or codex (the agent CLI)")
         p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
@@ -208,11 +216,8 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("compact", parents=common, help="roll dailies up into weekly, monthly and WISDOM.md summaries (dailies are never touched)")
     p.add_argument("--level", choices=["weekly", "monthly", "wisdom"], help="only this level (default: all three)")
-    engine_options(p)
-    p.add_argument("--dry-run", action="store_true", help="only say what would be written")
-    p.add_argument("--force", action="store_true", help="rewrite up-to-date summaries and publish even if the gate measures a loss")
-    p.add_argument("--today", type=_date, help="periods ending before this day are complete (default today)")
-    p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
+    run_options(p, force="rewrite up-to-date summaries and publish even if the gate measures a loss",
+                today="periods ending before this day are complete (default today)")
     p.set_defaults(func=_cmd_compact)
 
     wiki = sub.add_parser("wiki", parents=common, help="topical pages kept by dreaming: list, show, stub, lint, merge, rename")
@@ -242,9 +247,6 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("dream", parents=common, help="update the wiki from new dailies and the search log; `dream status` shows the last runs")
     p.add_argument("action", nargs="?", choices=["run", "status"], default="run", help="run (default) or status")
-    engine_options(p)
-    p.add_argument("--dry-run", action="store_true", help="only say what would be done")
-    p.add_argument("--force", action="store_true", help="run despite the cooldown and publish even if the gate measures a loss")
-    p.add_argument("--today", type=_date, help="staleness is counted to this day (default today)")
-    p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
+    run_options(p, force="run despite the cooldown and publish even if the gate measures a loss",
+                today="staleness is counted to this day (default today)")
     p.set_defaults(func=_cmd_dream)
