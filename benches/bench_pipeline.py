@@ -75,6 +75,7 @@ class GivenVectors:
 
     id = "bench/random/384"
     dim = DIM
+    max_window_tokens = 256
 
     def __init__(self, queries: list[str], vectors: np.ndarray) -> None:
         self.vectors = dict(zip(queries, vectors))
