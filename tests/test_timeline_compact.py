@@ -240,3 +240,22 @@ def test_recall_shows_the_evidence_with_the_summary_that_led_to_it(setup):
     compact(mem, brain, today=TODAY, level="weekly")
     block = mem.recall("exporter batch size", max_tokens=2000, include_brain=False)
     assert block and "via Week 2026-W10" in block.text and all(i.source == "knowledge" for i in block.items)
+
+
+def test_wisdom_leaves_out_a_decision_reversed_later_in_the_same_month_or_after():
+    from memlane.brain.provenance import Ref
+    from memlane.timeline.compact import _without_reversed
+
+    def st(text: str, month: str) -> Statement:
+        return Statement("Decisions", text, (Ref(f"Monthly/{month}.md", None),))
+
+    kept = _without_reversed([
+        st("We decided to use Valkey as the ingest cache.", "2026-02"),
+        st("We decided to use Flagsmith as the auth feature flag service.", "2026-02"),
+        st("Replaced Valkey with Redis for the ingest cache.", "2026-02"),
+        st("Moved the auth feature flag service from Flagsmith over to Unleash.", "2026-04"),
+        st("We decided to use Kafka as the billing queue.", "2026-04"),
+    ])
+    assert [s.text for s in kept] == ["Replaced Valkey with Redis for the ingest cache.",
+                                      "Moved the auth feature flag service from Flagsmith over to Unleash.",
+                                      "We decided to use Kafka as the billing queue."]

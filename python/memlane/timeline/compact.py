@@ -51,6 +51,7 @@ from memlane.brain.brain import DAILY_DIR
 from memlane.brain.guard import MemoryGuard
 from memlane.brain.provenance import Ref
 from memlane.timeline import notes
+from memlane.timeline.dream import decisions
 from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, make_engine, unsupported
 
 if TYPE_CHECKING:
@@ -378,22 +379,29 @@ class _Run:
 
 
 def _without_reversed(statements: list[Statement]) -> list[Statement]:
-    """Leave out a decision a later statement reverses ("switched from X to Y" drops the one naming X)."""
-    def month(st: Statement) -> str:
-        return max(r.path for r in st.refs)
+    """Leave out a decision a later statement reverses ("switched from X to Y" drops the one naming
+    X) or replaces (a later decision gives its subject another value, as dreaming reads them).
 
+    Later: from a later month, or from the same month and listed after it (the engines keep a
+    month's statements in reading order).
+    """
+    def when(i: int) -> tuple[str, int]:
+        return max(r.path for r in statements[i].refs), i
+
+    stated = [{d.subject: d.value.lower() for d in decisions(s.text)} for s in statements]
     out = []
-    for st in statements:
+    for i, st in enumerate(statements):
         words = set(re.findall(r"[a-z0-9]+", st.text.lower()))
-        later = [o for o in statements if o is not st and month(o) > month(st)]
-        gone = False
-        for o in later:
-            old = distill_engines.reversal(o.text)
+        later = [j for j in range(len(statements)) if when(j) > when(i)]
+        replaced = any(stated[j].get(subject, value) != value for subject, value in stated[i].items() for j in later)
+        reversed_ = False
+        for j in later:
+            old = distill_engines.reversal(statements[j].text)
             old_words = set(re.findall(r"[a-z0-9]+", (old or "").lower())) - {"the", "a", "an", "to", "from"}
-            if st.section == "Decisions" and old_words and len(old_words & words) >= max(1, len(old_words) // 2 + 1):
-                gone = True
+            if old_words and len(old_words & words) >= max(1, len(old_words) // 2 + 1):
+                reversed_ = True
                 break
-        if not gone:
+        if st.section != "Decisions" or not (replaced or reversed_):
             out.append(st)
     return out
 
