@@ -81,6 +81,7 @@ def mmr_check(path: Path, embed: str) -> None:
     """What the near-duplicate collapse drops, and gold turns kept by budget and MMR λ, on LoCoMo dev."""
     import memlane.recall as recall_module
     from memlane.bench.datasets import load_locomo
+    from memlane.ranking.relevance import FLOOR
 
     default_lambda = recall_module._MMR_LAMBDA
     totals = {"questions": 0, "candidates": 0, "dropped": 0, "gold": 0, "gold_in_candidates": 0, "gold_lost_by_collapse": 0}
@@ -92,7 +93,7 @@ def mmr_check(path: Path, embed: str) -> None:
             mem.index([src], format=conv.fmt, embed=embed != "none")
             for q in conv.questions:
                 # The largest pool recall draws from (200 candidates), and the turns each holds.
-                pool = [h for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"]) if h.score >= 0.2]
+                pool = [h for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"]) if (h.relevance or 0) >= FLOOR]
                 turns = {h.id: set(h.meta.get("turn_ids") or []) for h in pool}
 
                 def gold_kept(r: memlane.recall.Recall, q=q, turns=turns) -> set[str]:

@@ -31,8 +31,9 @@ def test_index_search_status_json(tmp_path, capsys):
     code, out, _ = run(capsys, "search", "exit code 137", "-k", "5", "--home", home, "--json", "--embed", "none")
     hits = json.loads(out)
     assert code == 0 and len(hits) == 1
-    assert {"id", "source", "text", "score", "scores", "path", "session_id", "turn_start", "turn_end", "timestamp", "heading"} <= hits[0].keys()
-    assert hits[0]["scores"] == {"bm25": 1.0, "vector": None}
+    assert {"id", "source", "text", "score", "scores", "relevance", "path", "session_id", "turn_start", "turn_end", "timestamp", "heading"} <= hits[0].keys()
+    assert hits[0]["scores"]["bm25"] == 1.0 and hits[0]["scores"]["vector"] is None
+    assert 0 < hits[0]["scores"]["coverage"] <= 1 and hits[0]["relevance"] >= 0.225
 
     code, out, _ = run(capsys, "status", "--home", home, "--json")
     status = json.loads(out)

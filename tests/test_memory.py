@@ -233,9 +233,9 @@ def test_unrelated_query_returns_nothing(mem, corpus):
 def test_filters_by_session_and_time(mem, corpus):
     mem.index([corpus])
     assert {h.session_id for h in mem.search("what", k=10, session_id="cook-1")} <= {"cook-1"}
-    recent = mem.search("pasta deploy billing sauce", k=10, since="2026-02-01")
+    recent = mem.search("pasta deploy billing sauce", k=10, since="2026-02-01", threshold=0.0)  # filters, not the floor
     assert recent and all(h.session_id == "deploy-1" for h in recent)
-    old = mem.search("pasta deploy billing sauce", k=10, until="2026-02-01")
+    old = mem.search("pasta deploy billing sauce", k=10, until="2026-02-01", threshold=0.0)
     assert old and all(h.session_id == "cook-1" for h in old)
     with pytest.raises(ValueError, match="ISO-8601"):
         mem.search("x", since="last tuesday")
@@ -346,7 +346,7 @@ def test_a_hit_found_by_vector_alone_is_the_live_chunk_not_a_deleted_copy(tmp_pa
     shutil.move(corpus / "deploy.jsonl", moved / "deploy.jsonl")
     assert mem.index([corpus]).chunks_removed == 3
     assert mem.index([moved]).chunks_added == 3
-    hits = mem.search("zebra quokka marsupial", k=5)
+    hits = mem.search("zebra quokka marsupial", k=5, threshold=0.0)  # the lookup, not the floor
     assert hits and hits[0].scores["bm25"] is None
     assert "Postgres 16" in hits[0].text
     assert all(h.path.startswith(str(moved)) for h in hits if h.session_id == "deploy-1")

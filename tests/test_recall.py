@@ -49,7 +49,8 @@ def mem(tmp_path, fake_embedder):
 
 def _hit(id_: str, text: str, score: float, *, source: str = "knowledge", path: str = "/notes/billing.md",
          heading: str = "Storage", timestamp: str | None = "2026-04-10T08:00:00Z", session: str = "") -> Hit:
-    return Hit(id_, source, text, score, {"bm25": score, "vector": None}, path, session, 0, 1, timestamp, heading)
+    # A constructed hit is as relevant as it scores.
+    return Hit(id_, source, text, score, {"bm25": score, "vector": None}, path, session, 0, 1, timestamp, heading, relevance=score)
 
 
 def _serve(monkeypatch, mem, hits: list[Hit]) -> None:

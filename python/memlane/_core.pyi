@@ -8,6 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+DEFAULT_THRESHOLD: float
+RELEVANCE_VECTOR_WEIGHT: float
 
 class MemlaneError(Exception): ...
 class IndexLockedError(MemlaneError): ...
@@ -50,9 +52,11 @@ class Store:
         until: int | None = None,
         fusion: str = "weighted",
         vector_weight: float = 0.6,
-        threshold: float = 0.2,
+        threshold: float = ...,
         candidates: int = 50,
     ) -> list[dict[str, Any]]: ...
+    def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
+        """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs."""
     def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""

@@ -22,6 +22,7 @@ from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_ho
 from memlane.cli_output import emit
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
+from memlane.ranking.relevance import FLOOR
 
 _FORMATS = [*TRANSCRIPT_FORMATS, "markdown"]
 
@@ -127,16 +128,13 @@ def _file_line(f: dict[str, Any]) -> str:
     return f"  {f['path']}: {what}" + (f"; skipped {skipped}" if skipped else "")
 
 
-def _format_hit(i: int, hit: Any) -> str:
+def _format_hit(i: int, hit: Any, snippet: str) -> str:
     when = hit.timestamp[:16].replace("T", " ") if hit.timestamp else "undated"
     if hit.source in ("knowledge", "summary"):
         where = f"{hit.heading} · lines {hit.meta.get('line_start')}-{hit.meta.get('line_end')} · {when}"
     else:
         where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
-    scores = " ".join(f"{k}={v:.2f}" for k, v in hit.scores.items() if v is not None)
-    snippet = " ".join(hit.text.split())
-    if len(snippet) > 300:
-        snippet = snippet[:297] + "..."
+    scores = " ".join(f"{k}={v:.2f}" for k, v in {"relevance": hit.relevance, **hit.scores}.items() if v is not None)
     earlier = f"\n   earlier statement: superseded by {hit.superseded_by}" if hit.superseded_by else ""
     if context := hit.meta.get("context"):
         earlier += f"\n   found through the summary {context}"
@@ -167,7 +165,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
         # Masked before the snippet is cut: a key cut in half would no longer be recognised.
         hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
-    text = "\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)) or "no match above the threshold"
+    # The passage that matched, not the chunk's first lines: an error at a chunk's end shows.
+    snippets = mem.snippets(args.query, hits)
+    text = "\n".join(_format_hit(i, h, s) for i, (h, s) in enumerate(zip(hits, snippets), 1)) or "nothing relevant in memory for this query"
     _emit_masked(args, [h.to_dict() for h in hits], text)
     return 0
 
@@ -402,7 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--since", help="keep chunks from this time on (ISO-8601)")
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], default="weighted")
-    p.add_argument("--threshold", type=float, default=0.2, help="return nothing if every score is below this (default 0.2)")
+    p.add_argument("--threshold", type=float, default=FLOOR, help=f"relevance floor: nothing when no hit reaches it (default {FLOOR})")
     p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
     p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")

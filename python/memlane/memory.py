@@ -25,6 +25,7 @@ from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
 from memlane.ranking.hit import Hit
+from memlane.ranking.relevance import FLOOR
 
 if TYPE_CHECKING:
     import numpy as np
@@ -447,16 +448,18 @@ class Memory:
         until: str | int | float | datetime | None = None,
         fusion: str = "weighted",
         vector_weight: float = 0.6,
-        threshold: float = 0.2,
+        threshold: float = FLOOR,
         recency: bool = True,
         temporal: bool = True,
         hierarchy: bool = True,
     ) -> list[Hit]:
         """Hybrid search: BM25 and vector candidates fused, best first, then ordered for time.
 
-        If every fused score is under ``threshold`` the result is empty. Vectors are used when
-        the home has them and an embedder is configured; otherwise BM25 answers alone. See
-        :mod:`memlane.ranking.rerank` for how ``recency`` and ``temporal`` reorder the fused hits.
+        When no candidate's relevance reaches ``threshold`` the result is empty; otherwise the
+        hits rank by their fused score and each carries its ``relevance`` (an absolute scale,
+        see :mod:`memlane.ranking.relevance`). Vectors are used when the home has them and an
+        embedder is configured; otherwise BM25 answers alone. See :mod:`memlane.ranking.rerank`
+        for how ``recency`` and ``temporal`` reorder the fused hits.
 
         Args:
             query: Free text; code identifiers, paths and error codes match exactly.
@@ -467,7 +470,7 @@ class Memory:
             until: Keep chunks before this time.
             fusion: ``weighted`` (default) or ``rrf``.
             vector_weight: Weight of the vector score in weighted fusion (BM25 gets the rest).
-            threshold: Empty-result threshold on the fused score.
+            threshold: Relevance floor: nothing when no candidate reaches it (0 turns it off).
             recency: On present-state questions ("which database does billing use now?"), the
                 newest of several hits about the same subject ranks first; the older ones are
                 marked ``superseded_by``. Unique old facts never move for being old.
@@ -542,6 +545,31 @@ class Memory:
         # The log is read by people and tools: a key searched for by its value stays out of it.
         self.events.append("search", query=mask(query), results=len(hits))
         return hits
+
+    def snippets(self, query: str, hits: Sequence[Hit], max_chars: int = 300) -> list[str]:
+        """Per hit, the passage of its text that best matches ``query``, for display.
+
+        The passage of at most ``max_chars`` characters holding the most of the query's terms
+        (rarer terms weigh more; matched as the keyword search matches them), whitespace
+        collapsed, with ``…`` where the text goes on; a hit that matched by meaning alone shows
+        its beginning. An error message at the end of a long chunk is what shows, not the
+        chunk's first lines.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> mem = memlane.open(tempfile.mkdtemp(), embedder="none")
+            >>> hit = Hit("c1", "transcript", "setup " * 80 + "then exit code 137 killed it", 1.0, {}, "/s.jsonl", "s", 0, 1, None, "")
+            >>> mem.snippets("exit code 137", [hit], max_chars=40)
+            ['…setup setup then exit code 137 killed…']
+        """
+        if max_chars < 1:
+            raise ValueError("max_chars must be at least 1")
+        found = self._store.passages(query, [h.text for h in hits], max_chars)
+        out = []
+        for hit, passage in zip(hits, found):
+            cut_before, text, cut_after = passage or (False, hit.text[:max_chars], len(hit.text) > max_chars)
+            out.append(("…" if cut_before else "") + " ".join(text.split()) + ("…" if cut_after else ""))
+        return out
 
     def _unit_vectors(self, content_hashes: list[str], embedder_id: str | None) -> np.ndarray | None:
         """One unit vector per chunk (its windows averaged) from the embedding cache, or None

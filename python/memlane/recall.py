@@ -4,8 +4,9 @@
 archives included) and from a hybrid search over the knowledge library and the transcripts,
 then:
 
-1. drops every candidate whose relevance (the fused BM25 + vector score) is under the
-   threshold — if none is left the recall is empty: no recall beats wrong recall;
+1. keeps nothing unless a candidate's relevance (an absolute scale, see
+   :mod:`memlane.ranking.relevance`) reaches the floor — no recall beats wrong recall — and then
+   the hits that reach the item floor and the brain entries that reach the floor;
 2. weighs what is left: a superseded brain entry ×0.1; with ``half_life_days`` a dated item
    ×0.5 per half-life of age (MEMORY.md entries and topic-named notes are evergreen; notes
    named by a date, like ``DailyActivity/2026-04-02.md``, and transcripts decay);
@@ -40,6 +41,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memlane.ranking.relevance import FLOOR, ITEM_FLOOR, entry_relevance
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -52,15 +55,12 @@ if TYPE_CHECKING:
 DRIFT_CAVEAT = "Memory is a snapshot of the past: verify names, paths and flags before acting on them."
 """The caveat every injected memory block carries."""
 
-DEFAULT_THRESHOLD = 0.2
-"""Relevance under which a candidate is dropped (the hybrid search's empty-result threshold)."""
+DEFAULT_THRESHOLD = FLOOR
+"""The relevance floor: nothing is recalled unless a candidate reaches it (the search's)."""
 
 SUPERSEDED_WEIGHT = 0.1
 """Weight of a superseded brain entry (the brain's :attr:`Entry.weight`)."""
 
-# Same fusion as the hybrid search's default (memlane-core hybrid.rs), so brain entries and
-# index hits are ranked on one scale.
-_VECTOR_WEIGHT = 0.6
 # MMR trade-off between relevance and novelty (1.0: relevance only): on LoCoMo dev, 0.85 keeps
 # as many gold turns as relevance alone at 4k and 15k tokens (0.7 loses 9 of 1,138 at 4k).
 # Then the word-set similarity from which two items count as the same text: in LoCoMo dev,
@@ -101,7 +101,7 @@ class Memory(Protocol):
     @property
     def embedder(self) -> Embedder | None: ...
 
-    def search(self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = 0.2) -> list[Hit]: ...
+    def search(self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = FLOOR) -> list[Hit]: ...
 
     def _embed_chunks(
         self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
@@ -302,8 +302,11 @@ def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life
     # Summaries too: one that matches hands its place to the entries it cites (ranking.hierarchy).
     hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold)
     out = []
+    # The search answers only when a candidate reaches the floor, and then with every candidate:
+    # the weakest stay out (a lower bar than the floor's, which would lose gold turns).
+    item_floor = min(threshold, ITEM_FLOOR)
     for h in hits:
-        if h.score < threshold:
+        if h.relevance is None or h.relevance < item_floor:
             continue
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
         item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), hit_provenance(h), h.timestamp, h.superseded_by is not None)
@@ -381,7 +384,7 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -
         if e.withheld:  # fails MemoryGuard on read (a hand edit): never injected
             continue
         kw = keyword.get(e.key, 0.0)
-        relevance = kw if sims is None else _VECTOR_WEIGHT * max(0.0, min(1.0, sims[i])) + (1 - _VECTOR_WEIGHT) * kw
+        relevance = entry_relevance(kw, None if sims is None else sims[i])
         if relevance < threshold:
             continue
         text = e.text + (f"\nDetail: {e.detail}" if e.detail else "")
@@ -419,7 +422,7 @@ def select(candidates: list[_Candidate], budget: int) -> list[_Candidate]:
     its words to the chosen``; a candidate at least :data:`_DUPLICATE_SIMILARITY` similar to a
     chosen one is dropped, and one too big for what is left of the budget is skipped.
     """
-    pool = sorted(candidates, key=lambda c: -c.item.score)
+    pool = sorted(candidates, key=lambda c: (-c.item.score, c.item.id))  # equal scores: same order every time
     bits = _bitsets(pool)
     sizes = [len(c.words) for c in pool]
     max_sim = [0.0] * len(pool)
@@ -485,7 +488,9 @@ def recall(
         max_tokens: Budget of the whole block by :func:`estimate_tokens`.
         half_life_days: Temporal decay of dated items (``None``: off, the default).
         include_brain: Also recall MEMORY.md and EVOLUTION.md entries.
-        threshold: Relevance under which a candidate is dropped.
+        threshold: The relevance floor: nothing unless a candidate reaches it; then hits down to
+            :data:`~memlane.ranking.relevance.ITEM_FLOOR` (or the floor, if lower) and brain
+            entries that reach it.
         now: The reference time of the decay (default: now).
         show_secrets: Leave keys and passwords as the sources have them (else masked:
             ``AKIA…8WVY``); for a user at a terminal, never for an agent.

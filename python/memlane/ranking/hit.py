@@ -31,7 +31,9 @@ class Hit:
         text: The chunk text.
         score: Fused score used for ranking (on present-state questions the newest statement of a
             subject takes the score of the earlier one it displaces, see :mod:`memlane.ranking.rerank`).
-        scores: Breakdown: ``bm25`` (normalised to the query's best) and ``vector`` (cosine).
+        scores: Breakdown: ``bm25`` (normalised to the query's best), ``vector`` (cosine) and
+            ``coverage`` (BM25 over the most the query could score: the share of its informative
+            terms the chunk holds).
         path: Source file.
         session_id: Session the turns belong to (empty for knowledge chunks).
         turn_start: First turn index in the session (knowledge: the section's index in its note).
@@ -41,6 +43,8 @@ class Hit:
             also carry ``kind``, ``title``, ``tags``, ``frontmatter``, ``line_start``/``line_end`` in ``meta``.
         superseded_by: Id of a newer hit in this result that says something else about the same
             subject (present-state questions), so this one is an earlier statement; else None.
+        relevance: How relevant the hit is on an absolute scale, the same from query to query
+            (see :mod:`memlane.ranking.relevance`); None for a chunk looked up rather than matched.
     """
 
     id: str
@@ -55,6 +59,7 @@ class Hit:
     timestamp: str | None
     heading: str
     superseded_by: str | None = None
+    relevance: float | None = None
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -64,13 +69,14 @@ class Hit:
             source=d["source"],
             text=d["text"],
             score=round(float(d["score"]), 6),
-            scores={"bm25": d["bm25"], "vector": d["vector"]},
+            scores={"bm25": d["bm25"], "vector": d["vector"], "coverage": d.get("coverage")},
             path=d["path"],
             session_id=d["session_id"],
             turn_start=d["turn_start"],
             turn_end=d["turn_end"],
             timestamp=_iso(d["timestamp"]),
             heading=d["heading"],
+            relevance=None if d.get("relevance") is None else round(float(d["relevance"]), 6),
             meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
                   "timestamp_end": _iso(d["timestamp_end"])},
         )

@@ -358,8 +358,8 @@ def _time_affinity(hits: list[Hit], query: str) -> list[Hit]:
     for hit, when in zip(hits, whens):
         near = affinity(when, window, TIME_LAG, TIME_SCALE)
         boosted.append(replace(hit, score=round(hit.score + TIME_BONUS * near, 6), scores={**hit.scores, "time": round(near, 3)}))
-    # Stable: hits with equal scores keep the fused order.
-    return sorted(boosted, key=lambda h: -h.score)
+    # Equal scores by chunk id (hex of the key, zero-padded): the order fusion gives ties.
+    return sorted(boosted, key=lambda h: (-h.score, h.id))
 
 
 def needs_rerank(query: str, *, recency: bool = True, temporal: bool = True) -> bool:

@@ -4,16 +4,19 @@ use crate::chunk::Chunk;
 use crate::error::Result;
 use crate::tokenize::CodeTokenizer;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
-use std::ops::Bound;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::{Bound, Range};
 use std::path::Path;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::query::{
+    Bm25Weight, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
     STRING,
 };
+use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
     DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
@@ -485,18 +488,97 @@ impl Lexical {
                 (Occur::Should, q)
             })
             .collect();
-        let mut clauses = self.filter_clauses(filters);
+        // Filters select without scoring: a hit's score is its text's alone, so it can be read
+        // against `bm25_ceiling`.
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = self
+            .filter_clauses(filters)
+            .into_iter()
+            .map(|(occur, q)| -> (Occur, Box<dyn Query>) {
+                (occur, Box::new(ConstScoreQuery::new(q, 0.0)))
+            })
+            .collect();
         let query: Box<dyn Query> = if clauses.is_empty() {
             Box::new(BooleanQuery::new(should))
         } else {
             clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
             Box::new(BooleanQuery::new(clauses))
         };
-        let top = searcher.search(&*query, &TopDocs::with_limit(limit))?;
+        // Chunks tied at the cut would be chosen by where their documents sit in segments,
+        // which differs from one build of an archive to the next: take the whole tie (one
+        // document more than asked tells whether it goes on), then cut by chunk key.
+        let mut fetch = limit;
+        let top = loop {
+            let top = searcher.search(&*query, &TopDocs::with_limit(fetch + 1))?;
+            if top.len() <= fetch || top[fetch].0 < top[limit - 1].0 {
+                break top;
+            }
+            fetch *= 2;
+        };
         let mut keys = KeyColumns::new(searcher);
-        top.into_iter()
+        let mut hits = top
+            .into_iter()
             .map(|(score, addr)| Ok((keys.key(addr)?, score, addr)))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// The most `query` can score in BM25 in `searcher`: the sum over its distinct terms of
+    /// idf·(k1 + 1), the score of a chunk made of the term repeated without end. A hit's score
+    /// over this is the share of the query's informative (idf-weighted) terms it holds, which,
+    /// unlike a score normalised to the query's best hit, means the same from query to query.
+    /// A term the index never saw counts with the idf of a term in no chunk: the query asks for
+    /// something nothing holds.
+    ///
+    /// # Errors
+    /// tantivy errors reading term statistics.
+    pub fn bm25_ceiling(&self, searcher: &Searcher, query: &str) -> Result<f32> {
+        if searcher.num_docs() == 0 {
+            return Ok(0.0);
+        }
+        let mut ceiling = 0.0;
+        for term in self.query_terms(query) {
+            ceiling += Bm25Weight::for_terms(searcher, &[term])?.max_score();
+        }
+        Ok(ceiling)
+    }
+
+    /// For each of `texts`, the byte range of its passage of at most `max_chars` characters that
+    /// holds the most of `query`'s terms, rarer terms weighing more; None when no term occurs.
+    /// tantivy's snippet generator does the choosing, with the index's own analyzer, so a
+    /// passage matches the query the way the search did (stems, parts of identifiers).
+    ///
+    /// # Errors
+    /// tantivy errors reading term statistics.
+    pub fn passages(
+        &self,
+        searcher: &Searcher,
+        query: &str,
+        texts: &[&str],
+        max_chars: usize,
+    ) -> Result<Vec<Option<Range<usize>>>> {
+        // tantivy's own weighting (1 / (1 + document frequency)), but a term no chunk holds
+        // still counts: the text may not be indexed (a brain entry, an empty home).
+        let mut weights = BTreeMap::new();
+        for term in self.query_terms(query) {
+            if let Some(text) = term.value().as_str() {
+                let weight = 1.0 / (1.0 + searcher.doc_freq(&term)? as f32);
+                weights.insert(text.to_owned(), weight);
+            }
+        }
+        let generator = SnippetGenerator::new(weights, analyzer(), self.fields.text, max_chars);
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let snippet = generator.snippet(text);
+                // The fragment is a copy of a slice of the text: find where.
+                (!snippet.is_empty())
+                    .then(|| text.find(snippet.fragment()))
+                    .flatten()
+                    .map(|start| start..start + snippet.fragment().len())
+            })
+            .collect())
     }
 
     /// Keys of every chunk that passes `filters` (used to restrict the vector search).
@@ -635,5 +717,128 @@ mod tests {
             });
             assert_eq!(transcript_meta(&chunk), value.to_string());
         }
+    }
+
+    /// A keyword index of one generic-JSONL chunk per text (user turn only).
+    fn index_of(dir: &Path, texts: &[&str]) -> Lexical {
+        let lexical = Lexical::open(dir).unwrap();
+        let mut writer = lexical.writer().unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let line = serde_json::json!({"role": "user", "content": text}).to_string() + "\n";
+            let path = format!("/s{i}.jsonl");
+            let parsed = crate::parse::parse_bytes(
+                line.as_bytes(),
+                Path::new(&path),
+                Some(crate::model::Format::Generic),
+            );
+            for chunk in crate::chunk::chunk_parsed(&parsed, &path, 500) {
+                let source = if i % 2 == 0 {
+                    "transcript"
+                } else {
+                    "knowledge"
+                };
+                writer
+                    .add_document(lexical.document(&chunk, source, ""))
+                    .unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        lexical.reload().unwrap();
+        lexical
+    }
+
+    #[test]
+    fn coverage_is_the_share_of_the_query_a_hit_holds_and_filters_score_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lexical = index_of(
+            dir.path(),
+            &[
+                "the deploy failed with exit code 137 in the billing worker",
+                "the deploy went fine",
+                "lunch at the ramen place",
+                "exit code 137 means the kernel killed the worker for memory",
+            ],
+        );
+        let searcher = lexical.searcher();
+        let ceiling = |q: &str| lexical.bm25_ceiling(&searcher, q).unwrap();
+        let best =
+            |q: &str, filters: &Filters| lexical.search(&searcher, q, filters, 10).unwrap()[0].1;
+        let full = best("deploy exit code 137 billing", &Filters::default())
+            / ceiling("deploy exit code 137 billing");
+        let part =
+            best("deploy faucet plumber", &Filters::default()) / ceiling("deploy faucet plumber");
+        assert!(full > 0.0 && full <= 1.0);
+        // "faucet" and "plumber" are in no chunk: they weigh the most, and nothing holds them.
+        assert!(part < 0.5 * full, "{part} vs {full}");
+        assert!((ceiling("deploy faucet") - ceiling("faucet deploy")).abs() < 1e-6);
+        // A source filter selects without adding to the score.
+        let filtered = Filters {
+            sources: vec!["transcript".into()],
+            ..Filters::default()
+        };
+        assert_eq!(
+            best("deploy exit code", &filtered),
+            best("deploy exit code", &Filters::default())
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let none = Lexical::open(empty.path()).unwrap();
+        assert_eq!(
+            none.bm25_ceiling(&none.searcher(), "anything").unwrap(),
+            0.0
+        );
+    }
+
+    #[test]
+    fn a_passage_holds_the_query_terms_wherever_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let lexical = index_of(dir.path(), &["unrelated words"]);
+        let tail = "the build log says: ERR_CONN_RESET while fetching packages";
+        let text = format!(
+            "{}{tail}",
+            "setting up the environment and reading docs. ".repeat(20)
+        );
+        let found = lexical
+            .passages(
+                &lexical.searcher(),
+                "conn reset fetching",
+                &[&text, "nothing here"],
+                60,
+            )
+            .unwrap();
+        let range = found[0].clone().expect("a passage");
+        assert!(
+            text[range.clone()].contains("ERR_CONN_RESET"),
+            "{:?}",
+            &text[range.clone()]
+        );
+        assert!(range.start > 0 && text[range].chars().count() <= 60);
+        assert_eq!(found[1], None);
+    }
+
+    #[test]
+    fn a_tie_across_the_cut_is_settled_by_chunk_key_not_by_document_order() {
+        let texts: Vec<String> = (0..12)
+            .map(|i| format!("release checklist item{i}"))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut answers = Vec::new();
+        for order in [refs.clone(), refs.iter().rev().copied().collect()] {
+            let dir = tempfile::tempdir().unwrap();
+            let lexical = index_of(dir.path(), &order);
+            let hits = lexical
+                .search(
+                    &lexical.searcher(),
+                    "release checklist",
+                    &Filters::default(),
+                    5,
+                )
+                .unwrap();
+            assert!(hits.iter().all(|h| h.1 == hits[0].1), "one tie");
+            answers.push(hits.iter().map(|h| h.0).collect::<Vec<u64>>());
+        }
+        let mut all = answers[0].clone();
+        all.sort_unstable();
+        assert_eq!(answers[0], answers[1]);
+        assert_eq!(answers[0], all);
     }
 }

@@ -258,7 +258,7 @@ pub struct SearchRequest {
     pub filters: Filters,
     /// Fusion method.
     pub fusion: Fusion,
-    /// Empty-result threshold.
+    /// Relevance floor: nothing when no candidate reaches it ([`crate::hybrid::fuse`]).
     pub threshold: f32,
     /// Candidates taken from each list before fusion.
     pub candidates: usize,
@@ -275,6 +275,10 @@ pub struct Hit {
     pub bm25: Option<f32>,
     /// Cosine similarity, if the chunk has vectors.
     pub vector: Option<f32>,
+    /// BM25 over the query's ceiling, if a keyword match (see [`crate::hybrid::Fused`]).
+    pub coverage: Option<f32>,
+    /// How relevant on an absolute scale ([`crate::hybrid::relevance`]).
+    pub relevance: f32,
 }
 
 /// Summary of a home.
@@ -612,7 +616,10 @@ impl Store {
         let searcher = self.lexical.searcher();
         // The keyword and vector searches are independent: run them on both cores.
         let (keyword, ann) = rayon::join(
-            || self.keyword_candidates(&searcher, req, candidates),
+            || {
+                self.lexical
+                    .search(&searcher, &req.query, &req.filters, candidates)
+            },
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
                     return Ok(Vec::new());
@@ -627,6 +634,7 @@ impl Store {
         );
         let (keyword, ann) = (keyword?, ann?);
         let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
+        let ceiling = self.lexical.bm25_ceiling(&searcher, &req.query)?;
         let mut extra = HashMap::new();
         let mut ann = ann;
         if let Some((qv, index)) = index {
@@ -647,7 +655,15 @@ impl Store {
             ann.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
         let have_vectors = index.is_some();
-        let mut fused = fuse(&bm25, &ann, &extra, have_vectors, req.fusion, req.threshold);
+        let mut fused = fuse(
+            &bm25,
+            ceiling,
+            &ann,
+            &extra,
+            have_vectors,
+            req.fusion,
+            req.threshold,
+        );
         fused.truncate(req.k);
         // Stored fields only for the final hits; keyword hits already know their document.
         let addresses: HashMap<u64, tantivy::DocAddress> =
@@ -664,36 +680,28 @@ impl Store {
                     score: f.score,
                     bm25: f.bm25,
                     vector: f.vector,
+                    coverage: f.coverage,
+                    relevance: f.relevance,
                 });
             }
         }
         Ok(hits)
     }
 
-    /// The best `limit` keyword hits, equal scores by key (tantivy breaks ties by document
-    /// address, which depends on how segments happen to be laid out). Fetches past the cut
-    /// until the tie group at the cut is whole.
-    fn keyword_candidates(
+    /// The passage of each text that best matches `query` (see [`Lexical::passages`]).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn passages(
         &self,
-        searcher: &tantivy::Searcher,
-        req: &SearchRequest,
-        limit: usize,
-    ) -> Result<Vec<(u64, f32, tantivy::DocAddress)>> {
-        let mut fetch = limit + limit / 4 + 8;
-        loop {
-            let mut hits = self
-                .lexical
-                .search(searcher, &req.query, &req.filters, fetch)?;
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let whole = hits.len() < fetch
-                || hits.len() <= limit
-                || hits[limit - 1].1 > hits[hits.len() - 1].1;
-            if whole {
-                hits.truncate(limit);
-                return Ok(hits);
-            }
-            fetch *= 2;
-        }
+        query: &str,
+        texts: &[&str],
+        max_chars: usize,
+    ) -> Result<Vec<Option<std::ops::Range<usize>>>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.passages(&lexical.searcher(), query, texts, max_chars)
+        })
     }
 
     /// Load chunks by key.

@@ -14,6 +14,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         std::panic::set_hook(Box::new(|_| {}));
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_THRESHOLD", memlane_core::hybrid::DEFAULT_THRESHOLD)?;
+    m.add(
+        "RELEVANCE_VECTOR_WEIGHT",
+        memlane_core::hybrid::RELEVANCE_VECTOR_WEIGHT,
+    )?;
     errors::register(m)?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<store::PyWriter>()?;

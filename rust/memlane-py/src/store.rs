@@ -2,7 +2,7 @@
 
 use crate::errors::to_py;
 use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
-use memlane_core::hybrid::Fusion;
+use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
 use memlane_core::store::{
@@ -100,6 +100,8 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("score", h.score)?;
     d.set_item("bm25", h.bm25)?;
     d.set_item("vector", h.vector)?;
+    d.set_item("coverage", h.coverage)?;
+    d.set_item("relevance", h.relevance)?;
     Ok(d)
 }
 
@@ -120,7 +122,7 @@ impl PyStore {
     }
 
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
-                        since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = 0.2,
+                        since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
                         candidates = 50))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -202,6 +204,27 @@ impl PyStore {
             list.append(chunk_dict(py, c)?)?;
         }
         Ok(list)
+    }
+
+    /// Per text, its best passage for `query` as `(cut before, passage, cut after)`, or None.
+    #[pyo3(signature = (query, texts, max_chars = 300))]
+    fn passages(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        texts: Vec<String>,
+        max_chars: usize,
+    ) -> PyResult<Vec<Option<(bool, String, bool)>>> {
+        let inner = &self.inner;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let ranges = detached(py, || inner.passages(query, &refs, max_chars))?;
+        Ok(ranges
+            .into_iter()
+            .zip(&texts)
+            .map(|(range, text)| {
+                range.map(|r| (r.start > 0, text[r.clone()].to_owned(), r.end < text.len()))
+            })
+            .collect())
     }
 
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
