@@ -259,3 +259,18 @@ def test_wisdom_leaves_out_a_decision_reversed_later_in_the_same_month_or_after(
     assert [s.text for s in kept] == ["Replaced Valkey with Redis for the ingest cache.",
                                       "Moved the auth feature flag service from Flagsmith over to Unleash.",
                                       "We decided to use Kafka as the billing queue."]
+
+
+def test_a_child_found_through_a_summary_keeps_the_summary_s_relevance():
+    from memlane.ranking.hierarchy import place_evidence
+    from memlane.ranking.hit import Hit
+
+    def hit(i: str, source: str, path: str, heading: str, text: str, score: float, relevance: float) -> Hit:
+        return Hit(i, source, text, score, {}, path, "", 0, 0, None, heading, relevance=relevance)
+
+    week = hit("w", "summary", "/b/Weekly/2026-W10.md", "Week 2026-W10 › Facts",
+               "- Batch size 51202. (DailyActivity/2026-03-02.md › 09:15)", 0.8, 0.6)
+    other = hit("o", "knowledge", "/b/DailyActivity/2026-03-09.md", "2026-03-09 › 10:00 | billing", "billing", 0.5, 0.4)
+    kid = hit("k", "knowledge", "/b/DailyActivity/2026-03-02.md", "2026-03-02 › 09:15 | exporter", "batch 51202", 0.3, 0.1)
+    placed = place_evidence([week, other], 5, fetch=lambda since, until: [kid])
+    assert [(h.id, h.score, h.relevance, h.meta["via"] if h.meta else None) for h in placed] == [("k", 0.8, 0.6, "w"), ("o", 0.5, 0.4, None)]

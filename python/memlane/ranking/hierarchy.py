@@ -5,9 +5,9 @@ evidence with provenance at the end of each line (:mod:`memlane.brain.provenance
 is among the results, :func:`place_evidence` asks ``fetch`` for the daily entries of the
 periods it cites that match the query (the same hybrid search, restricted to the knowledge
 library and those dates), keeps the ones it cites, and puts the best :data:`LIFT` of them in its
-place: a child takes the summary's score when that is higher than its own ("a parent that
-matches lifts its children"), carries the summary's heading as ``meta["context"]`` and its id as
-``meta["via"]``, and the summary itself leaves the result. A summary none of whose children
+place: a child takes the summary's score (and ``relevance``) when that is higher than its own
+("a parent that matches lifts its children"), carries the summary's heading as
+``meta["context"]`` and its id as ``meta["via"]``, and the summary itself leaves the result. A summary none of whose children
 matches stays, at its score (a wiki page at :data:`WIKI_WEIGHT` of it): it is the only route
 to what it says. The cost: one restricted search per summary among the hits; none when there is
 no summary.
@@ -108,6 +108,13 @@ def _children(parent: Hit, fetch: Fetch) -> list[Hit]:
     return [h for h in fetch(_ms(since), _ms(until)) if _is_child(h, root, sources, spans)]  # type: ignore[arg-type]
 
 
+def _lifted_relevance(kid: Hit, parent: Hit) -> float | None:
+    """A child found through a summary is as relevant as the summary was: recall's item floor
+    (:mod:`memlane.ranking.relevance`) must not drop the evidence of a summary it would keep."""
+    known = [r for r in (kid.relevance, parent.relevance) if r is not None]
+    return max(known) if known else None
+
+
 def place_evidence(hits: Sequence[Hit], k: int, *, fetch: Fetch) -> list[Hit]:
     """Hand each summary hit's place to the best children it cites (see the module doc).
 
@@ -147,7 +154,7 @@ def place_evidence(hits: Sequence[Hit], k: int, *, fetch: Fetch) -> list[Hit]:
             own = placed[kid.id].score if kid.id in placed else None
             lifted = round(hit.score - rank * 1e-6, 6)
             score = lifted if own is None else max(own, lifted)
-            put(replace(kid, score=score, meta={**kid.meta, "context": hit.heading, "via": hit.id}))
+            put(replace(kid, score=score, relevance=_lifted_relevance(kid, hit), meta={**kid.meta, "context": hit.heading, "via": hit.id}))
     # Stable: equal scores keep their order of arrival (the evidence came before its summary).
     ranked = sorted(order, key=lambda i: -placed[i].score)
     return [placed[i] for i in ranked[:k]]
