@@ -147,7 +147,7 @@ def salience(children: dict[str, str]) -> dict[str, float]:
 
     Example:
         >>> salience({"a.md": "We decided to use `uv` for builds.", "b.md": "lunch"})
-        {'a.md': 1.0, 'b.md': 0.0}
+        {'a.md': 1.0, 'b.md': 0.048}
     """
     raw = {}
     for name, text in children.items():

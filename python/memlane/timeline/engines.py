@@ -167,7 +167,7 @@ def score(sentence: str) -> tuple[str, float]:
 
     Example:
         >>> score("We switched billing from Postgres 15 to DynamoDB.")
-        ('Decisions', 6.0)
+        ('Decisions', 4.5)
     """
     item = distill_engines.ExtractiveEngine(min_salience=float("-inf"))._classify(sentence, 0, "assistant")
     if item is not None:
