@@ -218,10 +218,15 @@ def evaluate(mem: Memory, brain_dir: Path, staged: dict[Path, str], questions: S
     mem.home.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gate-", dir=mem.home) as tmp:
         outcomes = {}
+        # Both at the same paths, one after the other: a chunk's key depends on its file's path,
+        # and keys break ties and order the vector graph, so two folders would differ in more
+        # than the change measured.
+        folder, home = Path(tmp) / "brain", Path(tmp) / "home"
         for name, overlay in (("before", {}), ("after", staged)):
-            folder = Path(tmp) / name / "brain"
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(home, ignore_errors=True)
             _sync(brain_dir, folder, overlay)
-            scratch = scratch_home(mem, Path(tmp) / name / "home", folder)
+            scratch = scratch_home(mem, home, folder)
             try:
                 outcomes[name] = measure(scratch, folder, questions, k=k)
             finally:
