@@ -8,7 +8,9 @@ payload JSON on stdin and times it, wall clock, end to end (interpreter start-up
 
   * SessionStart: a new session id each run (the snapshot is rendered and frozen, the focus
     query reads the project's recent transcripts, recall runs over the home);
-  * UserPromptSubmit: the first prompt of a new session (recall on the user's words);
+  * UserPromptSubmit: the first prompt of a new session (recall on the user's words); and again
+    on a home of ../shared/data/transcripts with the local model's vectors, where the hook
+    loads the model to embed the prompt (skipped with a message when the samples are absent);
   * Stop: queue the transcript and spawn the detached worker (the worker lock is held during
     the runs, so workers exit at once instead of competing for the 2 cores);
   * `python -c pass`: the interpreter alone, the floor under every hook.
@@ -128,6 +130,18 @@ def main() -> None:
     prompts = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12))) for n in range(args.runs)]
     results["UserPromptSubmit (first prompt)"] = summary(time_runs(command["UserPromptSubmit"], prompts, env))
 
+    samples = REPO.parent / "shared" / "data" / "transcripts"
+    if samples.is_dir():
+        vector_home = work / "home-local-vectors"
+        with memlane.open(vector_home) as mem:
+            mem.index([samples])
+        vector_command = command["UserPromptSubmit"].replace(str(home), str(vector_home))
+        assert vector_command != command["UserPromptSubmit"], "the installed command names its home"
+        vector_prompts = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12))) for n in range(args.runs)]
+        results["UserPromptSubmit (first prompt), home with local vectors"] = summary(time_runs(vector_command, vector_prompts, env))
+    else:
+        print(f"{samples} is missing: the first prompt on a home with vectors is not measured", file=sys.stderr)
+
     from memlane.brain._fs import _try_lock, _unlock
 
     (home / "queue").mkdir(exist_ok=True)
@@ -147,7 +161,7 @@ def main() -> None:
     out = REPO / "bench-results" / "hooks.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\n{results['machine']}; home of {chunks} chunks, {args.entries} MEMORY.md entries, keyword-only recall; "
+    print(f"\n{results['machine']}; home of {chunks} chunks, {args.entries} MEMORY.md entries; "
           f"load average {results['load_average_before']:.1f} → {results['load_average_after']:.1f}\n")
     print("| hook (fresh process, through the shell) | wall p50 | wall p90 | wall p99 | CPU p50 |")
     print("|---|---|---|---|---|")

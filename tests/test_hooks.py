@@ -153,6 +153,26 @@ def test_user_prompt_recall_stays_silent_when_nothing_matches(env: dict[str, str
     assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
 
 
+def test_first_prompt_recall_weighs_meaning_when_the_home_has_local_vectors(env: dict[str, str], tmp_path: Path) -> None:
+    """An everyday prompt that shares words with the archive ("fix", "kitchen") recalls nothing
+    from a home with the local model's vectors; keyword-only, the same words would inject."""
+    pairs = [("the exporter got exit code 137 again, how do I fix it?", "It was an OOM kill: stream the rows in batches of 5000."),
+             ("how do I run the tests for the kitchen sink module?", "Run pytest tests/kitchen_sink with the fixtures loaded.")]
+    src = write_jsonl(tmp_path / "s.jsonl", generic_session("s", pairs))
+    off_topic, on_topic = "How do I fix a leaking kitchen faucet?", "what did we do about the exporter running out of memory?"
+    for embedder, injects_off_topic in (("none", True), ("local", False)):
+        home = tmp_path / embedder
+        memlane.open(home, embedder=embedder).index([src])
+        for n, (prompt, expected) in enumerate(((off_topic, injects_off_topic), (on_topic, True))):
+            payload = {"session_id": f"{embedder}{n}", "transcript_path": str(tmp_path / "p.jsonl"), "cwd": str(tmp_path),
+                       "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+            r = memlane_cli(env, "hook", "claude-code", "user-prompt-submit", "--home", str(home), stdin=json.dumps(payload))
+            assert r.returncode == 0 and r.stderr == "", r.stderr
+            assert bool(r.stdout) is expected, (embedder, prompt, r.stdout)
+            if expected:
+                assert "OOM kill" in r.stdout or "kitchen_sink" in r.stdout
+
+
 def test_bad_payload_is_one_line_and_never_exit_2(env: dict[str, str], tmp_path: Path) -> None:
     # Exit 2 means "block" to Claude Code (it would erase a prompt or keep a turn going).
     for event, payload in (("stop", "{not json"), ("session-start", "[1, 2]"), ("user-prompt-submit", "{\"prompt\": ")):

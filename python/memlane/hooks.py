@@ -21,9 +21,12 @@ their lease) and exits when the queue is empty. Entries are renamed to ``*.taken
 are worked on and deleted when done, so a crashed worker leaves them for the next one and a
 hook re-queuing the same file meanwhile is never lost.
 
-Hooks run with keyword-only recall: a hook is a fresh process per event, and loading the local
-embedding model costs about a second, far over the start-up budget. The MCP server, which lives
-as long as the session, recalls hybrid.
+SessionStart recalls keyword-only: a hook is a fresh process per event, and loading the local
+embedding model costs about half a CPU-second, far over the start-up budget (its focus query is
+the project's own words, which keywords find). The first prompt is the user's own words, which
+keywords alone cannot tell from an everyday question: it loads the model once per session when
+the home holds that model's vectors. The MCP server, which lives as long as the session, recalls
+hybrid.
 
 A hook never exits 2: Claude Code reads exit 2 as "block" (it would erase a submitted prompt or
 keep a finished turn going). A bad payload prints one line on stderr and exits 1, which the
@@ -116,6 +119,11 @@ def _context_output(event: str, text: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": context}}, ensure_ascii=False)
 
 
+# Vectors the hooks embed a prompt for: the bundled model's (any of its modes; `local` picks the
+# home's own, see memlane.embed.spec_for_home).
+_LOCAL_MODEL = "local/all-MiniLM-L6-v2/"
+
+
 def _open(home: str | os.PathLike[str]) -> Any:
     import memlane
 
@@ -193,9 +201,33 @@ def user_prompt_submit(
     session_id = str(payload.get("session_id") or "")
     if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
         return None
-    with _open(home) as mem:  # the session-start snapshot already holds the brain
-        recalled = mem.recall(prompt, max_tokens=min(max_tokens, max_chars // 4), include_brain=False)
+    recalled = _recall_words(home, prompt, min(max_tokens, max_chars // 4))
     return _context_output("user-prompt-submit", str(recalled).strip()) if recalled else None
+
+
+def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int) -> Any:
+    """Recall on the user's own words, weighing their meaning when the home holds the local
+    model's vectors (the session-start snapshot already holds the brain, so it is left out).
+
+    Keyword-only, the relevance floor lets most everyday off-topic prompts through (shared
+    transcripts: 76.6% inject something, 1.6% with the query embedded; benches/README.md,
+    *Relevance floor*), so the first prompt of a session pays for loading the model (~0.5
+    CPU-s). A home built by another embedder (billed, remote) or a model that cannot load
+    recalls keyword-only.
+    """
+    import memlane
+    from memlane.errors import MemlaneError
+
+    with _open(home) as mem:
+        local = (mem.vectors_embedder_id or "").startswith(_LOCAL_MODEL)
+        if not local:
+            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
+    try:
+        with memlane.open(home, embedder="local") as mem:
+            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
+    except (MemlaneError, ImportError, OSError, ValueError):  # no usable model: the words still recall
+        with _open(home) as mem:
+            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
 
 
 # -- transcripts out: the queue -------------------------------------------------------------

@@ -192,6 +192,17 @@ class Memory:
         return self._embedder
 
     @property
+    def vectors_embedder_id(self) -> str | None:
+        """Id of the embedder whose vectors this home holds (``None``: no vectors yet).
+
+        Example:
+            >>> import memlane, tempfile
+            >>> print(memlane.open(tempfile.mkdtemp(), embedder="none").vectors_embedder_id)
+            None
+        """
+        return self._store.meta().get("embedder_id")
+
+    @property
     def cache(self) -> EmbeddingCache:
         """The shared embedding cache."""
         if self._cache is None:
