@@ -7,9 +7,9 @@ periods it cites that match the query (the same hybrid search, restricted to the
 library and those dates), keeps the ones it cites, and puts the best :data:`LIFT` of them in its
 place: a child takes the summary's score (and ``relevance``) when that is higher than its own
 ("a parent that matches lifts its children"), carries the summary's heading as
-``meta["context"]`` and its id as ``meta["via"]``, and the summary itself leaves the result. A summary none of whose children
-matches stays, at its score (a wiki page at :data:`WIKI_WEIGHT` of it): it is the only route
-to what it says. The cost: one restricted search per summary among the hits; none when there is
+``meta["context"]`` and its id as ``meta["via"]``, and the summary itself leaves the result.
+A summary none of whose children matches stays, at its score (a wiki page at
+:data:`WIKI_WEIGHT` of it): it is the only route to what it says. The cost: one restricted search per summary among the hits; none when there is
 no summary.
 
 The Recall service's postmortem is why: with summaries ranked on their own, the top hit of
