@@ -43,9 +43,9 @@ LIFT = 1
 WIKI_WEIGHT = 0.5
 """Score weight of a wiki page none of whose cited entries matched: the highest weight at which
 LoCoMo dev as dailies with dreamt pages (benches/bench_timeline_locomo.py --dream, local
-embedder) reaches the floor of its curve: questions with a page above the first gold turn
-1.5: 68, 1.1: 48, 0.9: 19, 0.7: 4, 0.5 / 0.3 / 0.1: 1; recall_any@5 0.654 → 0.660. The
-generated timeline is flat from 1.5 to 0.5 (see benches/README.md)."""
+embedder, with the relevance floor) reaches the floor of its curve: questions with a page above
+the first gold turn 1.5: 65, 1.1: 45, 0.9: 19, 0.7: 4, 0.5 / 0.3: 1; recall_any@5 0.653 →
+0.658. The generated timeline is flat from 1.5 to 0.5 (see benches/README.md)."""
 
 Fetch = Callable[[int, int], Sequence["Hit"]]
 """``fetch(since_ms, until_ms)``: the query's hits among knowledge chunks dated in ``[since, until)``."""
