@@ -43,7 +43,7 @@ from archive import generate, words  # noqa: E402
 
 import memlane  # noqa: E402
 from memlane.brain import Brain  # noqa: E402
-from memlane.setup_hooks import install_claude_code  # noqa: E402
+from memlane.agents.install import install_claude_code  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -309,7 +309,7 @@ def test_supersede_and_resolve_texts_are_guarded_too(tmp_path):
 def test_an_entry_failing_the_guard_on_read_is_withheld_from_every_injection(tmp_path, monkeypatch, capsys):
     import memlane
     from memlane.cli import main
-    from memlane.mcp import MemoryTools
+    from memlane.agents.mcp import MemoryTools
     from memlane.recall import session_snapshot
 
     monkeypatch.delenv("MEMLANE_BRAIN_DIR", raising=False)

@@ -15,7 +15,7 @@ import pytest
 from conftest import generic_session, write_jsonl
 
 import memlane
-from memlane.hooks import pending
+from memlane.agents.hooks import pending
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def test_install_then_next_session_starts_with_memory(env: dict[str, str], tmp_p
             result = await client.call_tool("remember", {"section": "KD", "text": "The exporter uses SQS FIFO queues; invoice ordering matters.", "detail": f"transcript {sid1} turns 2-3"})
             return "".join(c.text for c in result.content)
 
-    assert asyncio.run(remember()) == "added [KD01] to MEMORY.md"
+    assert asyncio.run(remember()) == "added [KD01] to MEMORY.md (project, team)"
     stop = run_hook(installed(settings, "Stop"), {"session_id": sid1, "transcript_path": str(t1), "cwd": cwd, "permission_mode": "default",
                                                   "hook_event_name": "Stop", "stop_hook_active": False}, env)
     assert stop.returncode == 0 and stop.stdout == "", stop.stderr
@@ -208,7 +208,7 @@ def test_stop_hook_returns_before_the_worker_indexes(env: dict[str, str], tmp_pa
 
 
 def test_drain_resumes_a_crashed_workers_entries_and_drops_vanished_files(env: dict[str, str], tmp_path: Path) -> None:
-    from memlane.hooks import drain, queue_entry
+    from memlane.agents.hooks import drain, queue_entry
 
     home = tmp_path / "memhome"
     keep = claude_session(tmp_path / "p" / "keep.jsonl", "keep", "/w", [("where are the runbooks?", "in docs/runbooks, one per service")])
@@ -223,7 +223,7 @@ def test_drain_resumes_a_crashed_workers_entries_and_drops_vanished_files(env: d
 
 
 def test_drain_leaves_the_entry_when_the_home_is_locked(env: dict[str, str], tmp_path: Path) -> None:
-    from memlane.hooks import drain, queue_entry
+    from memlane.agents.hooks import drain, queue_entry
 
     home = tmp_path / "memhome"
     src = claude_session(tmp_path / "p" / "s.jsonl", "s", "/w", [("q", "a")])
@@ -303,7 +303,7 @@ def test_codex_hooks_and_notify(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_first_prompt_markers_are_claimed_once_and_pruned(tmp_path: Path) -> None:
-    from memlane.hooks import _first_prompt
+    from memlane.agents.hooks import _first_prompt
 
     folder = tmp_path / "queue" / "prompted"
     folder.mkdir(parents=True)
@@ -339,7 +339,7 @@ def test_session_start_context_fits_claude_codes_10k_character_cap(env: dict[str
 
 
 def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> None:
-    from memlane.hooks import queue_entry
+    from memlane.agents.hooks import queue_entry
 
     home = tmp_path / "h"
     payload = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
@@ -353,7 +353,7 @@ def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> 
 
 
 def test_claude_turns_index_keywords_and_session_ends_embed(tmp_path: Path) -> None:
-    from memlane.hooks import queue_entry
+    from memlane.agents.hooks import queue_entry
 
     home = tmp_path / "h"
     turn = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
@@ -403,7 +403,7 @@ def test_hooks_on_real_claude_code_transcripts(env: dict[str, str], tmp_path: Pa
 
 @pytest.mark.model
 def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path: Path) -> None:
-    from memlane.hooks import drain, queue_entry
+    from memlane.agents.hooks import drain, queue_entry
 
     home = tmp_path / "h"
     src = claude_session(tmp_path / "p" / "s.jsonl", "s", "/w", [("where do the exporter metrics go?", "to the ops Grafana board, panel exporter-lag")])
@@ -419,7 +419,7 @@ def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path:
 
 
 def test_worker_starts_compaction_when_a_distilled_session_completes_a_week(tmp_path: Path) -> None:
-    from memlane.hooks import drain, queue_entry
+    from memlane.agents.hooks import drain, queue_entry
     from memlane.timeline import schedule
 
     home = tmp_path / "h"

@@ -153,7 +153,7 @@ def test_doctor_warns_before_claude_code_deletes_an_unindexed_transcript(env: di
 def test_doctor_flags_a_queue_that_does_not_drain(env: dict[str, str], tmp_path: Path, queued_minutes_ago: int, level: str) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from memlane.hooks import queue_entry
+    from memlane.agents.hooks import queue_entry
 
     home = tmp_path / "h"
     entry = queue_entry(home, {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}, client="claude-code", event="stop")

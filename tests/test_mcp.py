@@ -80,7 +80,7 @@ def test_recall_remember_supersede_get_over_stdio(home: Path) -> None:
     # The two exchanges share no topic: the billing one is a chunk of its own.
     assert out["get_chunk"].startswith(f"[{chunk_id}] transcript") and "turns 0-1" in out["get_chunk"]
     assert "cluster billing-db-2" in out["get_chunk"] and "exporter" not in out["get_chunk"]
-    assert out["remember"] == "added [KD01] to MEMORY.md"
+    assert out["remember"] == "added [KD01] to MEMORY.md (project, team)"
     assert out["supersede"] == "[KD01] superseded by [KD02]"
     assert out["get_key"].startswith("[KD01]") and "superseded by KD02" in out["get_key"]
     assert "referenced: [KD02]" in out["get_key"] and "Detail: transcript s1 turns 0-1" in out["get_key"]

@@ -14,7 +14,7 @@ from conftest import FakeEmbedder
 
 import memlane
 from memlane.cli import main as cli_main
-from memlane.mcp import MemoryTools
+from memlane.agents.mcp import MemoryTools
 from memlane.memory import Hit
 import memlane.ranking.rerank as rerank_module
 from memlane.ranking.rerank import rerank

@@ -213,7 +213,7 @@ def test_distill_keeps_a_line_with_a_secret_out_of_the_brain(tmp_path: Path) -> 
 
 
 def test_mcp_remember_refuses_a_secret(tmp_path: Path) -> None:
-    from memlane.mcp import MemoryTools
+    from memlane.agents.mcp import MemoryTools
 
     tools = MemoryTools(tmp_path, embedder="none")
     with pytest.raises(MemoryGuardError, match="GitHub token ghp_…PqRs"):
@@ -285,8 +285,8 @@ def test_memlane_secrets_lists_where_they_occur(leaky_home: tuple[Path, Path], c
 
 
 def test_hook_and_mcp_outputs_are_masked(leaky_home: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    from memlane.hooks import session_start, user_prompt_submit
-    from memlane.mcp import MemoryTools
+    from memlane.agents.hooks import session_start, user_prompt_submit
+    from memlane.agents.mcp import MemoryTools
 
     monkeypatch.delenv("MEMLANE_BRAIN_DIR", raising=False)
     home, _ = leaky_home

@@ -54,6 +54,8 @@ class Store:
         vector_weight: float = 0.6,
         threshold: float = ...,
         candidates: int = 50,
+        projects: list[str] | None = None,
+        branch: str | None = None,
     ) -> list[dict[str, Any]]: ...
     def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
         """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs."""
@@ -61,6 +63,10 @@ class Store:
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
     def status(self) -> dict[str, Any]: ...
+    def records_projects(self) -> bool:
+        """Whether chunks record their project and branch (homes built before they did do not)."""
+    def projects(self) -> dict[str, int]:
+        """Live chunks per project key."""
     def meta(self) -> dict[str, Any]: ...
     def verify(self, lock: HomeLock, thorough: bool = True) -> dict[str, Any]:
         """Findings (problems and notes) and counts of the home; the caller holds its lock."""
@@ -103,6 +109,12 @@ class Writer:
 
 def parse_file(path: str | PathLike[str], format: str | None = None) -> dict[str, Any]:
     """Parse one file: ``sessions`` of a transcript, or ``note`` (sections) of a markdown file."""
+
+def project_of(cwd: str) -> str:
+    """The project key of a working directory: the repository root around it, else itself."""
+
+def repository_root(path: str | PathLike[str]) -> str | None:
+    """The repository root holding ``path``, if it is inside a git checkout."""
 
 def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
     """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""

@@ -134,6 +134,8 @@ def _format_hit(i: int, hit: Any, snippet: str) -> str:
         where = f"{hit.heading} · lines {hit.meta.get('line_start')}-{hit.meta.get('line_end')} · {when}"
     else:
         where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
+    if hit.project:
+        where += f" · {Path(hit.project).name}" + (f"@{hit.branch}" if hit.branch else "")
     scores = " ".join(f"{k}={v:.2f}" for k, v in {"relevance": hit.relevance, **hit.scores}.items() if v is not None)
     earlier = f"\n   earlier statement: superseded by {hit.superseded_by}" if hit.superseded_by else ""
     if context := hit.meta.get("context"):
@@ -157,7 +159,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         recency=args.recency,
         temporal=args.temporal,
+        project=args.project,
+        branch=args.branch,
     )
+    if not hits:
+        _unknown_project(mem, args.project)
     if not args.show_secrets:
         from dataclasses import replace
 
@@ -178,15 +184,24 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, args.embed)
     result = mem.recall(
-        args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets
+        args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets,
+        project=args.project, branch=args.branch,
     )
     if not result:
+        _unknown_project(mem, args.project)
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
         if args.json:
             _emit_masked(args, result.to_dict(), "")
         return 0
     _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
     return 0
+
+
+def _unknown_project(mem: Any, project: str | None) -> None:
+    """Say so when ``--project`` names no project of the home (a typo, not an empty answer)."""
+    if project is not None and not mem.project_keys(project):
+        names = ", ".join(sorted({Path(k).name for k in mem.projects()})) or "none yet"
+        sys.stderr.write(f"memlane: no project named {project!r} in this home (projects: {names})\n")
 
 
 def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -289,6 +304,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
         f"events      {format_summary(status['memory_events'])}"
     )
+    if status["projects"]:
+        shown = sorted(status["projects"].items(), key=lambda kv: -kv[1])
+        text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
+        text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
+    if not status["records_projects"] and status["chunks"]:
+        text += "\nnote        indexed before memlane recorded projects: `memlane repair --force` rebuilds it with them"
     if run := status["batch_run"]:
         text += (
             f"\nbatch run   {run['jobs_finished']}/{run['jobs']} jobs read, {run['jobs_submitted']} submitted, "
@@ -380,6 +401,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
+    def scope_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--project", help="only this project's memories: a name (alpha), a path (. or ~/src/alpha) or a key as hits show it")
+        p.add_argument("--branch", help="only transcripts written on this git branch")
+
     def embed_options(p: argparse.ArgumentParser, what: str, default: str | None = "local") -> None:
         p.add_argument("--embed", default=default, help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
         p.add_argument("--aws-region", help="Bedrock region (default: AWS_REGION / your AWS config)")
@@ -406,6 +431,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
     p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
+    scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
@@ -415,6 +441,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)")
     p.add_argument("--no-brain", action="store_true", help="leave out MEMORY.md and EVOLUTION.md entries")
     p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
+    scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_recall)
 
@@ -452,7 +479,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_secrets)
 
     from memlane.bench.cli import add_parser as add_bench_parser
-    from memlane.agents_cli import add_parsers as add_agent_parsers
+    from memlane.agents.cli import add_parsers as add_agent_parsers
     from memlane.brain.cli import add_parsers as add_brain_parsers
     from memlane.timeline.cli import add_parsers as add_timeline_parsers
 
@@ -468,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["hook"]:
         # Hooks start a process per agent event: skip the full parser and its imports.
-        from memlane.hooks import main as hook_main
+        from memlane.agents.hooks import main as hook_main
 
         return hook_main(argv[1:])
     _Parser.json_errors = "--json" in argv

@@ -121,6 +121,13 @@ class _CacheOnly:
         raise RuntimeError("a repair makes no embedding call")
 
 
+def _masked(query: str) -> str:
+    """The query as the events log keeps it: a key searched for by its value stays out of it."""
+    from memlane.secrets import mask
+
+    return mask(query)
+
+
 def _parse_time(value: str | int | float | datetime | None) -> int | None:
     """Milliseconds since the epoch from an ISO date/time, a datetime or epoch seconds."""
     if value is None:
@@ -181,6 +188,7 @@ class Memory:
         self._cache: EmbeddingCache | None = None
         self.events = EventLog(self.home)
         self._last_query: tuple[tuple[str, str], np.ndarray] | None = None
+        self._projects: tuple[int | None, dict[str, int]] | None = None
 
     # -- embedding -------------------------------------------------------------------------
 
@@ -463,6 +471,8 @@ class Memory:
         recency: bool = True,
         temporal: bool = True,
         hierarchy: bool = True,
+        project: str | None = None,
+        branch: str | None = None,
     ) -> list[Hit]:
         """Hybrid search: BM25 and vector candidates fused, best first, then ordered for time.
 
@@ -489,9 +499,17 @@ class Memory:
                 hits dated near it rank higher (relative times read against the newest hit's date).
             hierarchy: A summary or wiki page among the hits hands its place to the daily entries it
                 cites that match the query (:mod:`memlane.ranking.hierarchy`): it never outranks its evidence.
+            project: Keep only chunks of this project: a key as hits show it, a path (the
+                repository around it) or a name (``alpha`` for ``/src/alpha``); see
+                :meth:`project_keys`. The vector search is restricted too.
+            branch: Keep only chunks written on this git branch.
 
         Returns:
             Hits with provenance and score breakdown.
+
+        Raises:
+            ValueError: ``project`` or ``branch`` on a home indexed before memlane recorded
+                them (``memlane repair --force`` rebuilds it with them).
 
         Example:
             >>> import memlane, tempfile
@@ -505,6 +523,19 @@ class Memory:
         _check.choice("fusion", fusion, ("weighted", "rrf"))
         _check.number("vector_weight", vector_weight, low=0, high=1)
         _check.number("threshold", threshold)
+        _check.optional_text("project", project)
+        _check.optional_text("branch", branch)
+        projects = None
+        if project is not None or branch is not None:
+            if not self.records_projects():
+                raise ValueError(
+                    f"{self.home} was indexed before memlane recorded projects and branches: "
+                    "`memlane repair --force` rebuilds it with them (no embedding calls)"
+                )
+            projects = self.project_keys(project) if project is not None else None
+            if projects == []:  # a name no project has: nothing can match
+                self.events.append("search", query=_masked(query), results=0)
+                return []
         vector = None
         embedder_id = None
         # Keyword-only homes never ask for the vectors' meta: that would load them.
@@ -533,6 +564,8 @@ class Memory:
             vector_weight=vector_weight,
             threshold=threshold,
             candidates=max(50, 5 * k, pool),
+            projects=projects,
+            branch=branch,
         )
         hits = [Hit._from_core(d) for d in raw]
         if time_aware:
@@ -546,16 +579,61 @@ class Memory:
 
             def fetch(since_ms: int, until_ms: int) -> list[Hit]:
                 found = self._store.search(query, k=max(pool, 50), vector=vector, embedder_id=embedder_id, sources=["knowledge"],
-                                           since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0)
+                                           since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0,
+                                           projects=projects, branch=branch)
                 return [Hit._from_core(d) for d in found]
 
             hits = place_evidence(hits, k, fetch=fetch)
         hits = hits[:k]
-        from memlane.secrets import mask
-
-        # The log is read by people and tools: a key searched for by its value stays out of it.
-        self.events.append("search", query=mask(query), results=len(hits))
+        self.events.append("search", query=_masked(query), results=len(hits))
         return hits
+
+    def records_projects(self) -> bool:
+        """Whether this home's chunks record their project and branch (a home indexed before
+        memlane did, does not: ``memlane repair --force`` rebuilds it with them).
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").records_projects()
+            True
+        """
+        return bool(self._store.records_projects())
+
+    def projects(self) -> dict[str, int]:
+        """The projects this home holds chunks of: project key → live chunks.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").projects()
+            {}
+        """
+        try:
+            stamp: int | None = (self.home / "lexical" / "meta.json").stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        # Listing walks the project field's postings: once per commit, not once per query.
+        if self._projects is None or self._projects[0] != stamp or stamp is None:
+            self._projects = (stamp, dict(self._store.projects()))
+        return dict(self._projects[1])
+
+    def project_keys(self, project: str) -> list[str]:
+        """The project keys ``project`` names: a key as hits show it; a path (``.``, ``~/src/alpha``:
+        the repository around it, whether or not anything of it is indexed yet); or a name, the
+        last part of keys (``alpha`` names ``/src/alpha`` and ``/home/me/alpha``).
+
+        Example:
+            >>> import memlane, tempfile
+            >>> mem = memlane.open(tempfile.mkdtemp(), embedder="none")
+            >>> mem.project_keys("/no/such/repo"), mem.project_keys("alpha")
+            (['/no/such/repo'], [])
+        """
+        import os
+
+        if os.sep in project or project.startswith(("~", ".")):
+            # A key is a path too, and its own project: no listing needed (hooks ask this).
+            return [_core.project_of(os.path.abspath(os.path.expanduser(project)))]
+        known = self.projects()
+        return [project] if project in known else [key for key in known if Path(key).name == project]
 
     def snippets(self, query: str, hits: Sequence[Hit], max_chars: int = 300) -> list[str]:
         """Per hit, the passage of its text that best matches ``query``, for display.
@@ -603,14 +681,20 @@ class Memory:
         half_life_days: float | None = None,
         include_brain: bool = True,
         show_secrets: bool = False,
+        project: str | None = None,
+        branch: str | None = None,
+        label_projects: bool = False,
     ) -> Recall:
         """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 
-        See :func:`memlane.recall.recall`.
+        ``project`` and ``branch`` scope it as in :meth:`search` (brain entries of another
+        project are left out too); ``label_projects`` names each hit's project in its
+        provenance line. See :func:`memlane.recall.recall`.
         """
         from memlane.recall import recall
 
-        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets)
+        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets,
+                      project=project, branch=branch, label_projects=label_projects)
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
@@ -841,8 +925,9 @@ class Memory:
         return meta if isinstance(meta, dict) else {}
 
     def status(self) -> dict[str, Any]:
-        """Counts, sizes and the embedder of this home, plus the embedding cache."""
+        """Counts, sizes and the embedder of this home, its projects, plus the embedding cache."""
         status = dict(self._store.status())
+        status["projects"] = self.projects()
         cache = self._cache_dir / "embeddings.sqlite"
         empty = {"path": str(cache), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}
         status["embedding_cache"] = self.cache.summary() if cache.exists() else empty

@@ -101,7 +101,12 @@ class Memory(Protocol):
     @property
     def embedder(self) -> Embedder | None: ...
 
-    def search(self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = FLOOR) -> list[Hit]: ...
+    def search(
+        self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = FLOOR,
+        project: str | None = None, branch: str | None = None,
+    ) -> list[Hit]: ...
+
+    def project_keys(self, project: str) -> list[str]: ...
 
     def _embed_chunks(
         self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
@@ -250,8 +255,9 @@ def _when(timestamp: str | None) -> str:
     return timestamp[:16].replace("T", " ") + (" UTC" if len(timestamp) > 10 else "")
 
 
-def hit_provenance(hit: Hit) -> str:
-    """The provenance line of a search hit; an earlier statement names the hit superseding it.
+def hit_provenance(hit: Hit, *, project: bool = False) -> str:
+    """The provenance line of a search hit; an earlier statement names the hit superseding it;
+    with ``project``, the project it comes from (its name: the key's last part).
 
     Example:
         >>> from memlane.ranking.hit import Hit
@@ -262,6 +268,8 @@ def hit_provenance(hit: Hit) -> str:
     earlier = f" · earlier statement, superseded by {hit.superseded_by}" if hit.superseded_by else ""
     if context := hit.meta.get("context"):
         earlier += f" · via {context}"
+    if project:
+        earlier = f" · project {Path(hit.project).name or hit.project or '(none)'}{earlier}"
     if hit.source == "transcript":
         turns = f"turn {hit.turn_start}" if hit.turn_start == hit.turn_end else f"turns {hit.turn_start}-{hit.turn_end}"
         return f"session {hit.session_id} · {turns} · {_when(hit.timestamp)}{earlier}"
@@ -298,20 +306,34 @@ def _candidate(item: RecallItem) -> _Candidate:
     return _Candidate(item, _words(item.text), estimate_tokens(_render_item(9999, item)))
 
 
-def _hit_candidates(mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime) -> list[_Candidate]:
+def _hit_candidates(
+    mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime, scope: _Scope
+) -> list[_Candidate]:
     # Summaries too: one that matches hands its place to the entries it cites (ranking.hierarchy).
-    hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold)
-    out = []
+    hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold, project=scope.project, branch=scope.branch)
     # The search answers only when a candidate reaches the floor, and then with every candidate:
     # the weakest stay out (a lower bar than the floor's, which would lose gold turns).
     item_floor = min(threshold, ITEM_FLOOR)
+    hits = [h for h in hits if h.relevance is not None and h.relevance >= item_floor]
+    # Answers from several repositories side by side: each says which one it is about.
+    label = scope.label or len({h.project for h in hits if h.project}) > 1
+    out = []
     for h in hits:
-        if h.relevance is None or h.relevance < item_floor:
-            continue
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
-        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), hit_provenance(h), h.timestamp, h.superseded_by is not None)
+        provenance = hit_provenance(h, project=label)
+        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), provenance, h.timestamp, h.superseded_by is not None)
         out.append(_candidate(item))
     return out
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Which memories a recall reads: one project's (and one branch's), or all; whether hits
+    name their project."""
+
+    project: str | None = None
+    branch: str | None = None
+    label: bool = False
 
 
 @dataclass
@@ -368,12 +390,15 @@ def _brain_similarities(mem: Memory, query: str, view: _BrainView) -> list[float
     return [float((v @ q).max()) for v in vectors]
 
 
-def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -> list[_Candidate]:
+def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float, project: str | None) -> list[_Candidate]:
     from memlane.brain.brain import _STOPWORDS, keyword_scores
+    from memlane.brain.scopes import in_project
 
     view = _brain_view(brain)
     if not view.entries:
         return []
+    # Scoped to a project: entries bound to another project stay out (the unbound are everyone's).
+    keys = mem.project_keys(project) if project is not None else None
     # The keyword score is the share of the query's IDF mass an entry matches: function words
     # would dilute it, so only the content terms are scored.
     terms = " ".join(w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS)
@@ -382,6 +407,8 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float) -
     out = []
     for i, e in enumerate(view.entries):
         if e.withheld:  # fails MemoryGuard on read (a hand edit): never injected
+            continue
+        if keys is not None and not in_project(e, keys):
             continue
         kw = keyword.get(e.key, 0.0)
         relevance = entry_relevance(kw, None if sims is None else sims[i])
@@ -479,6 +506,9 @@ def recall(
     threshold: float = DEFAULT_THRESHOLD,
     now: datetime | None = None,
     show_secrets: bool = False,
+    project: str | None = None,
+    branch: str | None = None,
+    label_projects: bool = False,
 ) -> Recall:
     """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``.
 
@@ -494,6 +524,11 @@ def recall(
         now: The reference time of the decay (default: now).
         show_secrets: Leave keys and passwords as the sources have them (else masked:
             ``AKIA…8WVY``); for a user at a terminal, never for an agent.
+        project: Only this project's memories (see :meth:`memlane.Memory.search`): its
+            transcripts and notes, and brain entries not bound to another project.
+        branch: Only transcripts written on this git branch.
+        label_projects: Name each hit's project in its provenance line (done anyway when
+            the hits come from more than one project).
 
     Returns:
         The recall; empty (``""``) when nothing clears the threshold or fits the budget.
@@ -512,11 +547,12 @@ def recall(
         return Recall(query, [], "", 0)
     now = now or datetime.now(timezone.utc)
     k = max(_MIN_CANDIDATES, min(_MAX_CANDIDATES, max_tokens // _TOKENS_PER_CANDIDATE))
-    candidates = _hit_candidates(mem, query, k, threshold, half_life_days, now)
+    scope = _Scope(project, branch, label_projects)
+    candidates = _hit_candidates(mem, query, k, threshold, half_life_days, now, scope)
     if include_brain:
         from memlane.brain import Brain
 
-        candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold)
+        candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold, project)
     from memlane import secrets
 
     header = _header(query if show_secrets else secrets.mask(query))
@@ -552,12 +588,14 @@ def _index_summary(mem: Memory) -> str:
     )
 
 
-def render_snapshot(mem: Memory, session_id: str) -> str:
-    """The always-injected block as of now: caveat, MEMORY.md, EVOLUTION.md, index summary."""
+def render_snapshot(mem: Memory, session_id: str, project: str | None = None) -> str:
+    """The always-injected block as of now: caveat, MEMORY.md, EVOLUTION.md (with ``project``,
+    entries bound to another project left out), index summary."""
     from memlane.brain import Brain
 
     taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    brain = Brain(home=mem.home).inject().rstrip("\n")
+    keys = mem.project_keys(project) if project is not None else None
+    brain = Brain(home=mem.home).inject(keys).rstrip("\n")
     parts = [
         f"# memlane memory · session {session_id} · snapshot taken {taken}",
         f"{DRIFT_CAVEAT} It was frozen when this session started; what is written during the session "
@@ -581,14 +619,15 @@ def _prune_snapshots(folder: Path, keep: Path) -> None:
                 p.unlink()
 
 
-def session_snapshot(mem: Memory, session_id: str) -> str:
+def session_snapshot(mem: Memory, session_id: str, project: str | None = None) -> str:
     """The always-injected block of a session, frozen at its first call.
 
     The first call for a session id renders the brain (MEMORY.md and EVOLUTION.md in full),
     a summary of the index and the drift caveat, and stores it as
     ``<home>/snapshots/<session id>.md``; later calls return the stored text byte for byte,
     whatever changed on disk since, so the prompt prefix stays cacheable. Snapshots unused
-    for 14 days, or beyond the 256 most recent, are pruned.
+    for 14 days, or beyond the 256 most recent, are pruned. ``project`` (the session's) leaves
+    brain entries bound to another project out.
 
     Raises:
         ValueError: The session id is empty.
@@ -605,7 +644,7 @@ def session_snapshot(mem: Memory, session_id: str) -> str:
         os.utime(path)  # last use, for pruning
         return text
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_snapshot(mem, session_id)
+    text = render_snapshot(mem, session_id, project)
     fd, tmp = tempfile.mkstemp(prefix=".snapshot.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

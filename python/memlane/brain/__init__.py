@@ -4,7 +4,10 @@
   temporal validity (``valid_from``, ``superseded_by``), caps with archiving, a compact index,
   1-hop references, a file lock and atomic writes.
 - :class:`MemoryGuard` is the one check on everything memlane writes into memory; a blocked
-  write raises :class:`MemoryGuardError`.
+  write raises :class:`MemoryGuardError`; what the repository already holds draws a warning.
+- Entries carry a type and a scope (:mod:`memlane.brain.scopes`: user, feedback, project,
+  reference; private or team); team entries travel through a shared folder
+  (:mod:`memlane.brain.team`); a section past its character cap refuses a write (:class:`CapError`).
 - :func:`distill` turns a finished session into a DailyActivity note and new MEMORY.md
   entries (offline extractive engine, or an LLM through Amazon Bedrock).
 - Every read, write, search, supersession and blocked write is one line in
@@ -18,7 +21,7 @@ Example:
     'LL01'
 """
 
-from memlane.brain.brain import Brain, Problem, Transaction, default_brain_dir
+from memlane.brain.brain import Brain, CapError, Problem, Transaction, default_brain_dir
 from memlane.brain.distill import DistillResult, distill
 from memlane.brain.document import EVOLUTION_SCHEMA, MEMORY_SCHEMA, Document, Entry, Schema, SectionSpec, parse
 from memlane.brain.engines import BedrockEngine, DistillError, Distillation, Engine, ExtractiveEngine, Item, Session
@@ -30,6 +33,7 @@ __all__ = [
     "MEMORY_SCHEMA",
     "BedrockEngine",
     "Brain",
+    "CapError",
     "DistillError",
     "DistillResult",
     "Distillation",

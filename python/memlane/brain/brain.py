@@ -31,7 +31,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
 from os import PathLike
@@ -53,7 +53,8 @@ from memlane.brain.document import (
     new_document,
     parse,
 )
-from memlane.brain.guard import Finding, MemoryGuard, MemoryGuardError
+from memlane.brain.guard import DERIVABLE, Finding, MemoryGuard, MemoryGuardError
+from memlane.brain.scopes import classify, in_project
 from memlane.events import EventLog
 
 MEMORY_FILE = "MEMORY.md"
@@ -64,6 +65,9 @@ VERDICTS_FILE = "guard-verdicts.json"
 """In the home: MemoryGuard read verdicts by content hash (hooks re-read MEMORY.md in every process)."""
 _MAX_VERDICTS = 4096
 MAX_REFERENCES = 3
+CHAR_CAPS_ENV = "MEMLANE_CHAR_CAPS"
+"""Character caps for every brain of this environment: ``KD=3000,LL=none``."""
+_INHERITED = ("type", "scope", "project")
 
 _STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being below
@@ -174,6 +178,42 @@ def keyword_scores(entries: list[Entry], query: str) -> list[tuple[Entry, float]
             scored.append((e, s))
     scored.sort(key=lambda x: (-x[1], x[0].key))
     return scored
+
+
+def parse_caps(values: Iterable[str], what: str = "--cap") -> dict[str, int | None]:
+    """``{"KD": 40, "RC": None}`` from ``["KD=40", "RC=none"]`` (``none``: no cap).
+
+    Raises:
+        ValueError: Not ``PREFIX=N`` with a whole, non-negative N (or ``none``).
+
+    Example:
+        >>> parse_caps(["kd=40", "RC=none"])
+        {'KD': 40, 'RC': None}
+    """
+    caps: dict[str, int | None] = {}
+    for value in values:
+        key, sep, n = value.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{what} takes PREFIX=N (like KD=40 or RC=none), not {value!r}")
+        if n.strip().lower() == "none":
+            caps[key.strip().upper()] = None
+            continue
+        try:
+            cap = int(n)
+        except ValueError:
+            raise ValueError(f"{what} {value!r}: N must be a whole number or none") from None
+        if cap < 0:
+            raise ValueError(f"{what} {value!r}: N must not be negative")
+        caps[key.strip().upper()] = cap
+    return caps
+
+
+class CapError(ValueError):
+    """A write would take a section past its character cap; nothing was written."""
+
+
+def _section_chars(doc: Document, prefix: str) -> int:
+    return sum(len(e.render()) for e in doc.entries() if e.prefix == prefix)
 
 
 def _age(e: Entry) -> tuple[str, int]:
@@ -320,6 +360,8 @@ class Brain:
         home: The memlane home for the events log (default ``$MEMLANE_HOME``).
         caps: Per-section caps by key prefix, e.g. ``{"KD": 40, "RC": 20}``.
         guard: The write guard (default :class:`MemoryGuard` with every rule).
+        char_caps: Per-section character caps by key prefix, over ``$MEMLANE_CHAR_CAPS`` and
+            the defaults (:data:`~memlane.brain.document.MEMORY_SCHEMA`).
 
     Example:
         >>> import tempfile
@@ -337,13 +379,21 @@ class Brain:
         home: str | PathLike[str] | None = None,
         caps: dict[str, int | None] | None = None,
         guard: MemoryGuard | None = None,
+        char_caps: dict[str, int | None] | None = None,
     ) -> None:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.dir = Path(brain_dir).expanduser() if brain_dir is not None else default_brain_dir(self.home)
-        memory_caps = {k: v for k, v in (caps or {}).items() if MEMORY_SCHEMA.by_prefix(k)}
-        evolution_caps = {k: v for k, v in (caps or {}).items() if not MEMORY_SCHEMA.by_prefix(k)}
-        self.memory_schema = MEMORY_SCHEMA.with_caps(memory_caps)
-        self.evolution_schema = EVOLUTION_SCHEMA.with_caps(evolution_caps)
+        chars = parse_caps(filter(None, os.environ.get(CHAR_CAPS_ENV, "").split(",")), CHAR_CAPS_ENV) | {
+            k.upper(): v for k, v in (char_caps or {}).items()
+        }
+
+        def split(table: dict[str, int | None]) -> tuple[dict[str, int | None], dict[str, int | None]]:
+            return ({k: v for k, v in table.items() if MEMORY_SCHEMA.by_prefix(k)},
+                    {k: v for k, v in table.items() if not MEMORY_SCHEMA.by_prefix(k)})  # fmt: skip
+
+        (memory_caps, evolution_caps), (memory_chars, evolution_chars) = split(caps or {}), split(chars)
+        self.memory_schema = MEMORY_SCHEMA.with_caps(memory_caps).with_char_caps(memory_chars)
+        self.evolution_schema = EVOLUTION_SCHEMA.with_caps(evolution_caps).with_char_caps(evolution_chars)
         self.guard = guard or MemoryGuard()
         self.events = EventLog(self.home)
         self._verdicts: dict[str, str | None] | None = None
@@ -455,17 +505,21 @@ class Brain:
         self._save_verdicts()
         return doc
 
-    def _screened(self, path: Path, schema: Schema) -> str:
-        """A brain file as it may be injected: failing entries and paragraphs withheld, secrets masked.
+    def _screened(self, path: Path, schema: Schema, project: Sequence[str] | None = None) -> str:
+        """A brain file as it may be injected: failing entries and paragraphs withheld, secrets
+        masked; with ``project`` (its keys), entries bound to another project left out.
 
         An entry that fails the guard on read (a hand edit) becomes ``- [KD07] withheld: RULE``
         (its index line too); other failing paragraphs become ``(withheld: RULE)``.
         """
         text = read_text(path)
-        if self._withheld(text) is None:
+        clean = self._withheld(text) is None
+        doc = self._read_doc(path, schema, text) if project is not None or not clean else None
+        elsewhere = {e.key for e in doc.entries() if not in_project(e, project)} if doc is not None and project is not None else set()
+        if clean and not elsewhere:
             self._save_verdicts()
             return secrets.mask(text)
-        doc = self._read_doc(path, schema, text)
+        assert doc is not None  # read above whenever the text is not clean or a project is given
         held = {e.key: e.withheld for e in doc.entries() if e.withheld}
         out: list[str] = []
         paragraph: list[str] = []
@@ -477,6 +531,8 @@ class Brain:
 
         def raw(line: str) -> None:
             m = re.match(r"- \[([A-Z]{2,4}\d+)\]", line)
+            if m and m.group(1) in elsewhere:  # another project's entry, in the compact index
+                return
             if m and m.group(1) in held:  # the entry's line in the compact index
                 flush()
                 out.append(f"- [{m.group(1)}] withheld: {held[m.group(1)]}\n")
@@ -493,6 +549,8 @@ class Brain:
             for node in section.body:
                 if not isinstance(node, Entry):
                     raw(node)
+                    continue
+                if node.key in elsewhere:
                     continue
                 flush()
                 out.extend([f"- [{node.key}] withheld: {node.withheld}\n"] if node.withheld else node.lines())
@@ -575,13 +633,19 @@ class Brain:
         self.log("read", path=entry.source, key=entry.key, entries=len(out))
         return out
 
-    def inject(self) -> str:
+    def inject(self, project: Sequence[str] | None = None) -> str:
         """MEMORY.md then EVOLUTION.md, in full: the block a session starts with.
 
         Entries that fail the MemoryGuard on read are withheld (``- [KD07] withheld: RULE``)
-        and secrets are masked: this text goes into every session.
+        and secrets are masked: this text goes into every session. With ``project`` (the
+        session's project key, or keys), entries bound to another project are left out
+        (:func:`~memlane.brain.scopes.in_project`): user and feedback entries come always,
+        project entries only in their project.
         """
-        texts = (self._screened(self.memory_path, self.memory_schema), self._screened(self.evolution_path, self.evolution_schema))
+        texts = (
+            self._screened(self.memory_path, self.memory_schema, project),
+            self._screened(self.evolution_path, self.evolution_schema, project),
+        )
         parts = [t.rstrip("\n") + "\n" for t in texts if t.strip()]
         self.log("read", path=str(self.dir), bytes=sum(len(p) for p in parts))
         return "\n".join(parts)
@@ -644,10 +708,15 @@ class Brain:
         aliases: Iterable[str] = (),
         meta: dict[str, str] | None = None,
         on: Date | str | None = None,
+        type: str | None = None,  # noqa: A002 - the memory type's name
+        scope: str | None = None,
+        project: str | None = None,
     ) -> Entry:
         """Add an entry with the section's next key, ``valid_from`` today.
 
-        If the section goes over its cap, :meth:`archive` moves what its policy allows.
+        If the section goes over its cap, :meth:`archive` moves what its policy allows; past
+        its character cap, the write fails. :meth:`advise` says whether the text is something
+        the repository already holds (a warning, not a refusal).
 
         Args:
             section: Prefix or heading: ``kd``, ``Key Decisions``, ``LL``, ``open threads``,
@@ -658,16 +727,22 @@ class Brain:
             aliases: Extra keywords for the index.
             meta: More metadata fields.
             on: The date (default today).
+            type: ``user``, ``feedback``, ``project`` or ``reference`` (default: the section's,
+                see :mod:`memlane.brain.scopes`).
+            scope: ``private`` or ``team`` (default: the type's).
+            project: The project a project or reference entry is bound to (a key or a name;
+                the name is stored): it is injected only in that project's sessions.
 
         Returns:
             The new entry.
 
         Raises:
-            ValueError: Unknown section or empty text.
+            ValueError: Unknown section, empty text, a type, scope or project the rules refuse.
+            CapError: The section would pass its character cap (a ValueError); nothing is written.
             MemoryGuardError: The text trips a guard rule; nothing is written.
         """
         spec, evolution = self._spec(section)
-        fields = dict(meta or {})
+        fields = dict(meta or {}) | classify(spec.prefix, type, scope, project)
         if confidence:
             fields["confidence"] = confidence
         if aliases := [a for a in aliases if a.strip()]:
@@ -675,8 +750,36 @@ class Brain:
         with self.transaction(on) as txn:
             entry = self._new_entry(txn, spec, evolution, text, detail, fields)
             self._archive_overflow(txn, evolution, [spec.prefix])
+            self._check_chars(txn, evolution, spec)
             txn.event("add", key=entry.key, path=entry.source)
         return entry
+
+    def advise(self, text: str) -> list[Finding]:
+        """What in ``text`` the repository already holds — code, file paths, git history — and
+        so is not worth remembering (:meth:`MemoryGuard.advise`); logged as an ``advice`` event.
+
+        Example:
+            >>> import tempfile
+            >>> [f.rule for f in Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp()).advise("Fixed in commit 3f9a2c1d.")]
+            ['derivable.git_history']
+        """
+        found = self.guard.advise(text)
+        if found:
+            self.log("advice", rules=[f.rule for f in found], path=str(self.dir))
+        return found
+
+    def _check_chars(self, txn: Transaction, evolution: bool, spec: SectionSpec) -> None:
+        """Raise :class:`CapError` when ``spec``'s section is over its character cap."""
+        section = (self.evolution_schema if evolution else self.memory_schema).by_prefix(spec.prefix)
+        if section is None or section.chars is None:
+            return
+        used = _section_chars(txn.evolution if evolution else txn.memory, spec.prefix)
+        if used > section.chars:
+            raise CapError(
+                f"{section.name} would hold {used:,} characters, over its cap of {section.chars:,} ({section.prefix}): "
+                f"supersede or archive entries (`memlane brain archive KEY`), shorten this one, or raise the cap "
+                f"(--char-cap {section.prefix}=N, or {CHAR_CAPS_ENV})"
+            )
 
     def supersede(
         self,
@@ -706,6 +809,9 @@ class Brain:
                 raise KeyError(f"no entry {old_key.upper()} in {self.evolution_path if evolution else self.memory_path}")
             new = self._supersede_in(txn, old, text, detail, fields)
             self._archive_overflow(txn, evolution, [old.prefix])
+            spec = schema.by_prefix(old.prefix)
+            assert spec is not None  # _schema_of matched the prefix
+            self._check_chars(txn, evolution, spec)
         return new
 
     def _supersede_in(self, txn: Transaction, old: Entry, text: str, detail: str | None, fields: dict[str, str]) -> Entry:
@@ -716,7 +822,9 @@ class Brain:
             raise ValueError(f"{old.key} is already superseded by {old.superseded_by or 'another entry'}")
         spec = schema.by_prefix(old.prefix)
         assert spec is not None  # _schema_of matched the prefix
-        new = self._new_entry(txn, spec, evolution, text, detail, {**fields, "supersedes": old.key})
+        # The replacement is the same kind of memory, for the same people and project.
+        kept = {k: old.meta[k] for k in _INHERITED if k in old.meta}
+        new = self._new_entry(txn, spec, evolution, text, detail, {**kept, **fields, "supersedes": old.key})
         doc = txn.evolution if evolution else txn.memory
         doc.replace(old.key, old.with_meta(superseded_by=new.key, valid_until=txn.today))
         txn.event("supersede", key=old.key, by=new.key, path=new.source)
@@ -847,6 +955,9 @@ class Brain:
                 value = e.meta.get(field_name)
                 if value and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
                     problems.append(Problem("warning", "bad_date", f"{e.key} {field_name} is {value!r}, not YYYY-MM-DD", e.key, where))
+            for f in self.guard.advise(e.text):
+                rule = next(r for r in DERIVABLE if r.name == f.rule)
+                problems.append(Problem("warning", "derivable", f"{e.key} holds {rule.description} ({f.excerpt!r}): what not to save", e.key, where))
             for ref in e.references():
                 if ref not in known:
                     problems.append(Problem("warning", "dangling_reference", f"{e.key} mentions {ref}, which does not exist", e.key, where))
@@ -860,10 +971,14 @@ class Brain:
                     problems.append(Problem("warning", "one_way_link", f"{e.key} {link} {target}, but {target} has no {back}: {e.key}", e.key, where))
         for path, doc, text in docs:
             for s in doc.sections:
-                if s.spec is None or s.spec.cap is None:
+                if s.spec is None:
                     continue
+                chars = sum(len(e.render()) for e in s.entries())
+                if s.spec.chars is not None and chars > s.spec.chars:
+                    problems.append(Problem("warning", "over_char_cap", f"{s.spec.name} holds {chars:,} characters, cap {s.spec.chars:,}: "
+                                            f"archive or supersede entries, or raise the cap (--char-cap {s.spec.prefix}=N)", path=str(path)))
                 n = len(s.entries())
-                if n > s.spec.cap:
+                if s.spec.cap is not None and n > s.spec.cap:
                     inactive = sum(not e.active for e in s.entries())
                     hint = (
                         "run `memlane brain archive`"

@@ -21,35 +21,18 @@ from typing import Any
 
 from memlane import secrets
 from memlane._paths import TRANSCRIPT_FORMATS, default_home
-from memlane.brain.brain import Brain, default_brain_dir
+from memlane.brain.brain import Brain, default_brain_dir, parse_caps
 from memlane.brain.document import Entry
+from memlane.brain.scopes import DEFAULT_SCOPES, entry_project, entry_scope, entry_type
 from memlane.cli_output import emit as _emit
 from memlane.events import format_summary, summarize
-
-
-def _caps(values: Sequence[str] | None) -> dict[str, int | None]:
-    caps: dict[str, int | None] = {}
-    for value in values or []:
-        key, sep, n = value.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--cap takes PREFIX=N (like KD=40 or RC=none), not {value!r}")
-        if n.strip().lower() == "none":
-            caps[key.strip().upper()] = None
-            continue
-        try:
-            cap = int(n)
-        except ValueError:
-            raise ValueError(f"--cap {value!r}: N must be a whole number or none") from None
-        if cap < 0:
-            raise ValueError(f"--cap {value!r}: N must not be negative")
-        caps[key.strip().upper()] = cap
-    return caps
 
 
 def _brain(args: argparse.Namespace) -> Brain:
     home = Path(getattr(args, "home", None) or default_home())
     folder = getattr(args, "brain", None)
-    return Brain(folder or default_brain_dir(home), home=home, caps=_caps(getattr(args, "cap", None)))
+    return Brain(folder or default_brain_dir(home), home=home, caps=parse_caps(getattr(args, "cap", None) or []),
+                 char_caps=parse_caps(getattr(args, "char_cap", None) or [], "--char-cap"))
 
 
 def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -61,7 +44,11 @@ def _line(e: Entry) -> str:
     if e.withheld:
         return f"[{e.key}] withheld: {e.withheld} (it fails MemoryGuard: open {Path(e.source).name} to read or fix it)"
     state = f" [superseded by {e.superseded_by}]" if e.superseded else (f" [{e.meta.get('status')}]" if e.resolved else "")
-    lines = [f"[{e.key}] {e.date or 'undated'} — {e.text}{state}"]
+    # Type and scope when they say more than the section's default; a bound project always.
+    kind, scope, project = entry_type(e), entry_scope(e), entry_project(e)
+    tags = [t for t in (kind if "type" in e.meta else "", scope if scope != DEFAULT_SCOPES[kind] or "scope" in e.meta else "",
+                        f"project {project}" if project else "", f"from {e.meta['team']}" if e.meta.get("team") else "") if t]  # fmt: skip
+    lines = [f"[{e.key}] {e.date or 'undated'} — {e.text}{state}" + (f" ({', '.join(tags)})" if tags else "")]
     if e.detail:
         lines.append(f"    Detail: {e.detail}")
     return "\n".join(lines)
@@ -108,15 +95,60 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project_arg(value: str | None) -> str | None:
+    """``--project``: a path (``.``, ``~/src/alpha``) names the repository around it; a name stays."""
+    import os
+
+    from memlane import _core
+
+    if value is None or not (os.sep in value or value.startswith((".", "~"))):
+        return value
+    return _core.project_of(os.path.abspath(os.path.expanduser(value)))
+
+
+def _advised(args: argparse.Namespace, brain: Brain, entry: Entry, text: str) -> None:
+    """Print the entry, and warn when it holds what the repository already holds (what not to save)."""
+    warnings = [f"{f.rule}: {f.excerpt!r}" for f in brain.advise(entry.text)]
+    notes = "".join(
+        f"\nwarning: {w} — the repository already holds this (code, paths, git history); memory is for what it "
+        f"does not say: supersede or archive {entry.key} if so" for w in warnings
+    )
+    emit(args, {**_entry_json(entry), "warnings": warnings}, text + notes)
+
+
 def _cmd_add(args: argparse.Namespace) -> int:
-    entry = _brain(args).add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date)
-    emit(args, _entry_json(entry), f"added {_line(entry)}")
+    brain = _brain(args)
+    entry = brain.add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date,
+                      type=args.type, scope=args.scope, project=_project_arg(args.project))
+    _advised(args, brain, entry, f"added {_line(entry)}")
     return 0
 
 
 def _cmd_supersede(args: argparse.Namespace) -> int:
-    new = _brain(args).supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
-    emit(args, _entry_json(new), f"{args.key.upper()} superseded by {_line(new)}")
+    brain = _brain(args)
+    new = brain.supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
+    _advised(args, brain, new, f"{args.key.upper()} superseded by {_line(new)}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from memlane.brain.team import export_team
+
+    if args.scope != "team":
+        raise ValueError("private entries never leave this machine: only --scope team exports")
+    r = export_team(_brain(args), args.folder)
+    state = "wrote" if r.changed else "unchanged:"
+    emit(args, r.to_dict(), f"{state} {r.path}: {r.entries} team entries ({r.private_kept} private entries stay on this machine)")
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from memlane.brain.team import import_team
+
+    r = import_team(_brain(args), args.folder)
+    refused = f"; refused by MemoryGuard: {', '.join(r.refused)}" if r.refused else ""
+    text = f"imported from {len(r.files)} files: {r.added} added, {r.updated} updated, {r.unchanged} unchanged{refused}"
+    emit(args, r.to_dict(), text)
     return 0
 
 
@@ -213,9 +245,11 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)")
     where.add_argument("--cap", action="append", default=argparse.SUPPRESS, metavar="PREFIX=N", help="override a section cap, e.g. KD=40 (repeatable)")
+    where.add_argument("--char-cap", action="append", default=argparse.SUPPRESS, metavar="PREFIX=N",
+                       help="override a section's character cap, e.g. KD=3000 (repeatable; also $MEMLANE_CHAR_CAPS)")
     common = [*parents, where]
 
-    brain = sub.add_parser("brain", parents=common, help="MEMORY.md and EVOLUTION.md: show, add, supersede, resolve, archive, index, check")
+    brain = sub.add_parser("brain", parents=common, help="MEMORY.md and EVOLUTION.md: show, add, supersede, resolve, archive, export, import, index, check")
     actions = brain.add_subparsers(dest="brain_command", required=True, metavar="ACTION")
 
     def dated(p: argparse.ArgumentParser) -> None:
@@ -234,6 +268,10 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--detail", help="provenance: 'path § heading' or 'transcript SESSION turns A-B'")
     p.add_argument("--confidence", choices=["high", "medium", "low"])
     p.add_argument("--alias", action="append", help="extra keyword for the index (repeatable)")
+    p.add_argument("--type", choices=["user", "feedback", "project", "reference"],
+                   help="what it is about (default: the section's: project, or feedback for CR/CP)")
+    p.add_argument("--scope", choices=["private", "team"], help="who may see it (default: the type's: user and feedback private, project and reference team)")
+    p.add_argument("--project", help="bind a project or reference entry to a project (a name, or . for this directory's): injected only there")
     dated(p)
     p.set_defaults(func=_key_errors(_cmd_add))
 
@@ -256,6 +294,15 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("keys", nargs="*", help="entries to archive (default: what each over-cap section may give up)")
     dated(p)
     p.set_defaults(func=_key_errors(_cmd_archive))
+
+    p = actions.add_parser("export", parents=common, help="write your team entries to a shared folder (one markdown file per person)")
+    p.add_argument("folder", metavar="DIR", help="the shared folder (a git checkout, a synced drive)")
+    p.add_argument("--scope", choices=["team", "private"], default="team", help="team (the only one that leaves the machine)")
+    p.set_defaults(func=_key_errors(_cmd_export))
+
+    p = actions.add_parser("import", parents=common, help="bring the team entries of everyone else's files in DIR into your brain")
+    p.add_argument("folder", metavar="DIR", help="the shared folder")
+    p.set_defaults(func=_key_errors(_cmd_import))
 
     p = actions.add_parser("index", parents=common, help="regenerate the compact index at the top of MEMORY.md")
     p.set_defaults(func=_key_errors(_cmd_index))

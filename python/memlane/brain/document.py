@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from memlane.brain.scopes import entry_project, entry_scope, entry_type
+
 # ---------------------------------------------------------------------------- schemas
 
 
@@ -44,6 +46,8 @@ class SectionSpec:
             ``permanent`` (nothing), ``until_superseded`` (only superseded or resolved
             entries), ``rolling`` (inactive entries first, then the oldest).
         aliases: Other headings and short names that mean this section.
+        chars: Most characters its entries may take in the file (``None``: no cap), as Hermes
+            caps its memory files: a write past it fails, naming the cap.
     """
 
     name: str
@@ -51,6 +55,7 @@ class SectionSpec:
     cap: int | None
     policy: str
     aliases: tuple[str, ...] = ()
+    chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -83,11 +88,18 @@ class Schema:
 
     def with_caps(self, caps: dict[str, int | None]) -> Schema:
         """A copy with caps overridden by section prefix (``{"KD": 40}``)."""
+        return self._override("cap", caps)
+
+    def with_char_caps(self, caps: dict[str, int | None]) -> Schema:
+        """A copy with character caps overridden by section prefix (``{"KD": 3000}``)."""
+        return self._override("chars", caps)
+
+    def _override(self, attribute: str, caps: dict[str, int | None]) -> Schema:
         unknown = {k.upper() for k in caps} - {s.prefix for s in self.sections}
         if unknown:
             raise ValueError(f"unknown section prefix for a cap: {', '.join(sorted(unknown))}")
         upper = {k.upper(): v for k, v in caps.items()}
-        return replace(self, sections=tuple(replace(s, cap=upper.get(s.prefix, s.cap)) for s in self.sections))
+        return replace(self, sections=tuple(replace(s, **{attribute: upper.get(s.prefix, getattr(s, attribute))}) for s in self.sections))
 
 
 def _norm_heading(text: str) -> str:
@@ -98,24 +110,26 @@ def _norm_heading(text: str) -> str:
 MEMORY_SCHEMA = Schema(
     "MEMORY",
     (
-        SectionSpec("COE Registry", "COE", 15, "permanent", ("coe", "coes", "incidents", "correction of errors")),
-        SectionSpec("Key Decisions", "KD", 30, "until_superseded", ("kd", "decisions")),
-        SectionSpec("Lessons Learned", "LL", 25, "rolling", ("ll", "lessons")),
-        SectionSpec("Recent Context", "RC", 30, "rolling", ("rc", "context")),
-        SectionSpec("Open Threads", "OT", 10, "rolling", ("ot", "threads", "open questions")),
+        SectionSpec("COE Registry", "COE", 15, "permanent", ("coe", "coes", "incidents", "correction of errors"), 4000),
+        SectionSpec("Key Decisions", "KD", 30, "until_superseded", ("kd", "decisions"), 6000),
+        SectionSpec("Lessons Learned", "LL", 25, "rolling", ("ll", "lessons"), 5000),
+        SectionSpec("Recent Context", "RC", 30, "rolling", ("rc", "context"), 4500),
+        SectionSpec("Open Threads", "OT", 10, "rolling", ("ot", "threads", "open questions"), 1500),
     ),
 )
-"""MEMORY.md: caps and archive policies from the design (COE permanent, KD until superseded)."""
+"""MEMORY.md: caps and archive policies from the design (COE permanent, KD until superseded);
+character caps of about 150-200 characters (an entry with its detail) per entry the section keeps."""
 
 EVOLUTION_SCHEMA = Schema(
     "EVOLUTION",
     (
-        SectionSpec("Corrections", "CR", None, "until_superseded", ("cr", "correction")),
-        SectionSpec("Competences", "CP", None, "until_superseded", ("cp", "competence", "competencies", "skills")),
-        SectionSpec("Failed Attempts", "FA", None, "until_superseded", ("fa", "failures", "failed")),
+        SectionSpec("Corrections", "CR", None, "until_superseded", ("cr", "correction"), 3000),
+        SectionSpec("Competences", "CP", None, "until_superseded", ("cp", "competence", "competencies", "skills"), 3000),
+        SectionSpec("Failed Attempts", "FA", None, "until_superseded", ("fa", "failures", "failed"), 3000),
     ),
 )
-"""EVOLUTION.md: procedural memory, injected in full, so no caps by default."""
+"""EVOLUTION.md: procedural memory, injected in full, so no entry caps by default; it is kept
+short by characters instead."""
 
 KEY_PREFIXES = tuple(s.prefix for s in MEMORY_SCHEMA.sections + EVOLUTION_SCHEMA.sections)
 REF_RE = re.compile(r"\b(?:" + "|".join(KEY_PREFIXES) + r")\d{1,4}\b")
@@ -303,6 +317,9 @@ class Entry:
             "weight": self.weight,
             "withheld": self.withheld,
             "references": self.references(),
+            "type": entry_type(self),
+            "scope": entry_scope(self),
+            "project": entry_project(self),
         }
 
 

@@ -278,6 +278,43 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# A file path with a folder and an extension: "src/billing/db.py", "./config/app.yaml".
+_PATH = r"(?<![\w/.:-])(?:\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+\.[a-z]\w{0,4}\b"
+# A commit id: hex with both a digit and a letter (so "defaced" and "2026" are not).
+_COMMIT_ID = r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
+
+DERIVABLE: tuple[Rule, ...] = (
+    _rule(
+        "derivable.code",
+        "code: the repository holds it, and holds it current",
+        r"```",
+        r"\b(?:def|fn|func|function)\s+\w+\s*\(",
+        r"\bclass\s+\w+\s*[(:{]",
+        r"(?:^|[`;]\s*)(?:import\s+[\w.]+|from\s+[\w.]+\s+import\b|#include\s*[<\"])",
+        r"`[^`\n]{60,}`",
+    ),
+    _rule(
+        "derivable.paths",
+        "file paths or project structure: reading the repository shows them",
+        _PATH + r"[^\n]*?" + _PATH,
+        r"\b(?:lives|located|defined|declared|implemented|kept|stored|sits)\s+(?:in|under|at)\s+`?" + _PATH,
+        r"\b(?:directory|folder|file|project|repo(?:sitory)?)\s+(?:structure|layout|tree)\b",
+    ),
+    _rule(
+        "derivable.git_history",
+        "git history: `git log` and `git blame` are the record",
+        r"\bgit\s+(?:log|blame|show|shortlog)\b",
+        r"\bcommit(?:ted)?\s+(?:in\s+|as\s+)?" + _COMMIT_ID,
+        _COMMIT_ID + r"[^\n]{0,40}\bcommit",
+        r"\b(?:merged|landed)\s+(?:in\s+|as\s+)?(?:pr|pull\s+request|mr)\s*#?\d+",
+        r"\b(?:last|latest|recent)\s+commits?\b|\bchangelog\b",
+    ),
+)
+"""What not to save in memory (Claude Code's list): what the repository itself holds, current
+and authoritative. Advisory: :meth:`MemoryGuard.advise` names them, a write is not blocked —
+the writer is told, and ``memlane brain check`` lists such entries."""
+
+
 @dataclass(frozen=True)
 class Finding:
     """One rule match.
@@ -436,6 +473,19 @@ class MemoryGuard:
         """Identifies the rules: a verdict remembered under another fingerprint is stale."""
         spec = [(r.name, r.sources, r.raw, r.needles, r.exempt) for r in self.rules]
         return hashlib.blake2b(repr((SCREEN_VERSION, spec)).encode("utf-8"), digest_size=8).hexdigest()
+
+    def advise(self, text: str) -> list[Finding]:
+        """What in ``text`` the repository already holds (:data:`DERIVABLE`): worth a warning,
+        not a refusal.
+
+        Example:
+            >>> [f.rule for f in MemoryGuard().advise("Billing lives in src/billing/db.py, see commit 3f9a2c1d.")]
+            ['derivable.paths', 'derivable.git_history']
+            >>> MemoryGuard().advise("We chose Postgres over DynamoDB for billing: joins on invoices.")
+            []
+        """
+        norm = normalize(text)
+        return [Finding(rule.name, _show(m.group(0))) for rule in DERIVABLE for m in list(rule.matches(norm))[:1]]
 
     def withheld(self, text: str) -> str | None:
         """The rule ``text`` fails on read, or None: such text is never injected.

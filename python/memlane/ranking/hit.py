@@ -45,6 +45,10 @@ class Hit:
             subject (present-state questions), so this one is an earlier statement; else None.
         relevance: How relevant the hit is on an absolute scale, the same from query to query
             (see :mod:`memlane.ranking.relevance`); None for a chunk looked up rather than matched.
+        project: The project the chunk is filed under: the repository root of the directory its
+            turns were written in (a note: of its library folder), else that directory; empty
+            when unknown (a chat export, a home indexed before projects were recorded).
+        branch: The git branch the turns were written on, when the source records it.
     """
 
     id: str
@@ -60,6 +64,8 @@ class Hit:
     heading: str
     superseded_by: str | None = None
     relevance: float | None = None
+    project: str = ""
+    branch: str = ""
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -77,6 +83,8 @@ class Hit:
             timestamp=_iso(d["timestamp"]),
             heading=d["heading"],
             relevance=None if d.get("relevance") is None else round(float(d["relevance"]), 6),
+            project=d.get("project", ""),
+            branch=d.get("branch", ""),
             meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
                   "timestamp_end": _iso(d["timestamp_end"])},
         )

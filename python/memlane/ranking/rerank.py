@@ -12,7 +12,10 @@ MCP tools, ``memlane bench``) gets the same ranking.
   when both answer the question (score at least ``MARK_RATIO`` of the pool's best) and the two
   are one subject's without counting value slots: a wrong "outdated" mark misleads an
   agent more than none.
-  Hits outside any group never move for being old: there is no blanket recency decay.
+  Hits outside any group never move for being old: there is no blanket recency decay. A
+  group never mixes repositories: a newer statement in another repository says nothing about
+  this one (a hit of unknown repository — a chat export, a note of a library kept outside any
+  repository — may join any group).
 * **Temporal affinity** (the question names a time, see :func:`memlane.ranking.temporal.time_window`):
   hits dated in (or just after) that window get a bonus on their fused score. Relative times
   are read against the newest candidate's date.
@@ -303,6 +306,29 @@ def _joins(evidence: float, relevance: float) -> bool:
     return evidence + RELEVANCE_WEIGHT * relevance >= SAME_SUBJECT_EVIDENCE
 
 
+@lru_cache(maxsize=1024)
+def _is_repository(key: str) -> bool:
+    from memlane import _core
+
+    return _core.repository_root(key) == key
+
+
+def _repository(hit: Hit) -> str:
+    """The repository ``hit`` speaks of, ``""`` when unknown. A transcript's project is where
+    its work happened; a note's is only where it is filed, so a notes library outside any
+    repository (a journal across projects) says nothing of which repository a statement is
+    about, while a note inside one (its ``docs/``) does."""
+    if not hit.project or hit.source == "transcript" or _is_repository(hit.project):
+        return hit.project
+    return ""
+
+
+def _elsewhere(hit: Hit, project: str) -> bool:
+    """Whether ``hit`` speaks of another repository than ``project`` (unknown on either side
+    is no sign of another one)."""
+    return bool(project and (theirs := _repository(hit)) and theirs != project)
+
+
 def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> list[Hit]:
     """Group each dated hit, best first, with the other statements of its subject; the newest
     takes the group's first place (see the module docstring)."""
@@ -320,14 +346,17 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             continue
         # Hits ranked above this one had their turn: it is the best of any group it starts.
         free = [j for j in range(best + 1, len(hits)) if j not in grouped and hits[j].timestamp and hits[j].score >= RELEVANCE_RATIO * hit.score]
-        chain = [best]
+        chain, project = [best], _repository(hit)
         while True:
             tip = chain[-1]
-            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and _joins(evidence[tip][j], _ratio(hits[j], hit))]
+            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and not _elsewhere(hits[j], project)
+                     and _joins(evidence[tip][j], _ratio(hits[j], hit))]
             if not newer:
                 break
             chain.append(max(newer, key=lambda j: (hits[j].score, -j)))
-        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and _joins(evidence[j][best], _ratio(hits[j], hit))]
+            project = project or _repository(hits[chain[-1]])
+        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and not _elsewhere(hits[j], project)
+                 and _joins(evidence[j][best], _ratio(hits[j], hit))]
         group = chain + older
         if len(group) < 2:
             continue

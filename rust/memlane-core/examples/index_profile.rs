@@ -83,7 +83,7 @@ fn main() {
     let lexical = Lexical::open(home.path()).expect("lexical");
     let docs: Vec<_> = chunks
         .iter()
-        .map(|c| lexical.document(c, &c.source, &c.heading))
+        .map(|c| lexical.document(c, &c.source, &c.heading, ""))
         .collect();
     report("build documents");
     drop(docs);

@@ -65,6 +65,13 @@ pub struct Chunk {
     /// Metadata stored instead of the transcript fields (knowledge chunks), else null.
     #[serde(default)]
     pub meta: serde_json::Value,
+    /// Working directory the turns were written in, when known: the index files the chunk
+    /// under the repository around it (see [`crate::project`]).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Git branch the turns were written on, when known.
+    #[serde(default)]
+    pub branch: Option<String>,
 }
 
 /// Hash `text` into (key, content hash hex).
@@ -444,6 +451,12 @@ fn build_chunk(
         turn_ids.extend(t.ids.iter().cloned());
     }
     let stamps = covered.iter().filter_map(|t| t.timestamp);
+    // Where the first turn that says was written (a session can change directory or branch);
+    // else where the session was.
+    let (cwd, branch) = covered
+        .iter()
+        .find(|t| t.cwd.is_some())
+        .map_or((&session.cwd, &session.branch), |t| (&t.cwd, &t.branch));
     Chunk {
         key,
         content_hash,
@@ -464,6 +477,8 @@ fn build_chunk(
         source: "transcript".to_owned(),
         heading: String::new(),
         meta: serde_json::Value::Null,
+        cwd: cwd.clone(),
+        branch: branch.clone(),
     }
 }
 

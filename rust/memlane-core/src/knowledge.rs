@@ -137,6 +137,9 @@ fn build(
         }
         .to_owned(),
         heading: heading.to_owned(),
+        // The library folder the note is indexed from decides its project (the store knows it).
+        cwd: None,
+        branch: None,
     }
 }
 

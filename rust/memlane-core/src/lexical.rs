@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{Bound, Range};
 use std::path::Path;
-use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::query::{
-    Bm25Weight, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
+    Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
@@ -19,8 +19,8 @@ use tantivy::schema::{
 use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
-    Term, TERMINATED,
+    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
+    SegmentOrdinal, SegmentReader, TantivyDocument, Term, TERMINATED,
 };
 
 /// Name the analyzer is registered under.
@@ -59,6 +59,12 @@ pub struct StoredChunk {
     pub content_hash: String,
     /// Extra metadata: tools, files, turn ids, parent session, part.
     pub meta: serde_json::Value,
+    /// Project key (see [`crate::project`]); empty when unknown or the home predates projects.
+    #[serde(default)]
+    pub project: String,
+    /// Git branch; empty when unknown.
+    #[serde(default)]
+    pub branch: String,
 }
 
 /// A chunk's stored fields, borrowed: what both a fresh chunk and one read back become.
@@ -77,6 +83,8 @@ struct StoredRef<'a> {
     format: &'a str,
     content_hash: &'a str,
     meta: &'a str,
+    project: &'a str,
+    branch: &'a str,
 }
 
 /// Filters applied before ranking.
@@ -90,6 +98,10 @@ pub struct Filters {
     pub since: Option<i64>,
     /// Keep chunks whose first timestamp is < this (ms).
     pub until: Option<i64>,
+    /// Keep only chunks of these projects (any of them; project keys).
+    pub projects: Vec<String>,
+    /// Keep only chunks written on this git branch.
+    pub branch: Option<String>,
 }
 
 impl Filters {
@@ -100,6 +112,8 @@ impl Filters {
             && self.session_id.is_none()
             && self.since.is_none()
             && self.until.is_none()
+            && self.projects.is_empty()
+            && self.branch.is_none()
     }
 }
 
@@ -119,9 +133,39 @@ struct Fields {
     format: Field,
     hash: Field,
     meta: Field,
+    /// Absent from homes built before projects were recorded: their chunks read as of no
+    /// project, and a project or branch filter matches none of them.
+    project: Option<Field>,
+    branch: Option<Field>,
 }
 
-fn schema() -> (Schema, Fields) {
+impl Fields {
+    /// The fields of `schema` by name: a home keeps the schema it was built with.
+    fn of(schema: &Schema) -> Result<Fields> {
+        let f = |name: &str| schema.get_field(name);
+        Ok(Fields {
+            key: f("key")?,
+            source: f("source")?,
+            text: f("text")?,
+            path: f("path")?,
+            session_id: f("session_id")?,
+            turn_start: f("turn_start")?,
+            turn_end: f("turn_end")?,
+            ts: f("ts")?,
+            ts_end: f("ts_end")?,
+            heading: f("heading")?,
+            role: f("role")?,
+            format: f("format")?,
+            hash: f("hash")?,
+            meta: f("meta")?,
+            project: f("project").ok(),
+            branch: f("branch").ok(),
+        })
+    }
+}
+
+/// The schema of a new home (an existing one keeps its own: see [`Fields::of`]).
+fn schema() -> Schema {
     let mut b = Schema::builder();
     let text_options = TextOptions::default()
         .set_indexing_options(
@@ -130,26 +174,27 @@ fn schema() -> (Schema, Fields) {
                 .set_index_option(IndexRecordOption::WithFreqs),
         )
         .set_stored();
-    let fields = Fields {
-        key: b.add_u64_field("key", INDEXED | STORED | FAST),
-        source: b.add_text_field("source", STRING | STORED),
-        text: b.add_text_field("text", text_options),
-        // Stored only: nothing searches by path or hash, and their unique terms (a random
-        // hash per chunk) made term-dictionary building a visible cost of indexing. Homes
-        // built before keep their own schema, in which both are also indexed.
-        path: b.add_text_field("path", STORED),
-        session_id: b.add_text_field("session_id", STRING | STORED),
-        turn_start: b.add_u64_field("turn_start", STORED),
-        turn_end: b.add_u64_field("turn_end", STORED),
-        ts: b.add_i64_field("ts", INDEXED | STORED | FAST),
-        ts_end: b.add_i64_field("ts_end", STORED),
-        heading: b.add_text_field("heading", STORED),
-        role: b.add_text_field("role", STORED),
-        format: b.add_text_field("format", STORED),
-        hash: b.add_text_field("hash", STORED),
-        meta: b.add_text_field("meta", STORED),
-    };
-    (b.build(), fields)
+    b.add_u64_field("key", INDEXED | STORED | FAST);
+    b.add_text_field("source", STRING | STORED);
+    b.add_text_field("text", text_options);
+    // Stored only: nothing searches by path or hash, and their unique terms (a random
+    // hash per chunk) made term-dictionary building a visible cost of indexing. Homes
+    // built before keep their own schema, in which both are also indexed.
+    b.add_text_field("path", STORED);
+    b.add_text_field("session_id", STRING | STORED);
+    b.add_u64_field("turn_start", STORED);
+    b.add_u64_field("turn_end", STORED);
+    b.add_i64_field("ts", INDEXED | STORED | FAST);
+    b.add_i64_field("ts_end", STORED);
+    b.add_text_field("heading", STORED);
+    b.add_text_field("role", STORED);
+    b.add_text_field("format", STORED);
+    b.add_text_field("hash", STORED);
+    b.add_text_field("meta", STORED);
+    // Indexed whole, for the project and branch filters.
+    b.add_text_field("project", STRING | STORED);
+    b.add_text_field("branch", STRING | STORED);
+    b.build()
 }
 
 fn analyzer() -> TextAnalyzer {
@@ -179,6 +224,25 @@ fn transcript_meta(chunk: &Chunk) -> String {
     serde_json::to_string(&meta).unwrap_or_default()
 }
 
+/// Documents whose `field` holds one of `values` whole; none when the home's schema lacks
+/// the field (it predates it: every chunk reads as without a value).
+fn any_term(field: Option<Field>, values: &[String]) -> Box<dyn Query> {
+    let Some(field) = field else {
+        return Box::new(EmptyQuery);
+    };
+    let any: Vec<(Occur, Box<dyn Query>)> = values
+        .iter()
+        .map(|v| {
+            let q: Box<dyn Query> = Box::new(TermQuery::new(
+                Term::from_field_text(field, v),
+                IndexRecordOption::Basic,
+            ));
+            (Occur::Should, q)
+        })
+        .collect();
+    Box::new(BooleanQuery::new(any))
+}
+
 /// The `key` fast-field column of each segment, opened on first use.
 struct KeyColumns<'a> {
     searcher: &'a Searcher,
@@ -206,6 +270,51 @@ impl<'a> KeyColumns<'a> {
     }
 }
 
+/// The chunk key (`key` fast field) of every matching live document, unscored: what a
+/// filter allows, gathered without a set of document addresses in between.
+struct FilteredKeys;
+
+struct SegmentKeys {
+    column: Column<u64>,
+    keys: Vec<u64>,
+}
+
+impl Collector for FilteredKeys {
+    type Fruit = Vec<u64>;
+    type Child = SegmentKeys;
+
+    fn for_segment(
+        &self,
+        _: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<SegmentKeys> {
+        Ok(SegmentKeys {
+            column: segment.fast_fields().u64("key")?,
+            keys: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<u64>>) -> tantivy::Result<Vec<u64>> {
+        Ok(fruits.concat())
+    }
+}
+
+impl SegmentCollector for SegmentKeys {
+    type Fruit = Vec<u64>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        self.keys.extend(self.column.first(doc));
+    }
+
+    fn harvest(self) -> Vec<u64> {
+        self.keys
+    }
+}
+
 /// The BM25 index of one memlane home.
 pub struct Lexical {
     index: Index,
@@ -217,15 +326,16 @@ impl Lexical {
     /// Open the index in `dir`, creating it when absent.
     ///
     /// # Errors
-    /// I/O or tantivy errors; a schema mismatch surfaces as a tantivy error.
+    /// I/O or tantivy errors; a schema without one of the fields every home has surfaces as
+    /// a tantivy error.
     pub fn open(dir: &Path) -> Result<Lexical> {
         std::fs::create_dir_all(dir)?;
-        let (schema, fields) = schema();
         let index = if dir.join("meta.json").exists() {
             Index::open_in_dir(dir)?
         } else {
-            Index::create_in_dir(dir, schema)?
+            Index::create_in_dir(dir, schema())?
         };
+        let fields = Fields::of(&index.schema())?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
             .reader_builder()
@@ -246,8 +356,8 @@ impl Lexical {
     /// # Errors
     /// tantivy errors.
     pub fn in_memory() -> Result<Lexical> {
-        let (schema, fields) = schema();
-        let index = Index::create_in_ram(schema);
+        let index = Index::create_in_ram(schema());
+        let fields = Fields::of(&index.schema())?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index.reader()?;
         Ok(Lexical {
@@ -294,9 +404,22 @@ impl Lexical {
         self.reader.searcher()
     }
 
-    /// Build the document for a chunk.
+    /// Whether this home records each chunk's project and branch (homes built before it did
+    /// do not: `memlane repair --force` rebuilds them with the new fields).
     #[must_use]
-    pub fn document(&self, chunk: &Chunk, source: &str, heading: &str) -> TantivyDocument {
+    pub fn records_projects(&self) -> bool {
+        self.fields.project.is_some() && self.fields.branch.is_some()
+    }
+
+    /// Build the document for a chunk filed under `project`.
+    #[must_use]
+    pub fn document(
+        &self,
+        chunk: &Chunk,
+        source: &str,
+        heading: &str,
+        project: &str,
+    ) -> TantivyDocument {
         let meta = if chunk.meta.is_object() {
             chunk.meta.to_string()
         } else {
@@ -317,6 +440,8 @@ impl Lexical {
             format: &chunk.format,
             content_hash: &chunk.content_hash,
             meta: &meta,
+            project,
+            branch: chunk.branch.as_deref().unwrap_or_default(),
         })
     }
 
@@ -339,6 +464,8 @@ impl Lexical {
             format: &c.format,
             content_hash: &c.content_hash,
             meta: &c.meta.to_string(),
+            project: &c.project,
+            branch: &c.branch,
         })
     }
 
@@ -363,6 +490,12 @@ impl Lexical {
         doc.add_text(f.format, c.format);
         doc.add_text(f.hash, c.content_hash);
         doc.add_text(f.meta, c.meta);
+        // Unknown stays absent: an empty term would make "no project" look like a project.
+        for (field, value) in [(f.project, c.project), (f.branch, c.branch)] {
+            if let (Some(field), false) = (field, value.is_empty()) {
+                doc.add_text(field, value);
+            }
+        }
         doc
     }
 
@@ -405,6 +538,38 @@ impl Lexical {
         Ok(keys)
     }
 
+    /// Every project key with its number of live chunks, by key (empty when the home
+    /// predates projects).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn projects(&self) -> Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        let Some(field) = self.fields.project else {
+            return Ok(out);
+        };
+        let searcher = self.searcher();
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(field)?;
+            let mut terms = inverted.terms().stream()?;
+            while terms.advance() {
+                let project = String::from_utf8_lossy(terms.key()).into_owned();
+                let mut postings = inverted
+                    .read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
+                let mut live = 0u64;
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    live += u64::from(segment.alive_bitset().is_none_or(|a| a.is_alive(doc)));
+                    doc = postings.advance();
+                }
+                if live > 0 {
+                    *out.entry(project).or_insert(0) += live;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of live chunks.
     #[must_use]
     pub fn num_docs(&self) -> u64 {
@@ -431,18 +596,7 @@ impl Lexical {
         let f = self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         if !filters.sources.is_empty() {
-            let any: Vec<(Occur, Box<dyn Query>)> = filters
-                .sources
-                .iter()
-                .map(|s| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(
-                        Term::from_field_text(f.source, s),
-                        IndexRecordOption::Basic,
-                    ));
-                    (Occur::Should, q)
-                })
-                .collect();
-            clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+            clauses.push((Occur::Must, any_term(Some(f.source), &filters.sources)));
         }
         if let Some(session) = &filters.session_id {
             clauses.push((
@@ -451,6 +605,15 @@ impl Lexical {
                     Term::from_field_text(f.session_id, session),
                     IndexRecordOption::Basic,
                 )),
+            ));
+        }
+        if !filters.projects.is_empty() {
+            clauses.push((Occur::Must, any_term(f.project, &filters.projects)));
+        }
+        if let Some(branch) = &filters.branch {
+            clauses.push((
+                Occur::Must,
+                any_term(f.branch, std::slice::from_ref(branch)),
             ));
         }
         if filters.since.is_some() || filters.until.is_some() {
@@ -587,9 +750,10 @@ impl Lexical {
     /// tantivy errors.
     pub fn filtered_keys(&self, searcher: &Searcher, filters: &Filters) -> Result<HashSet<u64>> {
         let query = BooleanQuery::new(self.filter_clauses(filters));
-        let docs = searcher.search(&query, &DocSetCollector)?;
-        let mut keys = KeyColumns::new(searcher);
-        docs.into_iter().map(|addr| keys.key(addr)).collect()
+        Ok(searcher
+            .search(&query, &FilteredKeys)?
+            .into_iter()
+            .collect())
     }
 
     /// Where the live document of chunk `key` is, if any: a postings lookup per segment,
@@ -670,6 +834,8 @@ impl Lexical {
             format: text(f.format),
             content_hash: text(f.hash),
             meta: serde_json::from_str(&text(f.meta)).unwrap_or(serde_json::Value::Null),
+            project: f.project.map(text).unwrap_or_default(),
+            branch: f.branch.map(text).unwrap_or_default(),
         }
     }
 
@@ -689,6 +855,134 @@ impl Lexical {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A home built before projects were recorded (its schema lacks `project` and `branch`)
+    /// opens, takes new chunks and answers; its chunks read as of no project, and a project or
+    /// branch filter matches none of them.
+    #[test]
+    fn a_schema_without_project_fields_still_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Schema::builder();
+        for entry in schema().fields() {
+            let (_, e) = entry;
+            if !matches!(e.name(), "project" | "branch") {
+                b.add_field(e.clone());
+            }
+        }
+        Index::create_in_dir(dir.path(), b.build()).unwrap();
+        let lexical = Lexical::open(dir.path()).unwrap();
+        assert!(!lexical.records_projects());
+        let mut chunk = crate::chunk::chunk_parsed(
+            &crate::parse::parse_bytes(
+                b"{\"role\":\"user\",\"content\":\"billing uses postgres\"}\n",
+                Path::new("/x.jsonl"),
+                Some(crate::model::Format::Generic),
+            ),
+            "/x.jsonl",
+            500,
+        )
+        .remove(0);
+        chunk.branch = Some("main".into());
+        let mut writer = lexical.writer().unwrap();
+        writer
+            .add_document(lexical.document(&chunk, &chunk.source, &chunk.heading, "/src/billing"))
+            .unwrap();
+        writer.commit().unwrap();
+        lexical.reload().unwrap();
+        let searcher = lexical.searcher();
+        let all = lexical
+            .search(&searcher, "postgres", &Filters::default(), 10)
+            .unwrap();
+        assert_eq!(all.len(), 1);
+        let stored = lexical.fetch(&searcher, all[0].2).unwrap();
+        assert_eq!((stored.project.as_str(), stored.branch.as_str()), ("", ""));
+        for filters in [
+            Filters {
+                projects: vec!["/src/billing".into()],
+                ..Filters::default()
+            },
+            Filters {
+                branch: Some("main".into()),
+                ..Filters::default()
+            },
+        ] {
+            assert!(lexical
+                .search(&searcher, "postgres", &filters, 10)
+                .unwrap()
+                .is_empty());
+            assert!(lexical
+                .filtered_keys(&searcher, &filters)
+                .unwrap()
+                .is_empty());
+        }
+        assert!(lexical.projects().unwrap().is_empty());
+    }
+
+    #[test]
+    fn project_and_branch_filters_and_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let lexical = Lexical::open(dir.path()).unwrap();
+        assert!(lexical.records_projects());
+        let mut writer = lexical.writer().unwrap();
+        for (i, (project, branch)) in [
+            ("/src/a", "main"),
+            ("/src/a", "dev"),
+            ("/src/b", "main"),
+            ("", ""),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let line = format!("{{\"role\":\"user\",\"content\":\"billing database note {i}\"}}\n");
+            let mut chunk = crate::chunk::chunk_parsed(
+                &crate::parse::parse_bytes(
+                    line.as_bytes(),
+                    Path::new("/x.jsonl"),
+                    Some(crate::model::Format::Generic),
+                ),
+                "/x.jsonl",
+                500,
+            )
+            .remove(0);
+            chunk.branch = (!branch.is_empty()).then(|| branch.to_owned());
+            writer
+                .add_document(lexical.document(&chunk, &chunk.source, &chunk.heading, project))
+                .unwrap();
+        }
+        writer.commit().unwrap();
+        lexical.reload().unwrap();
+        let searcher = lexical.searcher();
+        let count = |projects: &[&str], branch: Option<&str>| {
+            let filters = Filters {
+                projects: projects.iter().map(|p| (*p).to_owned()).collect(),
+                branch: branch.map(str::to_owned),
+                ..Filters::default()
+            };
+            let hits = lexical
+                .search(&searcher, "billing", &filters, 10)
+                .unwrap()
+                .len();
+            // The vector side's allow-list (asked for only when some filter is set) agrees.
+            if !filters.is_empty() {
+                assert_eq!(
+                    hits,
+                    lexical.filtered_keys(&searcher, &filters).unwrap().len()
+                );
+            }
+            hits
+        };
+        assert_eq!(count(&[], None), 4);
+        assert_eq!(count(&["/src/a"], None), 2);
+        assert_eq!(count(&["/src/a", "/src/b"], None), 3);
+        assert_eq!(count(&["/src/a"], Some("main")), 1);
+        assert_eq!(count(&[], Some("main")), 2);
+        assert_eq!(count(&["/src/c"], None), 0);
+        let projects = lexical.projects().unwrap();
+        assert_eq!(
+            projects.into_iter().collect::<Vec<_>>(),
+            vec![("/src/a".to_owned(), 2), ("/src/b".to_owned(), 1)]
+        );
+    }
 
     #[test]
     fn transcript_meta_is_the_json_value_text() {
@@ -738,7 +1032,7 @@ mod tests {
                     "knowledge"
                 };
                 writer
-                    .add_document(lexical.document(&chunk, source, ""))
+                    .add_document(lexical.document(&chunk, source, "", ""))
                     .unwrap();
             }
         }

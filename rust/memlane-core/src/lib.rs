@@ -4,6 +4,7 @@
 //! ([`chunk`]), and keeps a tantivy BM25 index ([`lexical`]) and a usearch HNSW index
 //! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
 //! Markdown notes take the same road as sections ([`parse::markdown`], [`knowledge`]).
+//! Every chunk is filed under its project: the repository its turns were written in ([`project`]).
 #![warn(missing_docs)]
 
 pub mod chunk;
@@ -14,6 +15,7 @@ pub mod knowledge;
 pub mod lexical;
 pub mod model;
 pub mod parse;
+pub mod project;
 pub mod store;
 pub mod tokenize;
 pub mod vector;

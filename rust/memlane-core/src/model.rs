@@ -148,6 +148,13 @@ pub struct Turn {
     /// Source record ids this turn came from (LoCoMo `dia_id`, message ids, …), for provenance
     /// and benchmark scoring.
     pub ids: Vec<String>,
+    /// Working directory of the record that opened this turn, when the source records one per
+    /// line (Claude Code writes `cwd` on every line); else the session's applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Git branch of that record (Claude Code `gitBranch`), likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// One conversation thread.
@@ -159,8 +166,10 @@ pub struct Session {
     pub parent_id: Option<String>,
     /// Format the session was parsed from.
     pub format: Option<Format>,
-    /// Working directory when known.
+    /// Working directory when known (the project of its chunks is the repository around it).
     pub cwd: Option<String>,
+    /// Git branch when known.
+    pub branch: Option<String>,
     /// Title when the source has one.
     pub title: Option<String>,
     /// Turns in conversation order (active branch only for tree formats).

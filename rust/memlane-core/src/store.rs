@@ -22,6 +22,7 @@ use crate::hybrid::{fuse, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
 use crate::model::{Format, ParsedFile, Turn};
 use crate::parse::{self, ResumePoint};
+use crate::project::Projects;
 use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
 use rayon::prelude::*;
@@ -302,6 +303,9 @@ pub struct Status {
     pub disk_bytes: u64,
     /// Sessions tracked.
     pub sessions: u64,
+    /// Whether chunks record their project and branch (false for homes built before they
+    /// did: `memlane repair --force` rebuilds them).
+    pub records_projects: bool,
 }
 
 fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
@@ -367,6 +371,23 @@ fn open_lexical(home: &Path) -> std::result::Result<Lexical, Damage> {
             other => other.to_string(),
         },
     })
+}
+
+/// The library folder of note `path`: its own folder, or the one above a journal folder of
+/// the library layout (`DailyActivity/`, `signals/`), so a library's notes are one project.
+/// Decided by the path alone, so a note's project never depends on which folder was named
+/// to index it (a repair names every file).
+fn library_of(path: &Path) -> String {
+    let folder = path.parent().unwrap_or(path);
+    let journal = folder
+        .file_name()
+        .is_some_and(|n| n == "DailyActivity" || n == "signals");
+    let library = if journal {
+        folder.parent().unwrap_or(folder)
+    } else {
+        folder
+    };
+    library.to_string_lossy().into_owned()
 }
 
 /// Vectors as seen by readers, refreshed when the file on disk changes.
@@ -727,6 +748,24 @@ impl Store {
         Ok(keys)
     }
 
+    /// Whether chunks record their project and branch (homes built before they did do not).
+    #[must_use]
+    pub fn records_projects(&self) -> bool {
+        self.lexical.records_projects()
+    }
+
+    /// Live chunks per project key (none when the home predates projects).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn projects(&self) -> Result<BTreeMap<String, u64>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            lexical.projects()
+        })
+    }
+
     /// Counts and sizes.
     ///
     /// # Errors
@@ -755,6 +794,7 @@ impl Store {
             dim: meta.dim,
             disk_bytes: dir_size(&self.home),
             sessions: manifest.files.values().map(|f| f.sessions as u64).sum(),
+            records_projects: self.lexical.records_projects(),
         })
     }
 }
@@ -822,6 +862,8 @@ pub struct Writer {
     removed_paths: Vec<String>,
     /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
     purge: bool,
+    /// Project keys of the working directories and library folders met so far.
+    projects: Projects,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -882,6 +924,7 @@ impl Writer {
             roots: Vec::new(),
             removed_paths: Vec::new(),
             purge: false,
+            projects: Projects::default(),
             report: IndexReport::default(),
         })
     }
@@ -974,6 +1017,17 @@ impl Writer {
             self.report.chunks_removed += 1;
             self.lexical_dirty = true;
         }
+    }
+
+    /// The project `chunk` is filed under: the repository of the directory its turns were
+    /// written in; for a note, of its library folder (see [`library_of`]).
+    fn project_of(&mut self, chunk: &Chunk) -> String {
+        let dir = match &chunk.cwd {
+            Some(cwd) => cwd.clone(),
+            None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
+            None => return String::new(),
+        };
+        self.projects.of(&dir).to_owned()
     }
 
     /// Forget files that no longer exist.
@@ -1097,10 +1151,11 @@ impl Writer {
                         self.tantivy
                             .delete_term(self.store.lexical.key_term(chunk.key));
                     }
-                    let doc = self
-                        .store
-                        .lexical
-                        .document(chunk, &chunk.source, &chunk.heading);
+                    let project = self.project_of(chunk);
+                    let doc =
+                        self.store
+                            .lexical
+                            .document(chunk, &chunk.source, &chunk.heading, &project);
                     self.tantivy.add_document(doc)?;
                     self.report.chunks_added += u64::from(added);
                     self.lexical_dirty = true;

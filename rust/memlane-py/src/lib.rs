@@ -28,5 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
     m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
+    m.add_function(wrap_pyfunction!(store::project_of, m)?)?;
+    m.add_function(wrap_pyfunction!(store::repository_root, m)?)?;
     Ok(())
 }

@@ -92,6 +92,8 @@ fn chunk_dict<'py>(py: Python<'py>, c: &StoredChunk) -> PyResult<Bound<'py, PyDi
     d.set_item("format", &c.format)?;
     d.set_item("content_hash", &c.content_hash)?;
     d.set_item("meta", value_to_py(py, &c.meta)?)?;
+    d.set_item("project", &c.project)?;
+    d.set_item("branch", &c.branch)?;
     Ok(d)
 }
 
@@ -123,7 +125,7 @@ impl PyStore {
 
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
                         since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
-                        candidates = 50))]
+                        candidates = 50, projects = None, branch = None))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -140,6 +142,8 @@ impl PyStore {
         vector_weight: f32,
         threshold: f32,
         candidates: usize,
+        projects: Option<Vec<String>>,
+        branch: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let vector = match vector {
             Some(v) => Some(
@@ -182,6 +186,8 @@ impl PyStore {
                 session_id,
                 since,
                 until,
+                projects: projects.unwrap_or_default(),
+                branch,
             },
             fusion,
             threshold,
@@ -237,6 +243,17 @@ impl PyStore {
         let inner = &self.inner;
         let status = detached(py, || inner.status())?;
         json_to_py(py, &status)
+    }
+
+    /// Whether chunks record their project and branch (homes built before they did do not).
+    fn records_projects(&self) -> bool {
+        self.inner.records_projects()
+    }
+
+    /// Live chunks per project key.
+    fn projects(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, u64>> {
+        let inner = &self.inner;
+        detached(py, || inner.projects())
     }
 
     /// Called before every search: a dict built directly (no JSON round trip), and the stat
@@ -442,6 +459,19 @@ pub fn parse_file(py: Python<'_>, path: PathBuf, format: Option<&str>) -> PyResu
     let format = parse_format(format)?;
     let parsed = detached(py, || parse::parse_file(&path, format))?;
     json_to_py(py, &parsed)
+}
+
+/// The project key of a working directory: the repository root around it, else itself.
+#[pyfunction]
+pub fn project_of(py: Python<'_>, cwd: &str) -> String {
+    py.detach(|| memlane_core::project::project_of(cwd))
+}
+
+/// The repository root holding `path`, if it is inside a git checkout.
+#[pyfunction]
+pub fn repository_root(py: Python<'_>, path: PathBuf) -> Option<String> {
+    py.detach(|| memlane_core::project::repository_root(&path))
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// Parse and chunk one file, for inspection and tests.

@@ -188,6 +188,7 @@ impl<'a> Reader<'a> {
                 parent_id: None,
                 format: Some(Format::Aider),
                 cwd: None,
+                branch: None,
                 title: None,
                 turns,
             });
@@ -253,4 +254,9 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         }
     }
     reader.finish(out);
+    // Aider writes its history in the repository's root: the folder is where it ran.
+    let cwd = path.parent().map(|d| d.to_string_lossy().into_owned());
+    for session in &mut out.sessions {
+        session.cwd.clone_from(&cwd);
+    }
 }

@@ -192,6 +192,7 @@ fn conversation(v: Value, sessions: &mut Vec<Session>, bad: &mut u64) {
             parent_id: None,
             format: Some(Format::Chatgpt),
             cwd: None,
+            branch: None,
             title: s(&c, "title").map(str::to_owned),
             turns,
         });

@@ -44,6 +44,8 @@ struct Line<'a> {
     timestamp: LTs,
     #[serde(borrow)]
     cwd: LStr<'a>,
+    #[serde(rename = "gitBranch", borrow)]
+    git_branch: LStr<'a>,
     #[serde(rename = "isSidechain")]
     is_sidechain: LBool,
     #[serde(rename = "isMeta")]
@@ -104,6 +106,8 @@ struct Node {
     agent_id: Option<String>,
     ts: Option<i64>,
     cwd: Option<String>,
+    /// Git branch the record was written on (`""` outside git reads as none).
+    branch: Option<String>,
     /// A user/assistant line: may be the leaf of the active branch.
     is_message: bool,
     human: Option<String>,
@@ -218,6 +222,7 @@ impl Sink {
             agent_id: l.agent_id.owned(),
             ts: l.timestamp.0,
             cwd: l.cwd.owned(),
+            branch: l.git_branch.owned(),
             is_message,
             human: None,
             summary: None,
@@ -466,11 +471,13 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
             GroupKey::Foreign(s) => (s.clone(), None, None),
         };
         let cwd = members.iter().find_map(|&i| nodes[i].cwd.clone());
+        let branch = members.iter().find_map(|&i| nodes[i].branch.clone());
         out.sessions.push(Session {
             id,
             parent_id,
             format: Some(Format::ClaudeCode),
             cwd,
+            branch,
             title,
             turns,
         });
@@ -484,10 +491,13 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
         return None;
     }
     let (node, turn_base) = main_anchor?;
+    let session = &out.sessions[0];
     Some(Anchor {
         offset: nodes[node].offset,
         turn_base,
         state: super::Continuation::ClaudeCode(Continuation {
+            cwd: session.cwd.clone(),
+            branch: session.branch.clone(),
             primary: primary?,
             session_id: main_id,
             parent_id: main_parent,
@@ -506,6 +516,12 @@ pub struct Continuation {
     session_id: String,
     /// Its parent, for a subagent transcript.
     parent_id: Option<String>,
+    /// The session's working directory and branch (its first records'), which a resumed
+    /// parse of later records alone could not know.
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    branch: Option<String>,
     /// No record links to a parent, so every record is on the branch.
     linear: bool,
     /// Sorted 32-bit fingerprints of every record uuid and parent link so far. An appended
@@ -588,7 +604,8 @@ pub(crate) fn resume(
         id: state.session_id.clone(),
         parent_id: state.parent_id.clone(),
         format: Some(Format::ClaudeCode),
-        cwd: None,
+        cwd: state.cwd.clone(),
+        branch: state.branch.clone(),
         title: None,
         turns,
     });
@@ -703,6 +720,10 @@ fn replay(nodes: &[Node], path: &[usize]) -> (Vec<Turn>, Option<(usize, usize)>)
     for &i in path {
         let n = &nodes[i];
         let before = b.len();
+        // A record without a cwd (a compaction summary) was written where the one before it was.
+        if n.cwd.is_some() {
+            b.place(n.cwd.as_deref(), n.branch.as_deref());
+        }
         if let Some(s) = &n.summary {
             b.push(Role::Summary, s.clone(), n.ts, n.uuid.clone());
         }

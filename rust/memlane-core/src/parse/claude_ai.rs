@@ -173,6 +173,7 @@ fn conversation(v: Value, sessions: &mut Vec<Session>, bad: &mut u64) {
             parent_id: None,
             format: Some(Format::ClaudeAi),
             cwd: None,
+            branch: None,
             title: s(&c, "name").map(str::to_owned),
             turns,
         });

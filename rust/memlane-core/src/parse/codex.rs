@@ -53,6 +53,22 @@ struct Item<'a> {
     source: Value,
     #[serde(borrow)]
     thread_name: LStr<'a>,
+    #[serde(borrow)]
+    git: Obj<Git<'a>>,
+}
+
+/// `session_meta.git` (and the pre-envelope header's): the repository the session ran in.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Git<'a> {
+    #[serde(borrow)]
+    branch: LStr<'a>,
+}
+
+impl Item<'_> {
+    fn branch(&self) -> Option<String> {
+        self.git.0.as_ref().and_then(|g| g.branch.owned())
+    }
 }
 
 enum Ev {
@@ -85,6 +101,7 @@ enum Ev {
 struct Meta {
     id: String,
     cwd: Option<String>,
+    branch: Option<String>,
     parent: Option<String>,
 }
 
@@ -98,6 +115,8 @@ struct Sink {
     /// Offset of the last line that set the pre-envelope header.
     header_at: Option<usize>,
     context_cwd: Option<String>,
+    /// The pre-envelope header's git branch.
+    header_branch: Option<String>,
     title: Option<String>,
     /// Offset of the line being parsed.
     offset: usize,
@@ -247,6 +266,7 @@ impl Sink {
                         self.metas.push(Meta {
                             id,
                             cwd: p.cwd.owned(),
+                            branch: p.branch(),
                             parent,
                         });
                     }
@@ -300,6 +320,7 @@ impl Sink {
                     self.header_id = l.id.owned();
                     self.header_ts = l.timestamp.0;
                     self.header_at = Some(self.offset);
+                    self.header_branch = l.branch();
                     if let Some(c) = l.cwd.owned() {
                         self.context_cwd.get_or_insert(c);
                     }
@@ -377,6 +398,12 @@ impl Sources {
 pub struct Continuation {
     session_id: String,
     parent_id: Option<String>,
+    /// The session's working directory and git branch (from `session_meta` or the header),
+    /// which the records after the anchor do not repeat.
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    branch: Option<String>,
     /// Pre-envelope header: its id, and the time of records that carry none.
     header_id: Option<String>,
     header_ts: Option<i64>,
@@ -481,6 +508,9 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     let cwd = meta
         .and_then(|m| m.cwd.clone())
         .or_else(|| sink.context_cwd.clone());
+    let branch = meta
+        .and_then(|m| m.branch.clone())
+        .or_else(|| sink.header_branch.clone());
     let parent_id = meta.and_then(|m| m.parent.clone()).filter(|p| *p != id);
 
     let sources = Sources::of(&sink.events);
@@ -495,6 +525,8 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
             let state = Continuation {
                 session_id: id.clone(),
                 parent_id: parent_id.clone(),
+                cwd: cwd.clone(),
+                branch: branch.clone(),
                 header_id: sink.header_id.clone(),
                 header_ts: sink.header_ts,
                 sources,
@@ -515,6 +547,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
             parent_id,
             format: Some(Format::Codex),
             cwd,
+            branch,
             title: sink.title,
             turns,
         });
@@ -547,7 +580,8 @@ pub(crate) fn resume(region: &[u8], state: &Continuation, out: &mut ParsedFile) 
         id: state.session_id.clone(),
         parent_id: state.parent_id.clone(),
         format: Some(Format::Codex),
-        cwd: None,
+        cwd: state.cwd.clone(),
+        branch: state.branch.clone(),
         title: None,
         turns,
     });

@@ -45,6 +45,8 @@ struct Render {
     calls: HashSet<String>,
     session_id: Option<String>,
     cwd: Option<String>,
+    /// `session.start.data.context.branch`.
+    branch: Option<String>,
 }
 
 impl Render {
@@ -74,6 +76,10 @@ impl Render {
                     .cwd
                     .take()
                     .or_else(|| ctx.and_then(|c| s(c, "cwd")).map(str::to_owned));
+                self.branch = self
+                    .branch
+                    .take()
+                    .or_else(|| ctx.and_then(|c| s(c, "branch")).map(str::to_owned));
             }
             "user.message" => {
                 let text = clean::value_text(data.get("content").unwrap_or(&Value::Null));
@@ -190,6 +196,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         parent_id: None,
         format: Some(Format::Copilot),
         cwd: r.cwd,
+        branch: r.branch,
         title: None,
         turns,
     });

@@ -126,6 +126,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         parent_id: parent,
         format: Some(Format::Cursor),
         cwd: None,
+        branch: None,
         title: None,
         turns,
     });

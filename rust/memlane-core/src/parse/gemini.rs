@@ -286,6 +286,7 @@ fn session(
             parent_id,
             format: Some(Format::Gemini),
             cwd: None,
+            branch: None,
             title: log.title.clone(),
             turns,
         });
@@ -327,6 +328,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
                     parent_id: None,
                     format: Some(Format::Gemini),
                     cwd: None,
+                    branch: None,
                     title,
                     turns,
                 });

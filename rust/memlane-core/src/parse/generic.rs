@@ -258,6 +258,7 @@ fn finish(mut sink: Sink, out: &mut ParsedFile) -> Option<Anchor> {
                 parent_id: None,
                 format: Some(Format::Generic),
                 cwd: None,
+                branch: None,
                 title: None,
                 turns,
             });

@@ -30,6 +30,7 @@ fn session(v: Value, path: &Path) -> Option<Session> {
         parent_id: None,
         format: Some(Format::Hermes),
         cwd: text("cwd").map(str::to_owned),
+        branch: None,
         title: text("title").map(str::to_owned),
         turns,
     })

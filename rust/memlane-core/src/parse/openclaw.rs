@@ -302,6 +302,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
             parent_id: None,
             format: Some(Format::Openclaw),
             cwd,
+            branch: None,
             title: None,
             turns,
         });
@@ -366,6 +367,7 @@ pub(crate) fn resume(
         parent_id: None,
         format: Some(Format::Openclaw),
         cwd: None,
+        branch: None,
         title: None,
         turns,
     });

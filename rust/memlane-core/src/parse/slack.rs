@@ -183,6 +183,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         parent_id: None,
         format: Some(Format::Slack),
         cwd: None,
+        branch: None,
         title: None,
         turns: day.turns,
     });

@@ -46,6 +46,9 @@ pub(crate) struct TurnBuilder {
     /// Hashes of (message id, rendered piece) already in the open assistant turn: Claude Code
     /// can write the same content block twice for one API message (streaming snapshots).
     seen: HashSet<u64>,
+    /// Working directory and git branch of the record being fed (see [`TurnBuilder::place`]).
+    cwd: Option<String>,
+    branch: Option<String>,
 }
 
 fn piece_hash(msg_id: &str, piece: &str) -> u64 {
@@ -63,6 +66,17 @@ fn append(text: &mut String, piece: &str) {
 }
 
 impl TurnBuilder {
+    /// Where the records fed next were written (working directory, git branch): turns they
+    /// open carry it. Only sources that record it per line call this.
+    pub fn place(&mut self, cwd: Option<&str>, branch: Option<&str>) {
+        if self.cwd.as_deref() != cwd {
+            self.cwd = cwd.map(str::to_owned);
+        }
+        if self.branch.as_deref() != branch {
+            self.branch = branch.map(str::to_owned);
+        }
+    }
+
     /// A human (or summary) turn; empty text is dropped.
     pub fn push(&mut self, role: Role, text: String, ts: Option<i64>, id: Option<String>) {
         if text.trim().is_empty() {
@@ -74,6 +88,8 @@ impl TurnBuilder {
             text,
             timestamp: ts,
             ids: id.into_iter().collect(),
+            cwd: self.cwd.clone(),
+            branch: self.branch.clone(),
             ..Turn::default()
         });
     }
@@ -95,6 +111,8 @@ impl TurnBuilder {
             self.turns.push(Turn {
                 role: Role::Assistant,
                 timestamp: ts,
+                cwd: self.cwd.clone(),
+                branch: self.branch.clone(),
                 ..Turn::default()
             });
         }

@@ -307,7 +307,7 @@ def install_codex(
 
 def queue_backfill(home: str | PathLike[str], folder: Path, *, client: str, embed: str = "local") -> bool:
     """Queue the client's existing transcripts for the background indexer and start it; False if there are none."""
-    from memlane.hooks import queue_entry, spawn_worker
+    from memlane.agents.hooks import queue_entry, spawn_worker
 
     if not folder.is_dir():
         return False
@@ -411,7 +411,7 @@ def _retention(home: Path, settings: dict[str, Any], projects: Path, now: float)
 
 
 def _check_queue(home: Path, now: float) -> Check:
-    from memlane.hooks import QUEUE_DIR, pending
+    from memlane.agents.hooks import QUEUE_DIR, pending
 
     entries = pending(home)
     log = home / QUEUE_DIR / "worker.log"

@@ -21,6 +21,13 @@ their lease) and exits when the queue is empty. Entries are renamed to ``*.taken
 are worked on and deleted when done, so a crashed worker leaves them for the next one and a
 hook re-queuing the same file meanwhile is never lost.
 
+Recall is scoped to the session's project (the repository around the payload's ``cwd``): the
+snapshot leaves out brain entries bound to other projects, and the recall reads this project's
+transcripts and notes; only when nothing there clears the relevance floor do other projects'
+memories come in, each labelled with its project. An agent role (``--agent``,
+:mod:`memlane.agents.roles`) narrows that: a project or skill agent reads its project only,
+and a skill agent's sessions are never distilled into the brain.
+
 SessionStart recalls keyword-only: a hook is a fresh process per event, and loading the local
 embedding model costs about half a CPU-second, far over the start-up budget (its focus query is
 the project's own words, which keywords find). The first prompt is the user's own words, which
@@ -57,6 +64,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from memlane.agents.roles import Role
 
 CLIENTS = {
     "claude-code": ("session-start", "user-prompt-submit", "stop", "session-end", "pre-compact"),
@@ -141,12 +150,40 @@ def _fit(text: str, limit: int) -> str:
     return cut.rstrip() + _TRUNCATED
 
 
+def _project(role: Role, payload: dict[str, Any]) -> str | None:
+    """The project a hook recalls from: the role's, or the session's (its cwd's repository)."""
+    cwd = str(payload.get("cwd") or "") or None
+    if role.kind != "admin":
+        return role.reads(cwd)
+    if cwd is None:
+        return None
+    from memlane import _core
+
+    return _core.project_of(cwd)
+
+
+def _recall(mem: Any, query: str, budget: int, project: str | None, role: Role) -> str:
+    """Index recall (no brain) from ``project``; for the admin, other projects', labelled,
+    when nothing in it clears the relevance floor."""
+    if project is not None and not mem.records_projects():
+        # A home indexed before projects were recorded cannot tell them apart: the admin reads
+        # it whole, as before; a scoped agent reads nothing of it.
+        return str(mem.recall(query, max_tokens=budget, include_brain=False)).strip() if role.kind == "admin" else ""
+    scoped = mem.recall(query, max_tokens=budget, include_brain=False, project=project)
+    if scoped or project is None or role.kind != "admin":
+        return str(scoped).strip()
+    note = f"[memlane: nothing in this project ({Path(project).name}) clears the relevance floor; these memories come from other projects, each labelled with its own.]"
+    others = mem.recall(query, max_tokens=budget - len(note) // 4 - 1, include_brain=False, label_projects=True)
+    return f"{note}\n\n{str(others).strip()}" if others else ""
+
+
 def session_start(
     home: str | os.PathLike[str],
     payload: dict[str, Any],
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
+    role: Role | None = None,
 ) -> str | None:
     """The SessionStart hook output: frozen snapshot plus pre-session recall (None if both are empty).
 
@@ -156,15 +193,17 @@ def session_start(
     """
     from memlane.recall import focus_query, session_snapshot
 
+    role = role or Role()
+    project = _project(role, payload)
     with _open(home) as mem:
-        snapshot = _fit(session_snapshot(mem, str(payload.get("session_id") or "")).strip(), max_chars)
+        snapshot = _fit(session_snapshot(mem, str(payload.get("session_id") or ""), project).strip(), max_chars)
         parts = [snapshot] if snapshot else []
         room = max_chars - len(snapshot) - 2
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
         # The snapshot carries the brain; the recall adds library and transcripts only.
         query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
-        if query and budget >= _MIN_RECALL_TOKENS and (recalled := mem.recall(query, max_tokens=budget, include_brain=False)):
-            parts.append(str(recalled).strip())
+        if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(mem, query, budget, project, role)):
+            parts.append(recalled)
     if not parts:
         return None
     return _context_output("session-start", "\n\n".join(parts))
@@ -195,19 +234,22 @@ def user_prompt_submit(
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
+    role: Role | None = None,
 ) -> str | None:
     """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold."""
     prompt = str(payload.get("prompt") or "").strip()
     session_id = str(payload.get("session_id") or "")
     if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
         return None
-    recalled = _recall_words(home, prompt, min(max_tokens, max_chars // 4))
-    return _context_output("user-prompt-submit", str(recalled).strip()) if recalled else None
+    role = role or Role()
+    recalled = _recall_words(home, prompt, min(max_tokens, max_chars // 4), _project(role, payload), role)
+    return _context_output("user-prompt-submit", recalled) if recalled else None
 
 
-def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int) -> Any:
+def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, project: str | None, role: Role) -> str:
     """Recall on the user's own words, weighing their meaning when the home holds the local
-    model's vectors (the session-start snapshot already holds the brain, so it is left out).
+    model's vectors (the session-start snapshot already holds the brain, so it is left out),
+    scoped to ``project`` as :func:`_recall` scopes it.
 
     Keyword-only, the relevance floor lets most everyday off-topic prompts through (shared
     transcripts: 76.6% inject something, 1.6% with the query embedded; benches/README.md,
@@ -221,13 +263,13 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int) ->
     with _open(home) as mem:
         local = (mem.vectors_embedder_id or "").startswith(_LOCAL_MODEL)
         if not local:
-            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
+            return _recall(mem, prompt, max_tokens, project, role)
     try:
         with memlane.open(home, embedder="local") as mem:
-            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
+            return _recall(mem, prompt, max_tokens, project, role)
     except (MemlaneError, ImportError, OSError, ValueError):  # no usable model: the words still recall
         with _open(home) as mem:
-            return mem.recall(prompt, max_tokens=max_tokens, include_brain=False)
+            return _recall(mem, prompt, max_tokens, project, role)
 
 
 # -- transcripts out: the queue -------------------------------------------------------------
@@ -468,6 +510,7 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
         p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)")
         p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
         p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil the session into MEMORY.md when it ends")
+        p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
     p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
 
 
@@ -494,12 +537,14 @@ def _run(args: argparse.Namespace, stdin: Any) -> int:
     except HookInputError as exc:
         sys.stderr.write(f"memlane hook {args.client} {event}: {exc}\n")
         return 1
+    role = Role.parse(args.agent)
     if event == "session-start":
-        out = session_start(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars)
+        out = session_start(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     elif event == "user-prompt-submit":
-        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars)
+        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     else:
-        distill = args.distill if event == "session-end" else None
+        # A skill agent writes nothing to the brain: its transcript is indexed, never distilled.
+        distill = args.distill if event == "session-end" and role.can_write else None
         if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
             spawn_worker(home)
         out = None

@@ -12,6 +12,10 @@ context the agent pays for on every turn):
   with the entries it references;
 - ``status()`` — what the memory holds.
 
+An agent's role (``--agent``, see :mod:`memlane.agents.roles`) bounds every tool: a project
+agent recalls and gets only its project's memories and the admin's, and writes only its
+project's entries; a skill agent is not offered ``remember`` or ``supersede`` at all.
+
 The server lives as long as the session, so it recalls hybrid (the embedder loads once, on the
 first query); hooks, a process per event, recall keyword-only. The ``mcp`` SDK is imported only
 here, so ``import memlane`` stays fast.
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memlane import secrets
+from memlane.agents.roles import Role
 from memlane.errors import MemlaneError
 
 INSTRUCTIONS = (
@@ -45,6 +50,8 @@ INSTRUCTIONS = (
 )
 _BRAIN_KEY = re.compile(r"^[A-Za-z]{2,4}\d+$")
 Section = Literal["KD", "LL", "OT", "COE", "RC", "CR", "CP", "FA"]
+MemoryType = Literal["user", "feedback", "project", "reference"]
+Scope = Literal["private", "team"]
 _F = TypeVar("_F", bound=Callable[..., str])
 
 
@@ -75,6 +82,8 @@ class MemoryTools:
     Args:
         home: The memlane home.
         embedder: Query embedder (``local`` by default; ``none`` for keyword-only).
+        role: The agent's role (default admin).
+        cwd: Where the agent works (a skill agent reads that project's memories).
 
     Example:
         >>> import tempfile
@@ -82,10 +91,28 @@ class MemoryTools:
         'Nothing in memory clears the relevance threshold for this query.'
     """
 
-    def __init__(self, home: str | PathLike[str], embedder: str = "local") -> None:
+    def __init__(self, home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None) -> None:
         import memlane
 
         self.mem = memlane.open(home, embedder=embedder)
+        self.role = role or Role()
+        self.reads = self.role.reads(cwd)
+
+    def _readable(self, project: str | None) -> str | None:
+        """The project a read covers: the role's, or what the agent asked within it."""
+        if self.reads is None:
+            return project
+        if project is not None and set(self.mem.project_keys(project)) - set(self.mem.project_keys(self.reads)):
+            raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {project}")
+        return self.reads
+
+    def _in_scope(self, project: str) -> bool:
+        """Whether a chunk of ``project`` is the agent's to read."""
+        return self.reads is None or project in self.mem.project_keys(self.reads)
+
+    def _entry_keys(self) -> list[str] | None:
+        """The project keys brain entries must belong to for this agent (``None``: any)."""
+        return None if self.reads is None else self.mem.project_keys(self.reads) or [self.reads]
 
     @functools.cached_property
     def brain(self) -> Any:
@@ -94,21 +121,39 @@ class MemoryTools:
 
         return Brain(default_brain_dir(self.mem.home), home=self.mem.home)
 
-    def recall(self, query: str, max_tokens: int = 4000) -> str:
+    def recall(self, query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None) -> str:
         """The recall block for ``query``, followed by the items' ids for :meth:`get`."""
-        result = self.mem.recall(query, max_tokens=max_tokens)
+        result = self.mem.recall(query, max_tokens=max_tokens, project=self._readable(project), branch=branch)
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
         ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
         return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
 
-    def remember(self, section: str, text: str, detail: str | None = None) -> str:
-        """Add a brain entry (MemoryGuard-checked); the new key."""
-        entry = self.brain.add(section, text, detail=detail)
-        return f"added [{entry.key}] to {Path(entry.source).name}"
+    def remember(
+        self, section: str, text: str, detail: str | None = None, type: str | None = None,  # noqa: A002 - the tool's argument name
+        scope: str | None = None, project: str | None = None,
+    ) -> str:
+        """Add a brain entry (MemoryGuard-checked, bounded by the role); the new key, and a
+        warning when the text is what the repository already holds."""
+        spec, _ = self.brain._spec(section)
+        type, project = self.role.writes(spec.prefix, type, project)
+        entry = self.brain.add(section, text, detail=detail, type=type, scope=scope, project=project)
+        from memlane.brain.scopes import entry_project, entry_scope, entry_type
+
+        bound = f", project {entry_project(entry)}" if entry_project(entry) else ""
+        out = f"added [{entry.key}] to {Path(entry.source).name} ({entry_type(entry)}, {entry_scope(entry)}{bound})"
+        for f in self.brain.advise(entry.text):
+            out += f"\nwarning ({f.rule}: {f.excerpt!r}): the repository already holds this; memory is for what code and git history do not say"
+        return out
 
     def supersede(self, key: str, text: str, detail: str | None = None) -> str:
         """Replace entry ``key``; the old one stays, marked superseded."""
+        if self.role.project is not None:
+            from memlane.brain.scopes import entry_project, project_name
+
+            old = self.brain.get(key)
+            if old is None or entry_project(old) != project_name(self.role.project):
+                raise PermissionError(f"agent {self.role} supersedes its project's entries only; {key.upper()} is not one")
         new = self.brain.supersede(key, text, detail=detail)
         return f"[{key.upper()}] superseded by [{new.key}]"
 
@@ -116,11 +161,16 @@ class MemoryTools:
         """A brain entry (by key, with the entries it references) or a chunk (by hex id), in full."""
         ident = id.strip()
         if _BRAIN_KEY.match(ident):
-            loaded = self.brain.load(ident)
+            from memlane.brain.scopes import in_project
+
+            keys = self._entry_keys()
+            loaded = [e for e in self.brain.load(ident) if keys is None or in_project(e, keys)]
+            if not loaded or loaded[0].key != ident.upper():
+                raise KeyError(f"no entry {ident.upper()} in agent {self.role}'s memory")
             return secrets.mask("\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]))
         hit = self.mem.get(ident)
-        if hit is None:
-            raise KeyError(f"no chunk {ident}: it was removed from the index, or the id is mistyped")
+        if hit is None or not self._in_scope(hit.project):
+            raise KeyError(f"no chunk {ident}: it was removed from the index, the id is mistyped, or it is outside agent {self.role}'s projects")
         return secrets.mask(_render_hit(hit))
 
     def status(self) -> str:
@@ -129,10 +179,12 @@ class MemoryTools:
         entries = self.brain.entries(evolution=True)
         active = sum(e.active for e in entries)
         vectors = f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})" if s["chunks_with_vectors"] else "keywords only"
+        reads = f"project {self.reads}" if self.reads else "every project"
         return (
             f"home {self.mem.home}\n"
             f"index: {s['chunks']:,} chunks, {s['sessions']:,} sessions, {s['files']:,} files; {vectors}\n"
-            f"brain: {len(entries)} entries in MEMORY.md and EVOLUTION.md, {active} active ({self.brain.dir})"
+            f"brain: {len(entries)} entries in MEMORY.md and EVOLUTION.md, {active} active ({self.brain.dir})\n"
+            f"agent: {self.role}, reads {reads}" + ("" if self.role.can_write else ", writes nothing")
         )
 
 
@@ -146,41 +198,47 @@ def _user_errors(fn: _F) -> _F:
             return fn(*args, **kwargs)
         except KeyError as exc:
             raise ToolError(exc.args[0] if exc.args else "no such entry") from None
-        except (MemlaneError, ValueError, FileNotFoundError) as exc:
+        except (MemlaneError, ValueError, FileNotFoundError, PermissionError) as exc:
             raise ToolError(str(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def build_server(home: str | PathLike[str], embedder: str = "local") -> Any:
-    """The MCP server (``mcp.server.MCPServer``) exposing :class:`MemoryTools` over ``home``."""
+def build_server(home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None) -> Any:
+    """The MCP server (``mcp.server.MCPServer``) exposing :class:`MemoryTools` over ``home``;
+    a role that writes nothing is not offered the write tools."""
     from mcp.server import MCPServer
     from mcp.types import ToolAnnotations
 
     from memlane import __version__
 
-    tools = MemoryTools(home, embedder)
+    tools = MemoryTools(home, embedder, role, cwd)
     server = MCPServer("memlane", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
-    def recall(query: str, max_tokens: int = 4000) -> str:
-        """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant."""
-        return tools.recall(query, max_tokens)
+    def recall(query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None) -> str:
+        """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant. project/branch: only that repository's (name or path) or git branch's memories."""
+        return tools.recall(query, max_tokens, project, branch)
 
-    @server.tool(annotations=writes, structured_output=False)
-    @_user_errors
-    def remember(section: Section, text: str, detail: str | None = None) -> str:
-        """Add a one-line entry to MEMORY.md: KD decision, LL lesson, OT open thread, COE incident, RC recent context (CR/CP/FA: EVOLUTION.md corrections, competences, failed attempts). detail: provenance, e.g. a file or session."""
-        return tools.remember(section, text, detail)
+    if tools.role.can_write:
 
-    @server.tool(annotations=writes, structured_output=False)
-    @_user_errors
-    def supersede(key: str, text: str, detail: str | None = None) -> str:
-        """Replace a MEMORY.md entry (key like KD07) that is no longer true; the old one stays, marked superseded."""
-        return tools.supersede(key, text, detail)
+        @server.tool(annotations=writes, structured_output=False)
+        @_user_errors
+        def remember(
+            section: Section, text: str, detail: str | None = None, type: MemoryType | None = None,  # noqa: A002 - the agent's argument name
+            scope: Scope | None = None, project: str | None = None,
+        ) -> str:
+            """Add a one-line memory: KD decision, LL lesson, OT open thread, COE incident, RC context; CR/CP/FA corrections, competences, failed attempts. detail: provenance. type: user, feedback, project, reference; scope: private or team; project: bind to a repository. Never code, paths or git history."""
+            return tools.remember(section, text, detail, type, scope, project)
+
+        @server.tool(annotations=writes, structured_output=False)
+        @_user_errors
+        def supersede(key: str, text: str, detail: str | None = None) -> str:
+            """Replace a MEMORY.md entry (key like KD07) that is no longer true; the old one stays, marked superseded."""
+            return tools.supersede(key, text, detail)
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
@@ -197,6 +255,9 @@ def build_server(home: str | PathLike[str], embedder: str = "local") -> Any:
     return server
 
 
-def serve(home: str | PathLike[str], embedder: str = "local") -> None:
-    """Run the server on stdio until the client closes the connection."""
-    build_server(home, embedder).run("stdio")
+def serve(home: str | PathLike[str], embedder: str = "local", role: Role | None = None) -> None:
+    """Run the server on stdio until the client closes the connection (the agent's working
+    directory is the server's)."""
+    import os
+
+    build_server(home, embedder, role, os.getcwd()).run("stdio")

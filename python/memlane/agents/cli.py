@@ -1,7 +1,7 @@
 """``memlane mcp``, ``hook``, ``install-hooks`` and ``doctor``: the agent-integration subcommands.
 
 ``memlane.cli`` calls :func:`add_parsers`; ``memlane hook …`` is also dispatched before the
-full parser is built (:func:`memlane.hooks.main`), since a hook starts a process per event.
+full parser is built (:func:`memlane.agents.hooks.main`), since a hook starts a process per event.
 
 Example:
     >>> import argparse
@@ -21,14 +21,15 @@ from memlane.cli_output import emit
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from memlane.mcp import serve
+    from memlane.agents.mcp import serve
+    from memlane.agents.roles import Role
 
-    serve(args.home, embedder=args.embed)
+    serve(args.home, embedder=args.embed, role=Role.parse(args.agent))
     return 0
 
 
 def _cmd_hook(args: argparse.Namespace) -> int:
-    from memlane.hooks import run
+    from memlane.agents.hooks import run
 
     return run(args)
 
@@ -36,7 +37,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
 def _cmd_install_hooks(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memlane.setup_hooks import claude_dir, codex_dir, install_claude_code, install_codex, queue_backfill
+    from memlane.agents.install import claude_dir, codex_dir, install_claude_code, install_codex, queue_backfill
 
     if args.client == "claude-code":
         claude_json: Any = False if args.no_mcp else (args.claude_json or True)
@@ -58,7 +59,7 @@ def _cmd_install_hooks(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from memlane.setup_hooks import doctor
+    from memlane.agents.install import doctor
 
     checks = doctor(args.home, settings=args.settings, claude_json=args.claude_json, codex_home=args.codex_home)
     errors = sum(c.level == "error" for c in checks)
@@ -74,10 +75,11 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         sub: The main parser's ``add_subparsers()`` object.
         parents: Parsers carrying the global ``--home`` and ``--json`` options.
     """
-    from memlane.hooks import add_arguments as add_hook_arguments
+    from memlane.agents.hooks import add_arguments as add_hook_arguments
 
     p = sub.add_parser("mcp", parents=list(parents), help="MCP server on stdio: recall, remember, supersede, get, status")
     p.add_argument("--embed", default="local", help="query embedder: local (default), bedrock…, none (keyword-only)")
+    p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
     p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("hook", parents=list(parents), help="handle an agent hook event (what install-hooks wires in)")

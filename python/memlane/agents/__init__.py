@@ -1,0 +1,11 @@
+"""What coding agents talk to: hooks, install-hooks and doctor, the MCP server, and their CLI.
+
+- :mod:`memlane.agents.hooks` — ``memlane hook CLIENT EVENT``: context in at session start and
+  first prompt, transcripts queued for a detached indexer when a turn or session ends;
+- :mod:`memlane.agents.install` — ``memlane install-hooks`` and ``memlane doctor``;
+- :mod:`memlane.agents.mcp` — ``memlane mcp``, the MCP server on stdio;
+- :mod:`memlane.agents.cli` — those subcommands, added to the main parser by :mod:`memlane.cli`.
+
+The package sits just below the CLI: it uses :class:`memlane.Memory` and the brain, and nothing
+below it imports it. Its modules load on demand (a hook is a process per agent event).
+"""

@@ -1,0 +1,112 @@
+//! Which project a working directory belongs to: the root of the git repository around it.
+//!
+//! A project key is a path: the repository root of the directory (the nearest folder, itself
+//! or above, holding `.git`); for a linked worktree (`git worktree add`, whose `.git` is a file
+//! naming `<main>/.git/worktrees/<name>`) the main checkout's root, so every checkout of one
+//! repository is one project and the branch tells them apart; the directory itself when it is
+//! in no repository or no longer exists (the transcript outlives the checkout).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The repository root holding `dir`, if `dir` is inside a git checkout.
+#[must_use]
+pub fn repository_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find_map(|d| {
+        let dot_git = d.join(".git");
+        let meta = std::fs::metadata(&dot_git).ok()?;
+        if meta.is_dir() {
+            return Some(d.to_owned());
+        }
+        // A `.git` file: a linked worktree or a submodule, pointing at its git directory.
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let gitdir = d.join(text.strip_prefix("gitdir:")?.trim());
+        Some(main_checkout(&gitdir).unwrap_or_else(|| d.to_owned()))
+    })
+}
+
+/// The main checkout of a linked worktree whose git directory is `<main>/.git/worktrees/<name>`
+/// (a submodule's, `<super>/.git/modules/<name>`, is its own repository: `None`).
+fn main_checkout(gitdir: &Path) -> Option<PathBuf> {
+    let worktrees = gitdir.parent()?;
+    if worktrees.file_name()? != "worktrees" {
+        return None;
+    }
+    let common = worktrees.parent()?;
+    (common.file_name()? == ".git")
+        .then(|| common.parent().map(Path::to_owned))
+        .flatten()
+}
+
+/// The project key of working directory `cwd` (see the module documentation); `""` for none.
+///
+/// ```
+/// // A directory that no longer exists is its own project.
+/// assert_eq!(memlane_core::project::project_of("/no/such/dir/"), "/no/such/dir");
+/// ```
+#[must_use]
+pub fn project_of(cwd: &str) -> String {
+    let trimmed = cwd.trim();
+    let cwd = match trimmed.trim_end_matches(['/', '\\']) {
+        "" if !trimmed.is_empty() => &trimmed[..1],
+        rest => rest,
+    };
+    if cwd.is_empty() {
+        return String::new();
+    }
+    let dir = Path::new(cwd);
+    if !dir.is_dir() {
+        return cwd.to_owned();
+    }
+    repository_root(dir).map_or_else(|| cwd.to_owned(), |r| r.to_string_lossy().into_owned())
+}
+
+/// [`project_of`], remembered per directory: an index run asks once per distinct `cwd`.
+#[derive(Debug, Default)]
+pub struct Projects {
+    known: HashMap<String, String>,
+}
+
+impl Projects {
+    /// The project key of `cwd`.
+    pub fn of(&mut self, cwd: &str) -> &str {
+        self.known
+            .entry(cwd.to_owned())
+            .or_insert_with(|| project_of(cwd))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_root_worktree_and_plain_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("alpha");
+        std::fs::create_dir_all(repo.join(".git/worktrees/feature")).unwrap();
+        std::fs::create_dir_all(repo.join("services/billing")).unwrap();
+        let key = |p: &Path| project_of(&p.to_string_lossy());
+        assert_eq!(key(&repo.join("services/billing")), key(&repo));
+        assert_eq!(key(&repo), repo.to_string_lossy());
+        // A linked worktree is its main checkout's project.
+        let wt = tmp.path().join("alpha-feature");
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        let gitdir = repo.join(".git/worktrees/feature");
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        assert_eq!(key(&wt.join("src")), repo.to_string_lossy());
+        // A submodule is its own repository.
+        let sub = repo.join("vendor/lib");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(".git"), "gitdir: ../../.git/modules/lib\n").unwrap();
+        assert_eq!(key(&sub), sub.to_string_lossy());
+        // Outside any repository, and gone: the directory itself.
+        let plain = tmp.path().join("notes");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(key(&plain), plain.to_string_lossy());
+        let gone = format!("{}/", tmp.path().join("gone/sub").display());
+        assert_eq!(project_of(&gone), gone.trim_end_matches('/'));
+        assert_eq!(project_of(""), "");
+        assert_eq!(project_of("/"), "/");
+    }
+}
