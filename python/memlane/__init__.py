@@ -33,6 +33,7 @@ __all__ = [
     "ParseError",
     "__version__",
     "open",
+    "open_index",
 ]
 
 
@@ -42,4 +43,9 @@ def __getattr__(name: str) -> object:
         import memlane.brain
 
         return getattr(memlane.brain, name)
+    if name == "open_index":
+        # A sharded index (memlane.cluster), searched in this process.
+        import memlane.cluster
+
+        return getattr(memlane.cluster, name)
     raise AttributeError(f"module 'memlane' has no attribute {name!r}")

@@ -57,8 +57,32 @@ class Store:
         projects: list[str] | None = None,
         branch: str | None = None,
     ) -> list[dict[str, Any]]: ...
-    def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
-        """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs."""
+    def summary(self) -> dict[str, Any]:
+        """``docs``, ``tokens``, ``sources``, ``sessions``, ``ts_min``, ``ts_max`` of the home."""
+    def term_stats(self, query: str) -> str:
+        """This home's share of the query's BM25 statistics (JSON), for ``merge_term_stats``."""
+    def candidates(
+        self,
+        query: str,
+        k: int = 10,
+        vector: npt.NDArray[np.float32] | None = None,
+        embedder_id: str | None = None,
+        sources: list[str] | None = None,
+        session_id: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        candidates: int = 50,
+        stats: str | None = None,
+        projects: list[str] | None = None,
+        branch: str | None = None,
+    ) -> bytes:
+        """Unfused keyword and vector candidates (wire form for ``fuse_candidates``), BM25 scored
+        with ``stats`` (the whole corpus's) when given."""
+    def passages(
+        self, query: str, texts: list[str], max_chars: int = 300, stats: str | None = None
+    ) -> list[tuple[bool, str, bool] | None]:
+        """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs;
+        terms weighed by ``stats`` (the whole corpus's, from ``merge_term_stats``) when given."""
     def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
@@ -118,3 +142,20 @@ def repository_root(path: str | PathLike[str]) -> str | None:
 
 def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
     """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""
+
+def is_candidate(path: str | PathLike[str], format: str | None = None) -> bool:
+    """Whether a folder walk would index this file (by its name)."""
+
+def merge_term_stats(parts: list[str]) -> str:
+    """The sum of shards' ``Store.term_stats`` for one query."""
+
+def fuse_candidates(
+    parts: list[bytes],
+    k: int = 10,
+    candidates: int = 50,
+    fusion: str = "weighted",
+    vector_weight: float = 0.6,
+    threshold: float = ...,
+) -> list[tuple[int, int, float, float | None, float | None, float | None, float]]:
+    """Shards' ``Store.candidates`` merged and fused as one home's search: the best ``k`` as
+    ``(part, key, score, bm25, vector, coverage, relevance)``."""

@@ -60,6 +60,8 @@ class _Bar:
 
 def _require_home(args: argparse.Namespace) -> None:
     """A read-only command on a home that does not exist says so instead of creating it."""
+    if getattr(args, "index", None):
+        return
     home = Path(args.home).expanduser()
     if not home.is_dir():
         raise FileNotFoundError(f"no memlane home at {home}: `memlane index PATH` creates one (or pass --home DIR)")
@@ -73,10 +75,56 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         from memlane.embed import make_embedder
 
         spec = make_embedder(embedder, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
+    if getattr(args, "index", None):
+        if args.command not in ("search", "recall", "status"):
+            raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
+        return memlane.open_index(args.index, embedder=spec)
     return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", "f16"))
 
 
+def _cmd_index_cluster(args: argparse.Namespace) -> int:
+    """``memlane index SOURCES --ray ADDRESS --out URI``: a sharded index built on Ray."""
+    from memlane.cluster.index import index_sources
+
+    if not args.out:
+        raise ValueError("--ray builds a sharded index: name where it goes with --out s3://bucket/prefix/ (or a shared folder)")
+    if not args.paths:
+        raise ValueError("--ray needs the sources to index: s3://bucket/prefix/ URIs or shared folders")
+    embed: Any = args.embed
+    if embed.startswith("bedrock"):
+        from memlane.embed import make_embedder
+
+        embed = make_embedder(embed, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if not args.json:
+            what = "sources listed" if stage == "list" else "shards committed"
+            sys.stderr.write(f"{stage}: {done}/{total} {what}\n")
+            sys.stderr.flush()
+
+    report = index_sources(
+        args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=embed,
+        ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
+        format=args.format, progress=progress,
+    )  # fmt: skip
+    published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
+    skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
+    text = (
+        f"{report.files_seen} sources listed in {report.list_seconds:.2f}s: {report.files_indexed} indexed, "
+        f"{report.files_removed} removed, {report.files_unchanged} unchanged, {report.duplicates} duplicates; "
+        f"{report.shards_built} of {report.shards} shards built ({report.shards_resumed} resumed from an interrupted run); "
+        f"+{report.chunks_added} chunks, -{report.chunks_removed}, {report.chunks_embedded} embedded; "
+        f"{report.chunks} chunks in the index; skipped records: {skipped}; {published} in {report.seconds:.1f}s"
+    )
+    emit(args, report.to_dict(), text)
+    return 0
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
+    if args.ray or args.out:
+        if not args.ray:
+            raise ValueError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
+        return _cmd_index_cluster(args)
     paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
     if not paths:
         raise ValueError("no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index")
@@ -291,6 +339,17 @@ def _cmd_status(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, "none")
     status = mem.status()
+    if args.index:
+        text = (
+            f"index       {status['index']} (catalog version {status['generation']}, {status['created']})\n"
+            f"shards      {status['shards_with_data']} of {status['shards']} hold data, kept at {status['local']}\n"
+            f"files       {status['files']}  sessions {status['sessions']}\n"
+            f"chunks      {status['chunks']}\n"
+            f"embedder    {status['embedder_id'] or '-'}\n"
+            f"size        {status['disk_bytes'] / 1e6:.1f} MB"
+        )
+        emit(args, status, text)
+        return 0
     status["weights"] = _weights(status["embedder_id"])
     cache = status["embedding_cache"]
     text = (
@@ -396,6 +455,8 @@ def _parser() -> argparse.ArgumentParser:
         home = str(default_home()) if defaults else argparse.SUPPRESS
         p.add_argument("--home", default=home, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
         p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
+        p.add_argument("--index", metavar="URI", default=None if defaults else argparse.SUPPRESS,
+                       help="search, recall or status a sharded index (s3://… or a folder, built by `memlane index --ray`) instead of --home")
         return p
 
     parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
@@ -417,6 +478,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
     p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
+    cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
+    cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")
+    cluster.add_argument("--out", metavar="URI", help="where the sharded index goes: s3://bucket/prefix/ or a shared folder")
+    cluster.add_argument("--shards", type=int, help="shards of a new index (default 64; an existing index keeps its own)")
+    cluster.add_argument("--partition-depth", type=int, metavar="N", help="shard by the first N folders of a key (e.g. 1: the project folder) so scoped queries touch few shards")
+    cluster.add_argument("--embed-actors", type=int, metavar="N", help="embedding actors (default: one per two cores, one per GPU, 4 for Bedrock)")
+    cluster.add_argument("--embed-threads", type=int, default=1, metavar="N", help="onnxruntime threads per local embedding actor (default 1)")
     p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")

@@ -181,7 +181,7 @@ class Memory:
             raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
         _check.choice("quantization", quantization, ("f16", "i8", "f32"))
         self.home = Path(home).expanduser()
-        self._store = _core.Store(str(self.home), quantization)
+        self._store = self._open_store(quantization)
         self._embedder_spec = embedder
         self._embedder: Embedder | None = embedder if not isinstance(embedder, (str, type(None))) else None
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -189,6 +189,11 @@ class Memory:
         self.events = EventLog(self.home)
         self._last_query: tuple[tuple[str, str], np.ndarray] | None = None
         self._projects: tuple[int | None, dict[str, int]] | None = None
+
+    def _open_store(self, quantization: str) -> Any:
+        """The indexes searched (a subclass may search something else with the same calls:
+        :class:`memlane.cluster.ShardedIndex` searches a catalog of shards)."""
+        return _core.Store(str(self.home), quantization)
 
     # -- embedding -------------------------------------------------------------------------
 
@@ -335,6 +340,25 @@ class Memory:
         self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
                            chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded)
         return report
+
+    def remove_sources(self, paths: Iterable[str | PathLike[str]]) -> int:
+        """Drop the chunks of these source files as if they had been deleted (a home that
+        mirrors an archive whose objects went; the files need not exist here).
+
+        Returns:
+            Chunks removed.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").remove_sources(["/gone.jsonl"])
+            0
+        """
+        gone = [str(p) for p in _check.paths("paths", paths)]
+        with self._store.writer() as writer:
+            writer.remove_files(gone)
+            removed = int(writer.commit()["chunks_removed"])
+        self.events.append("remove_sources", paths=gone, chunks_removed=removed)
+        return removed
 
     def embed_pending(self, progress: Progress | None = None) -> int:
         """Embed every chunk that has no vector yet (resumes an interrupted backfill).
@@ -667,11 +691,15 @@ class Memory:
             return None
         import numpy as np
 
-        cached = self.cache.get_many(embedder_id, content_hashes, count=False)
+        cached = self._cached_windows(embedder_id, content_hashes)
         if len(cached) < len(set(content_hashes)):
             return None
         rows = np.stack([w[0] if len(w) == 1 else w.mean(axis=0) for w in (cached[h] for h in content_hashes)])
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+    def _cached_windows(self, embedder_id: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
+        """Window vectors of these chunks from the embedding cache (read, not counted as lookups)."""
+        return self.cache.get_many(embedder_id, content_hashes, count=False)
 
     def recall(
         self,

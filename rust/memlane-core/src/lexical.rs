@@ -2,15 +2,21 @@
 
 use crate::chunk::Chunk;
 use crate::error::Result;
+use crate::shard::TermStats;
 use crate::tokenize::CodeTokenizer;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::{Bound, Range};
 use std::path::Path;
+use std::sync::Mutex;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::index::SegmentId;
+use tantivy::postings::Postings;
 use tantivy::query::{
-    Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query, RangeQuery, TermQuery,
+    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query,
+    RangeQuery, TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
@@ -320,6 +326,8 @@ pub struct Lexical {
     index: Index,
     reader: IndexReader,
     fields: Fields,
+    /// [`Lexical::norm_tokens`] of each segment seen, by segment and deletions.
+    norm_tokens: Mutex<HashMap<(SegmentId, u32), u64>>,
 }
 
 impl Lexical {
@@ -347,6 +355,7 @@ impl Lexical {
             index,
             reader,
             fields,
+            norm_tokens: Mutex::default(),
         })
     }
 
@@ -364,6 +373,7 @@ impl Lexical {
             index,
             reader,
             fields,
+            norm_tokens: Mutex::default(),
         })
     }
 
@@ -576,6 +586,52 @@ impl Lexical {
         self.searcher().num_docs()
     }
 
+    /// The field BM25 scores (the chunk text).
+    #[must_use]
+    pub fn text_field(&self) -> Field {
+        self.fields.text
+    }
+
+    /// Text tokens of the live chunks in `searcher`, each text counted as long as its field
+    /// norm (what BM25 takes its length to be): the same for the same chunks however they lie
+    /// in segments (see [`TermStats::of`]). Kept per segment: a segment never changes, only
+    /// its deletions.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn norm_tokens(&self, searcher: &Searcher) -> Result<u64> {
+        let mut total = 0;
+        for segment in searcher.segment_readers() {
+            let id = (segment.segment_id(), segment.num_deleted_docs());
+            let known = self
+                .norm_tokens
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&id).copied());
+            let tokens = match known {
+                Some(tokens) => tokens,
+                None => {
+                    let norms = segment.get_fieldnorms_reader(self.fields.text)?;
+                    let mut count = [0u64; 256];
+                    for doc in segment.doc_ids_alive() {
+                        count[usize::from(norms.fieldnorm_id(doc))] += 1;
+                    }
+                    let tokens = (0..=255u8)
+                        .map(|id| {
+                            count[usize::from(id)] * u64::from(FieldNormReader::id_to_fieldnorm(id))
+                        })
+                        .sum();
+                    if let Ok(mut m) = self.norm_tokens.lock() {
+                        m.insert(id, tokens);
+                    }
+                    tokens
+                }
+            };
+            total += tokens;
+        }
+        Ok(total)
+    }
+
     /// Analyze a query into its distinct index terms.
     #[must_use]
     pub fn query_terms(&self, query: &str) -> Vec<Term> {
@@ -640,10 +696,117 @@ impl Lexical {
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<(u64, f32, DocAddress)>> {
+        let stats = TermStats::of(self, searcher, query)?;
+        self.search_with_statistics(searcher, query, filters, limit, &stats)
+    }
+
+    /// [`Lexical::search`] with BM25's corpus statistics (documents, text lengths, document
+    /// frequencies) taken from `statistics`: a shard scoring as part of a larger corpus
+    /// (see [`crate::shard`]).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn search_with_statistics(
+        &self,
+        searcher: &Searcher,
+        query: &str,
+        filters: &Filters,
+        limit: usize,
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> Result<Vec<(u64, f32, DocAddress)>> {
         let terms = self.query_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
+        let query = self.query_of(terms.clone(), filters);
+        // Chunks tied at the cut would be chosen by where their documents sit in segments,
+        // which differs from one build of an archive to the next: take the whole tie (one
+        // document more than asked tells whether it goes on), then cut by chunk key. A tie is
+        // judged loosely: tantivy's scores differ from the canonical ones below in the last bits.
+        let mut fetch = limit;
+        let top = loop {
+            let top = searcher.search_with_statistics_provider(
+                &*query,
+                &TopDocs::with_limit(fetch + 1),
+                statistics,
+            )?;
+            if top.len() <= fetch || top[fetch].0 < top[limit - 1].0 * (1.0 - 1e-5) {
+                break top;
+            }
+            fetch *= 2;
+        };
+        let addresses: Vec<DocAddress> = top.iter().map(|(_, addr)| *addr).collect();
+        let scores = self.canonical_scores(searcher, &terms, &addresses, statistics)?;
+        let mut keys = KeyColumns::new(searcher);
+        let mut hits = addresses
+            .into_iter()
+            .zip(scores)
+            .map(|(addr, score)| Ok((keys.key(addr)?, score, addr)))
+            .collect::<Result<Vec<_>>>()?;
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// The BM25 score of each document for `terms`, each term's part added in the terms'
+    /// order. tantivy adds them in the order its scorers happen to be in, which follows how
+    /// documents lie in segments: the same chunk would score a few last bits apart in one
+    /// home and in a shard holding it (or after a merge). The parts themselves are tantivy's.
+    fn canonical_scores(
+        &self,
+        searcher: &Searcher,
+        terms: &[Term],
+        docs: &[DocAddress],
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> Result<Vec<f32>> {
+        let field = self.fields.text;
+        let total_docs = statistics.total_num_docs()?;
+        #[allow(clippy::cast_precision_loss)] // tantivy computes the average the same way
+        let average = statistics.total_num_tokens(field)? as f32 / total_docs as f32;
+        let weights = terms
+            .iter()
+            .map(|t| {
+                Ok(Bm25Weight::for_one_term(
+                    statistics.doc_freq(t)?,
+                    total_docs,
+                    average,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut scores = vec![0f32; docs.len()];
+        // Each segment's documents in ascending order: every term's postings read forward once.
+        let mut order: Vec<usize> = (0..docs.len()).collect();
+        order.sort_by_key(|&i| (docs[i].segment_ord, docs[i].doc_id));
+        for group in order.chunk_by(|a, b| docs[*a].segment_ord == docs[*b].segment_ord) {
+            let segment = searcher.segment_reader(docs[group[0]].segment_ord);
+            let inverted = segment.inverted_index(field)?;
+            let norms = segment.get_fieldnorms_reader(field)?;
+            let mut parts = vec![0f32; group.len() * terms.len()];
+            for (t, term) in terms.iter().enumerate() {
+                let Some(mut postings) =
+                    inverted.read_postings(term, IndexRecordOption::WithFreqs)?
+                else {
+                    continue;
+                };
+                for (j, &i) in group.iter().enumerate() {
+                    let doc = docs[i].doc_id;
+                    if postings.doc() <= doc && postings.seek(doc) == doc {
+                        parts[j * terms.len() + t] =
+                            weights[t].score(norms.fieldnorm_id(doc), postings.term_freq());
+                    }
+                }
+            }
+            for (j, &i) in group.iter().enumerate() {
+                scores[i] = parts[j * terms.len()..(j + 1) * terms.len()]
+                    .iter()
+                    .fold(0.0, |sum, part| sum + part);
+            }
+        }
+        Ok(scores)
+    }
+
+    /// The BM25 query of `terms` under `filters`.
+    fn query_of(&self, terms: Vec<Term>, filters: &Filters) -> Box<dyn Query> {
         let should: Vec<(Occur, Box<dyn Query>)> = terms
             .into_iter()
             .map(|t| {
@@ -660,34 +823,16 @@ impl Lexical {
                 (occur, Box::new(ConstScoreQuery::new(q, 0.0)))
             })
             .collect();
-        let query: Box<dyn Query> = if clauses.is_empty() {
+        if clauses.is_empty() {
             Box::new(BooleanQuery::new(should))
         } else {
             clauses.push((Occur::Must, Box::new(BooleanQuery::new(should))));
             Box::new(BooleanQuery::new(clauses))
-        };
-        // Chunks tied at the cut would be chosen by where their documents sit in segments,
-        // which differs from one build of an archive to the next: take the whole tie (one
-        // document more than asked tells whether it goes on), then cut by chunk key.
-        let mut fetch = limit;
-        let top = loop {
-            let top = searcher.search(&*query, &TopDocs::with_limit(fetch + 1))?;
-            if top.len() <= fetch || top[fetch].0 < top[limit - 1].0 {
-                break top;
-            }
-            fetch *= 2;
-        };
-        let mut keys = KeyColumns::new(searcher);
-        let mut hits = top
-            .into_iter()
-            .map(|(score, addr)| Ok((keys.key(addr)?, score, addr)))
-            .collect::<Result<Vec<_>>>()?;
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(limit);
-        Ok(hits)
+        }
     }
 
-    /// The most `query` can score in BM25 in `searcher`: the sum over its distinct terms of
+    /// The most `query` can score in BM25 under `statistics` (a searcher's, or a sharded
+    /// index's [`TermStats`]): the sum over its distinct terms of
     /// idf·(k1 + 1), the score of a chunk made of the term repeated without end. A hit's score
     /// over this is the share of the query's informative (idf-weighted) terms it holds, which,
     /// unlike a score normalised to the query's best hit, means the same from query to query.
@@ -696,13 +841,17 @@ impl Lexical {
     ///
     /// # Errors
     /// tantivy errors reading term statistics.
-    pub fn bm25_ceiling(&self, searcher: &Searcher, query: &str) -> Result<f32> {
-        if searcher.num_docs() == 0 {
+    pub fn bm25_ceiling(
+        &self,
+        statistics: &dyn Bm25StatisticsProvider,
+        query: &str,
+    ) -> Result<f32> {
+        if statistics.total_num_docs()? == 0 {
             return Ok(0.0);
         }
         let mut ceiling = 0.0;
         for term in self.query_terms(query) {
-            ceiling += Bm25Weight::for_terms(searcher, &[term])?.max_score();
+            ceiling += Bm25Weight::for_terms(statistics, &[term])?.max_score();
         }
         Ok(ceiling)
     }
@@ -716,7 +865,7 @@ impl Lexical {
     /// tantivy errors reading term statistics.
     pub fn passages(
         &self,
-        searcher: &Searcher,
+        statistics: &dyn Bm25StatisticsProvider,
         query: &str,
         texts: &[&str],
         max_chars: usize,
@@ -726,7 +875,7 @@ impl Lexical {
         let mut weights = BTreeMap::new();
         for term in self.query_terms(query) {
             if let Some(text) = term.value().as_str() {
-                let weight = 1.0 / (1.0 + searcher.doc_freq(&term)? as f32);
+                let weight = 1.0 / (1.0 + statistics.doc_freq(&term)? as f32);
                 weights.insert(text.to_owned(), weight);
             }
         }

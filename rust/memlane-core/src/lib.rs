@@ -16,6 +16,7 @@ pub mod lexical;
 pub mod model;
 pub mod parse;
 pub mod project;
+pub mod shard;
 pub mod store;
 pub mod tokenize;
 pub mod vector;

@@ -18,11 +18,12 @@
 
 use crate::chunk::{chunk_parsed, rechunk_start, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
-use crate::hybrid::{fuse, Fusion};
+use crate::hybrid::Fusion;
 use crate::lexical::{Filters, Lexical, StoredChunk};
 use crate::model::{Format, ParsedFile, Turn};
 use crate::parse::{self, ResumePoint};
 use crate::project::Projects;
+use crate::shard::{Candidates, Summary, TermStats};
 use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
 use rayon::prelude::*;
@@ -616,81 +617,13 @@ impl Store {
     }
 
     fn search_unguarded(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
-        let candidates = req.candidates.max(req.k);
-        // A keyword-only request neither loads the vectors (a fresh process at 1M chunks would
-        // spend ~0.1 s on it) nor fails for a damaged vector file.
-        let vectors = match req.vector {
-            Some(_) => self.vectors()?,
-            None => None,
-        };
-        let index = match (&req.vector, &vectors) {
-            (Some(qv), Some(index)) if !index.is_empty() => {
-                if let Some(id) = &req.embedder_id {
-                    self.check_embedder(id, qv.len())?;
-                }
-                Some((qv.as_slice(), index))
-            }
-            _ => None,
-        };
         // One searcher for the whole request: keyword hits, filters and stored chunks all come
         // from the same commit.
         let searcher = self.lexical.searcher();
-        // The keyword and vector searches are independent: run them on both cores.
-        let (keyword, ann) = rayon::join(
-            || {
-                self.lexical
-                    .search(&searcher, &req.query, &req.filters, candidates)
-            },
-            || -> Result<Vec<(u64, f32)>> {
-                let Some((qv, index)) = index else {
-                    return Ok(Vec::new());
-                };
-                let allowed = if req.filters.is_empty() {
-                    None
-                } else {
-                    Some(self.lexical.filtered_keys(&searcher, &req.filters)?)
-                };
-                index.search(qv, candidates, allowed.as_ref())
-            },
-        );
-        let (keyword, ann) = (keyword?, ann?);
-        let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
-        let ceiling = self.lexical.bm25_ceiling(&searcher, &req.query)?;
-        let mut extra = HashMap::new();
-        let mut ann = ann;
-        if let Some((qv, index)) = index {
-            // Every candidate's similarity is computed the same exact way, whether the ANN list
-            // or only the keyword list found it (the graph's own distances differ from it in
-            // the last digits), so two builds that find a chunk differently score it alike.
-            let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
-            let mut keys: Vec<u64> = ann.iter().map(|h| h.0).collect();
-            keys.extend(bm25.iter().map(|h| h.0).filter(|k| !in_ann.contains(k)));
-            for (key, sim) in keys.iter().zip(index.similarities(&keys, qv)) {
-                if let Some(sim) = sim {
-                    extra.insert(*key, sim);
-                }
-            }
-            for hit in &mut ann {
-                hit.1 = extra.get(&hit.0).copied().unwrap_or(hit.1);
-            }
-            ann.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        }
-        let have_vectors = index.is_some();
-        let mut fused = fuse(
-            &bm25,
-            ceiling,
-            &ann,
-            &extra,
-            have_vectors,
-            req.fusion,
-            req.threshold,
-        );
-        fused.truncate(req.k);
+        let (candidates, addresses) = self.gather(&searcher, req, None)?;
         // Stored fields only for the final hits; keyword hits already know their document.
-        let addresses: HashMap<u64, tantivy::DocAddress> =
-            keyword.iter().map(|h| (h.0, h.2)).collect();
-        let mut hits = Vec::with_capacity(fused.len());
-        for f in fused {
+        let mut hits = Vec::new();
+        for f in candidates.fuse(req.fusion, req.threshold, req.k) {
             let addr = match addresses.get(&f.key) {
                 Some(addr) => Some(*addr),
                 None => self.lexical.address(&searcher, f.key)?,
@@ -709,7 +642,139 @@ impl Store {
         Ok(hits)
     }
 
-    /// The passage of each text that best matches `query` (see [`Lexical::passages`]).
+    /// This home's share of the corpus statistics BM25 needs for `query` (one shard's part of
+    /// a sharded search, see [`crate::shard`]; filters do not change them: a home's BM25
+    /// counts every chunk).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn term_stats(&self, query: &str) -> Result<TermStats> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            TermStats::of(lexical, &lexical.searcher(), query)
+        })
+    }
+
+    /// What this home holds, for routing scoped queries of a sharded index (see
+    /// [`crate::shard::Summary`]).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn summary(&self) -> Result<Summary> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            Summary::of(lexical, &lexical.searcher())
+        })
+    }
+
+    /// The keyword and vector candidates of `req`, unfused: a shard's part of a sharded
+    /// search. With `stats` (the whole corpus's, see [`TermStats::add`]) BM25 scores as one
+    /// home holding every shard would; without, with this home's own.
+    ///
+    /// # Errors
+    /// As [`Store::search`].
+    pub fn candidates(&self, req: &SearchRequest, stats: Option<&TermStats>) -> Result<Candidates> {
+        self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            Ok(self.gather(&self.lexical.searcher(), req, stats)?.0)
+        })
+    }
+
+    /// The candidates of `req` in `searcher`, with the document address of each keyword hit.
+    fn gather(
+        &self,
+        searcher: &tantivy::Searcher,
+        req: &SearchRequest,
+        stats: Option<&TermStats>,
+    ) -> Result<(Candidates, HashMap<u64, tantivy::DocAddress>)> {
+        let candidates = req.candidates.max(req.k);
+        // A keyword-only request neither loads the vectors (a fresh process at 1M chunks would
+        // spend ~0.1 s on it) nor fails for a damaged vector file.
+        let vectors = match req.vector {
+            Some(_) => self.vectors()?,
+            None => None,
+        };
+        let index = match (&req.vector, &vectors) {
+            (Some(qv), Some(index)) if !index.is_empty() => {
+                if let Some(id) = &req.embedder_id {
+                    self.check_embedder(id, qv.len())?;
+                }
+                Some((qv.as_slice(), index))
+            }
+            _ => None,
+        };
+        // A home's own statistics unless a sharded search gives the whole corpus's.
+        let own;
+        let stats = match stats {
+            Some(stats) => stats,
+            None => {
+                own = TermStats::of(&self.lexical, searcher, &req.query)?;
+                &own
+            }
+        };
+        // The keyword and vector searches are independent: run them on both cores.
+        let (keyword, ann) = rayon::join(
+            || {
+                self.lexical.search_with_statistics(
+                    searcher,
+                    &req.query,
+                    &req.filters,
+                    candidates,
+                    stats,
+                )
+            },
+            || -> Result<Vec<(u64, f32)>> {
+                let Some((qv, index)) = index else {
+                    return Ok(Vec::new());
+                };
+                let allowed = if req.filters.is_empty() {
+                    None
+                } else {
+                    Some(self.lexical.filtered_keys(searcher, &req.filters)?)
+                };
+                index.search(qv, candidates, allowed.as_ref())
+            },
+        );
+        let (keyword, ann) = (keyword?, ann?);
+        let bm25: Vec<(u64, f32)> = keyword.iter().map(|h| (h.0, h.1)).collect();
+        let bm25_ceiling = self.lexical.bm25_ceiling(stats, &req.query)?;
+        let mut sims = Vec::new();
+        let mut ann = ann;
+        if let Some((qv, index)) = index {
+            // Every candidate's similarity is computed the same exact way, whether the ANN list
+            // or only the keyword list found it (the graph's own distances differ from it in
+            // the last digits), so two builds that find a chunk differently score it alike.
+            let in_ann: HashSet<u64> = ann.iter().map(|h| h.0).collect();
+            let mut keys: Vec<u64> = ann.iter().map(|h| h.0).collect();
+            keys.extend(bm25.iter().map(|h| h.0).filter(|k| !in_ann.contains(k)));
+            sims = keys
+                .iter()
+                .zip(index.similarities(&keys, qv))
+                .filter_map(|(key, sim)| sim.map(|s| (*key, s)))
+                .collect();
+            let exact: HashMap<u64, f32> = sims.iter().copied().collect();
+            for hit in &mut ann {
+                hit.1 = exact.get(&hit.0).copied().unwrap_or(hit.1);
+            }
+            ann.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        }
+        let addresses = keyword.iter().map(|h| (h.0, h.2)).collect();
+        let have_vectors = index.is_some();
+        Ok((
+            Candidates {
+                bm25,
+                bm25_ceiling,
+                ann,
+                sims,
+                have_vectors,
+            },
+            addresses,
+        ))
+    }
+
+    /// The passage of each text that best matches `query` (see [`Lexical::passages`]), terms
+    /// weighed by this home's statistics or, in a sharded index, the whole corpus's `stats`.
     ///
     /// # Errors
     /// Index errors.
@@ -718,10 +783,12 @@ impl Store {
         query: &str,
         texts: &[&str],
         max_chars: usize,
+        stats: Option<&TermStats>,
     ) -> Result<Vec<Option<std::ops::Range<usize>>>> {
         let lexical = self.lexical()?;
-        guarded(&self.lexical_dir(), || {
-            lexical.passages(&lexical.searcher(), query, texts, max_chars)
+        guarded(&self.lexical_dir(), || match stats {
+            Some(stats) => lexical.passages(stats, query, texts, max_chars),
+            None => lexical.passages(&lexical.searcher(), query, texts, max_chars),
         })
     }
 

@@ -28,6 +28,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
     m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
+    m.add_function(wrap_pyfunction!(store::merge_term_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(store::is_candidate, m)?)?;
+    m.add_function(wrap_pyfunction!(store::fuse_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(store::project_of, m)?)?;
     m.add_function(wrap_pyfunction!(store::repository_root, m)?)?;
     Ok(())

@@ -5,6 +5,7 @@ use memlane_core::chunk::{chunk_parsed, DEFAULT_BUDGET_TOKENS};
 use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::{Filters, StoredChunk};
 use memlane_core::model::Format;
+use memlane_core::shard::{fuse_parts, Candidates, TermStats};
 use memlane_core::store::{
     self as core_store, Forget, Hit, HomeLock, SearchRequest, Store, Writer,
 };
@@ -13,7 +14,7 @@ use memlane_core::{parse, Error};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -107,6 +108,119 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+fn query_vector(vector: Option<PyReadonlyArray1<'_, f32>>) -> PyResult<Option<Vec<f32>>> {
+    vector
+        .map(|v| {
+            v.as_slice().map(<[f32]>::to_vec).map_err(|_| {
+                PyTypeError::new_err(
+                    "query vector must be C-contiguous float32: use np.ascontiguousarray",
+                )
+            })
+        })
+        .transpose()
+}
+
+fn parse_fusion(fusion: &str, vector_weight: f32) -> PyResult<Fusion> {
+    match fusion {
+        "weighted" => {
+            if !(0.0..=1.0).contains(&vector_weight) {
+                return Err(PyValueError::new_err(
+                    "vector_weight must be between 0 and 1",
+                ));
+            }
+            Ok(Fusion::Weighted {
+                vector: vector_weight,
+                bm25: 1.0 - vector_weight,
+            })
+        }
+        "rrf" => Ok(Fusion::Rrf { k: 60.0 }),
+        other => Err(PyValueError::new_err(format!(
+            "unknown fusion {other:?}: use weighted or rrf"
+        ))),
+    }
+}
+
+fn filters(
+    sources: Option<Vec<String>>,
+    session_id: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
+    projects: Option<Vec<String>>,
+    branch: Option<String>,
+) -> Filters {
+    Filters {
+        sources: sources.unwrap_or_default(),
+        session_id,
+        since,
+        until,
+        projects: projects.unwrap_or_default(),
+        branch,
+    }
+}
+
+/// Corpus statistics passed in from Python (`merge_term_stats` output).
+fn parse_stats(stats: Option<&str>) -> PyResult<Option<TermStats>> {
+    stats
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("stats is not merge_term_stats output: {e}")))
+}
+
+/// Whether a folder walk would index this file (by its name; a named file is always read).
+#[pyfunction]
+#[pyo3(signature = (path, format = None))]
+pub fn is_candidate(path: PathBuf, format: Option<&str>) -> PyResult<bool> {
+    Ok(parse::is_candidate(&path, parse_format(format)?))
+}
+
+/// The sum of shards' `Store.term_stats` for one query (JSON in, JSON out).
+#[pyfunction]
+pub fn merge_term_stats(parts: Vec<String>) -> PyResult<String> {
+    let mut total = TermStats::default();
+    for part in &parts {
+        let stats: TermStats = serde_json::from_str(part)
+            .map_err(|e| PyValueError::new_err(format!("not Store.term_stats output: {e}")))?;
+        total.add(&stats);
+    }
+    serde_json::to_string(&total).map_err(|e| to_py(Error::Json(e)))
+}
+
+/// Merge shards' `Store.candidates` and fuse them as one home's search does: the best `k` as
+/// `(part, key, score, bm25, vector, coverage, relevance)`, `part` the index in `parts` of the
+/// shard holding it.
+#[pyfunction]
+#[pyo3(signature = (parts, k = 10, candidates = 50, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD))]
+#[allow(clippy::type_complexity)]
+pub fn fuse_candidates(
+    parts: Vec<Vec<u8>>,
+    k: usize,
+    candidates: usize,
+    fusion: &str,
+    vector_weight: f32,
+    threshold: f32,
+) -> PyResult<Vec<(usize, u64, f32, Option<f32>, Option<f32>, Option<f32>, f32)>> {
+    let fusion = parse_fusion(fusion, vector_weight)?;
+    let parts = parts
+        .iter()
+        .map(|p| Candidates::from_bytes(p))
+        .collect::<memlane_core::Result<Vec<_>>>()
+        .map_err(to_py)?;
+    Ok(fuse_parts(&parts, candidates.max(k), fusion, threshold, k)
+        .into_iter()
+        .map(|(part, f)| {
+            (
+                part,
+                f.key,
+                f.score,
+                f.bm25,
+                f.vector,
+                f.coverage,
+                f.relevance,
+            )
+        })
+        .collect())
+}
+
 /// Read side of a memlane home.
 #[pyclass(name = "Store", module = "memlane._core", frozen)]
 pub struct PyStore {
@@ -145,51 +259,13 @@ impl PyStore {
         projects: Option<Vec<String>>,
         branch: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let vector = match vector {
-            Some(v) => Some(
-                v.as_slice()
-                    .map_err(|_| {
-                        PyTypeError::new_err(
-                            "query vector must be C-contiguous float32: use np.ascontiguousarray",
-                        )
-                    })?
-                    .to_vec(),
-            ),
-            None => None,
-        };
-        let fusion = match fusion {
-            "weighted" => {
-                if !(0.0..=1.0).contains(&vector_weight) {
-                    return Err(PyValueError::new_err(
-                        "vector_weight must be between 0 and 1",
-                    ));
-                }
-                Fusion::Weighted {
-                    vector: vector_weight,
-                    bm25: 1.0 - vector_weight,
-                }
-            }
-            "rrf" => Fusion::Rrf { k: 60.0 },
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "unknown fusion {other:?}: use weighted or rrf"
-                )))
-            }
-        };
         let req = SearchRequest {
             query,
-            vector,
+            vector: query_vector(vector)?,
             embedder_id,
             k,
-            filters: Filters {
-                sources: sources.unwrap_or_default(),
-                session_id,
-                since,
-                until,
-                projects: projects.unwrap_or_default(),
-                branch,
-            },
-            fusion,
+            filters: filters(sources, session_id, since, until, projects, branch),
+            fusion: parse_fusion(fusion, vector_weight)?,
             threshold,
             candidates,
         };
@@ -202,6 +278,59 @@ impl PyStore {
         Ok(list)
     }
 
+    /// What the home holds, for routing scoped queries: docs, tokens, sources, sessions,
+    /// timestamp range.
+    fn summary(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let inner = &self.inner;
+        let summary = detached(py, || inner.summary())?;
+        json_to_py(py, &summary)
+    }
+
+    /// This home's share of the BM25 statistics of `query` (JSON; a shard's part of a
+    /// sharded search, summed with `merge_term_stats`).
+    fn term_stats(&self, py: Python<'_>, query: String) -> PyResult<String> {
+        let inner = &self.inner;
+        let stats = detached(py, || inner.term_stats(&query))?;
+        serde_json::to_string(&stats).map_err(|e| to_py(Error::Json(e)))
+    }
+
+    /// The unfused keyword and vector candidates of a query (bytes for `fuse_candidates`),
+    /// BM25 scored with the corpus statistics `stats` (JSON from `merge_term_stats`) if given.
+    #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
+                        since = None, until = None, candidates = 50, stats = None, projects = None, branch = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn candidates<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+        vector: Option<PyReadonlyArray1<'py, f32>>,
+        embedder_id: Option<String>,
+        sources: Option<Vec<String>>,
+        session_id: Option<String>,
+        since: Option<i64>,
+        until: Option<i64>,
+        candidates: usize,
+        stats: Option<&str>,
+        projects: Option<Vec<String>>,
+        branch: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let stats = parse_stats(stats)?;
+        let req = SearchRequest {
+            query,
+            vector: query_vector(vector)?,
+            embedder_id,
+            k,
+            filters: filters(sources, session_id, since, until, projects, branch),
+            fusion: Fusion::default(),
+            threshold: 0.0,
+            candidates,
+        };
+        let inner = &self.inner;
+        let found = detached(py, || inner.candidates(&req, stats.as_ref()))?;
+        Ok(PyBytes::new(py, &found.to_bytes()))
+    }
+
     fn get<'py>(&self, py: Python<'py>, keys: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
         let inner = &self.inner;
         let chunks = detached(py, || inner.get(&keys))?;
@@ -212,18 +341,23 @@ impl PyStore {
         Ok(list)
     }
 
-    /// Per text, its best passage for `query` as `(cut before, passage, cut after)`, or None.
-    #[pyo3(signature = (query, texts, max_chars = 300))]
+    /// Per text, its best passage for `query` as `(cut before, passage, cut after)`, or None;
+    /// terms weighed by the corpus statistics `stats` (JSON from `merge_term_stats`) if given.
+    #[pyo3(signature = (query, texts, max_chars = 300, stats = None))]
     fn passages(
         &self,
         py: Python<'_>,
         query: &str,
         texts: Vec<String>,
         max_chars: usize,
+        stats: Option<&str>,
     ) -> PyResult<Vec<Option<(bool, String, bool)>>> {
+        let stats = parse_stats(stats)?;
         let inner = &self.inner;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let ranges = detached(py, || inner.passages(query, &refs, max_chars))?;
+        let ranges = detached(py, || {
+            inner.passages(query, &refs, max_chars, stats.as_ref())
+        })?;
         Ok(ranges
             .into_iter()
             .zip(&texts)

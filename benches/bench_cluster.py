@@ -1,0 +1,184 @@
+"""Scale-out on Ray (issue 22): Ray's overhead against one process at equal cores, the no-op
+re-run over many unchanged S3 objects, and the per-core rates a capacity model starts from.
+
+Measures, through the product's own paths (``Memory.index`` for one process,
+``memlane.cluster.index_sources`` on a local Ray cluster for the distributed one):
+
+* keyword-only indexing of a generated Claude Code archive: one process vs Ray with 1 and 2
+  worker CPUs (wall seconds, MB/s, and Ray's overhead as a ratio at equal cores);
+* the same with local vectors (``--vectors``: the local ONNX model, one thread per actor);
+* list + diff of ``--objects`` unchanged objects on a moto S3 server (the re-run that indexes
+  nothing: the paginator's pages and the catalog diff).
+
+Run on a quiet machine: ``python benches/bench_cluster.py --files 300 --pairs 40 --objects 100000``
+(add ``--vectors`` for the local-vector rows; a small ``--vector-files`` keeps them short).
+Results print as a markdown table and are saved to bench-results/cluster.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from archive import generate  # noqa: E402
+
+# One Ray cluster per measurement: a fresh process, so cores, workers and caches start alike.
+_RAY_RUN = """
+import glob, json, sys, time
+import ray
+from memlane.cluster.index import index_sources
+cpus, src, out, embed = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
+         object_store_memory=200 * 1024 * 1024)
+ray.get(ray.remote(lambda: 0).remote())  # the cluster is up: its start is not indexing time
+t = time.perf_counter()
+r = index_sources([src], out, shards=2 * cpus, embed=embed, embed_threads=1)
+wall = time.perf_counter() - t
+# CPU seconds of the shard builds (in the workers), upload excluded.
+cpu = sum(json.load(open(f)).get("cpu_seconds", 0) for f in glob.glob(out + "/shards/*/versions/*.json"))
+print(json.dumps({"wall": wall, "cpu": cpu, "files": r.files_indexed, "chunks": r.chunks, "embedded": r.chunks_embedded}))
+"""
+
+_ONE_RUN = """
+import json, os, sys, time
+import memlane
+home, src, embed = sys.argv[1], sys.argv[2], sys.argv[3]
+mem = memlane.open(home, embedder=embed)
+if embed != "none":
+    mem.embedder  # load the model outside the timing, as the Ray actors do before their first batch
+t, cpu = time.perf_counter(), time.process_time()
+r = mem.index([src], embed=embed != "none")
+wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+keys = [int(k) for k in mem._store.keys()]
+text_bytes = sum(len(c["text"].encode()) for at in range(0, len(keys), 512) for c in mem._store.get(keys[at : at + 512]))
+print(json.dumps({"wall": wall, "cpu": cpu, "files": r.files_indexed, "chunks": r.chunks_added, "embedded": r.chunks_embedded, "text_bytes": text_bytes}))
+"""
+
+
+def _run(code: str, args: list[str], env: dict[str, str], cores: int) -> dict:
+    """Run ``code`` in a fresh Python pinned to ``cores`` cores (it and every process it starts:
+    equal cores for one process and for a Ray cluster); its JSON result."""
+    pin = ["taskset", "-c", ",".join(str(c) for c in range(cores))]
+    out = subprocess.run([*pin, sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
+    rows = {}
+    for cores in (1, 2):
+        # A fresh embedding cache per run: a vector cached by the previous run is not embedded again.
+        # Ray lowers its workers' priority by 15 (`worker_niceness`): on a shared machine they
+        # would then lose the core to everyone else's work, so the Ray run keeps the driver's.
+        cache = tempfile.mkdtemp(dir=work, prefix="cache-")
+        env = {**os.environ, "RAYON_NUM_THREADS": str(cores), "OMP_NUM_THREADS": "1", "MEMLANE_CACHE_DIR": cache}
+        one = _run(_ONE_RUN, [str(work / f"one-{embed}-{cores}"), str(src), embed], env, cores)
+        ray = _run(_RAY_RUN, [str(cores), str(src), str(work / f"ray-{embed}-{cores}"), embed], {**env, "RAYON_NUM_THREADS": "1", "RAY_worker_niceness": "0"}, cores)
+        assert ray["chunks"] == one["chunks"], (ray, one)
+        rows[cores] = {
+            "one_process_s": round(one["wall"], 2),
+            "ray_s": round(ray["wall"], 2),
+            "one_process_mb_s": round(mb / one["wall"], 2),
+            "ray_mb_s": round(mb / ray["wall"], 2),
+            "ray_overhead": round(ray["wall"] / one["wall"] - 1, 3),
+            # CPU of the indexing itself: one process vs the sum over the shard builds.
+            "one_process_cpu_s": round(one["cpu"], 2),
+            "ray_builds_cpu_s": round(ray["cpu"], 2),
+            "chunks": one["chunks"],
+            # What an embedder reads per MB of archive (Bedrock bills ~1 token per 4 bytes of it).
+            "text_mb_per_archive_mb": round(one["text_bytes"] / 1e6 / mb, 3),
+        }
+        print(f"  {embed} {cores} core(s): one process {one['wall']:.1f}s, Ray {ray['wall']:.1f}s", file=sys.stderr)
+    return rows
+
+
+def _list_diff(objects: int) -> dict:
+    """A catalog whose sources are ``objects`` unchanged S3 objects; time the re-run."""
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    from memlane.cluster import catalog as cat
+    from memlane.cluster import storage
+    from memlane.cluster.index import index_sources
+
+    client = storage._s3_client()
+    client.create_bucket(Bucket="logs")
+    client.create_bucket(Bucket="index")
+    t = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: client.put_object(Bucket="logs", Key=f"p{i % 100}/s{i:07d}.jsonl", Body=f"{i}\n".encode()), range(objects)))
+    put_s = time.perf_counter() - t
+    src = storage.location("s3://logs/")
+    partition = cat.Partition(64)
+    sources = {src.uri_of(o.key): cat.Source(o.etag, o.size, partition.shard_of(src.uri, o.key), src.uri) for o in src.list()}
+    cat.publish(storage.location("s3://index/"), cat.Catalog(1, [cat.ShardRef(n, None) for n in range(64)], partition, sources=sources))
+    # The paginator alone (moto's own listing cost), to tell memlane's diff from the server's.
+    t = time.perf_counter()
+    listed = sum(len(page.get("Contents", ())) for page in client.get_paginator("list_objects_v2").paginate(Bucket="logs"))
+    raw_list = time.perf_counter() - t
+    assert listed == objects
+    times = []
+    for _ in range(3):
+        r = index_sources(["s3://logs/"], "s3://index/", embed="none")
+        assert r.files_indexed == 0 and r.files_unchanged == objects and r.generation is None
+        times.append(r.seconds)
+    server.stop()
+    return {"objects": objects, "list_pages": -(-objects // 1000), "put_seconds": round(put_s, 1),
+            "paginator_only_seconds": round(raw_list, 2), "rerun_seconds": [round(x, 2) for x in times]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--files", type=int, default=300)
+    p.add_argument("--pairs", type=int, default=40)
+    p.add_argument("--vectors", action="store_true", help="also measure local vectors (slow: tens of KB/s per core)")
+    p.add_argument("--vector-files", type=int, default=24)
+    p.add_argument("--objects", type=int, default=100_000, help="unchanged S3 objects for the list + diff row (0: skip)")
+    p.add_argument("--no-keyword", action="store_true", help="skip the keyword-only rows")
+    args = p.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
+    results: dict = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}}
+    if not args.no_keyword:
+        src = work / "archive"
+        mb = generate(src, args.files, args.pairs) / 1e6
+        results["keyword"] = {"archive_mb": round(mb, 2), "files": args.files, **_throughput(src, mb, "none", work)}
+    if args.vectors:
+        vsrc = work / "varchive"
+        vmb = generate(vsrc, args.vector_files, args.pairs, seed=11) / 1e6
+        results["local_vectors"] = {"archive_mb": round(vmb, 3), "files": args.vector_files, **_throughput(vsrc, vmb, "local", work)}
+    if args.objects:
+        results["list_diff"] = _list_diff(args.objects)
+    results["machine"]["load_after"] = os.getloadavg()
+    out = Path("bench-results")
+    out.mkdir(exist_ok=True)
+    (out / "cluster.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results))
+    print("| measurement | 1 core | 2 cores |\n|---|---|---|")
+    for kind in ("keyword", "local_vectors"):
+        if kind in results:
+            r = results[kind]
+            for name, key in (("one process MB/s", "one_process_mb_s"), ("Ray MB/s", "ray_mb_s"), ("Ray overhead", "ray_overhead")):
+                print(f"| {kind} {name} ({r['archive_mb']} MB) | {r[1][key]} | {r[2][key]} |")
+    if "list_diff" in results:
+        d = results["list_diff"]
+        print(f"| list + diff of {d['objects']:,} unchanged objects (moto) | {d['rerun_seconds']} s (paginator alone {d['paginator_only_seconds']} s) | |")
+
+
+if __name__ == "__main__":
+    main()

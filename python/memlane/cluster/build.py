@@ -1,0 +1,228 @@
+"""What runs on the Ray workers: staging source objects, building one shard, embedding.
+
+A shard is built by one task (one writer per shard): it lays out the shard's previous
+version as a home, drops the sources that went or changed, stages the new and changed
+objects on local disk (streamed; ``.gz`` decompressed on the way, ``.zst`` read by the core),
+indexes them with :meth:`memlane.Memory.index` — the single machine's parsing, chunking and
+embedding, nothing re-implemented — and uploads the result as a new immutable version.
+
+Embedding runs in a pool of actors (:class:`EmbedWorker`), so a model is loaded once per
+actor, not once per shard; the shard's ``Memory`` sees them as one embedder
+(:class:`PoolEmbedder`) and still takes every vector it can from the shard's embedding cache,
+which travels with the shard (``cache/embeddings.sqlite`` in every version).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlane import _core
+from memlane.cluster import catalog as cat
+from memlane.cluster.storage import location
+
+__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "stage_path"]
+
+# Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
+# spread one shard's backlog over every actor.
+_EMBED_BATCH = 32
+
+
+@dataclass
+class ShardJob:
+    """What one shard task builds."""
+
+    shard: int
+    version: str
+    out: str
+    stage_root: str
+    base: dict[str, Any] | None = None
+    """The record of the version it starts from (None: an empty shard)."""
+    index: list[str] = field(default_factory=list)
+    """Source URIs to read (new or changed)."""
+    remove: list[str] = field(default_factory=list)
+    """Source URIs whose chunks go (deleted, changed, or now a duplicate)."""
+    partitions: list[str] = field(default_factory=list)
+
+
+def stage_path(stage_root: str, uri: str) -> Path:
+    """Where a worker puts a source object: ``<stage>/s3/<bucket>/<key>`` (``.gz`` off).
+
+    The path is the same on every worker, so a shard's manifest names a source the same way
+    whichever worker indexed it, and a later run can drop it by that name. Local files are
+    read in place unless gzipped.
+    """
+    if uri.startswith("s3://"):
+        path = Path(stage_root) / "s3" / uri.removeprefix("s3://")
+    elif uri.endswith(".gz"):
+        path = Path(stage_root) / "local" / uri.lstrip("/")
+    else:
+        return Path(uri)
+    return path.with_name(path.name.removesuffix(".gz"))
+
+
+def _stage(uri: str, dest: Path) -> None:
+    """Copy a source object to ``dest``, streamed, decompressing ``.gz``."""
+    if not uri.startswith("s3://") and not uri.endswith(".gz"):
+        return
+    parent, _, name = uri.rpartition("/")
+    src = location(parent)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.part")
+    with src.open_read(name) as raw, open(tmp, "wb") as out:
+        stream = gzip.GzipFile(fileobj=raw) if uri.endswith(".gz") else raw
+        shutil.copyfileobj(stream, out, 1 << 20)
+    tmp.replace(dest)
+
+
+def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
+    """Build one shard version and commit it; returns its record.
+
+    Idempotent: a retry (after the worker died) starts again from the base version and
+    overwrites whatever the failed attempt uploaded; the record is written last.
+    """
+    from memlane.memory import IndexReport, Memory
+
+    cpu = time.process_time()
+    out = location(job.out)
+    done = cat.version_record(out, job.shard, job.version)
+    if done is not None:  # a retry after the commit, or another driver's identical build
+        return done
+    work = Path(tempfile.mkdtemp(prefix=f"memlane-shard-{job.shard:04d}-"))
+    staged: list[Path] = []
+    try:
+        home = work / "home"
+        if job.base is not None:
+            cat.materialize(out, job.shard, job.base, home)
+            (home / ".complete").unlink()
+        mem = Memory(home, embedder=embedder, cache_dir=home / "cache")
+        removed = mem.remove_sources([str(stage_path(job.stage_root, u)) for u in job.remove]) if job.remove else 0
+        for uri in job.index:
+            path = stage_path(job.stage_root, uri)
+            _stage(uri, path)
+            if path != Path(uri):
+                staged.append(path)
+        embed = embedder != "none"
+        report = mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed) if job.index else IndexReport()
+        mem.close()
+        # The core's own counts: Memory.status would also load the embedding backends' modules.
+        store = _core.Store(str(home))
+        status, summary = store.status(), store.summary()
+        info = {
+            "chunks": status["chunks"],
+            "source_files": status["files"],
+            "sessions": status["sessions"],
+            "embedder_id": status["embedder_id"],
+            "dim": status["dim"],
+            "docs": summary["docs"],
+            "tokens": summary["tokens"],
+            "ts_min": summary["ts_min"],
+            "ts_max": summary["ts_max"],
+            "sources": summary["sources"],
+            "session_ids": summary["sessions"],
+            "partitions": sorted(job.partitions),
+            "report": {
+                "files_indexed": report.files_indexed,
+                "bytes_parsed": report.bytes_parsed,
+                "chunks_added": report.chunks_added,
+                "chunks_removed": report.chunks_removed + removed,
+                "chunks_embedded": report.chunks_embedded,
+                "embed_cache_hits": report.embed_cache_hits,
+                "records_skipped": report.records_skipped,
+                "seconds": report.seconds,
+            },
+        }
+        info["cpu_seconds"] = time.process_time() - cpu  # the build's own, upload excluded
+        return cat.upload_home(home, out, job.shard, job.version, info)
+    finally:
+        for path in staged:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class RateLimiter:
+    """A cluster-wide token bucket (one Ray actor): Bedrock's request quota is per account,
+    not per worker."""
+
+    def __init__(self, per_second: float) -> None:
+        self.rate = per_second
+        self.tokens = per_second
+        self.last = time.monotonic()
+        self.lock = threading.Lock()
+
+    def acquire(self, n: int = 1) -> float:
+        """Wait until ``n`` requests may go; returns the seconds waited."""
+        waited = 0.0
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                self.tokens = min(self.rate, self.tokens + (now - self.last) * self.rate)
+                self.last = now
+                if self.tokens >= n:
+                    self.tokens -= n
+                    return waited
+                pause = (n - self.tokens) / self.rate
+            time.sleep(pause)
+            waited += pause
+
+
+class EmbedWorker:
+    """One embedding actor: an embedder loaded once, fed batches of texts.
+
+    ``spec`` is an embedder spec (``local``, ``bedrock:512`` …) or an embedder object
+    (pickled to the actor). Local ONNX actors run with a fixed number of threads so that
+    several share a node's cores without oversubscribing them.
+    """
+
+    def __init__(self, spec: Any, threads: int | None = None, limiter: Any = None) -> None:
+        if isinstance(spec, str):
+            from memlane.embed import make_embedder
+
+            kw: dict[str, Any] = {"threads": threads} if spec.startswith("local") and threads else {}
+            self.embedder = make_embedder(spec, **kw)
+        else:
+            self.embedder = spec
+        self.limiter = limiter
+
+    def describe(self) -> tuple[str, int, int]:
+        """The embedder's id (which vector space it writes), dimension and window size."""
+        return str(self.embedder.id), int(self.embedder.dim), int(self.embedder.max_window_tokens)
+
+    def embed(self, texts: list[str]) -> list[np.ndarray]:
+        """Window vectors of each text."""
+        if self.limiter is not None:
+            import ray
+
+            ray.get(self.limiter.acquire.remote(1))
+        return self.embedder.embed_documents(texts)
+
+
+class PoolEmbedder:
+    """The embedder a shard's ``Memory`` uses: it spreads texts over the embedding actors.
+
+    Only documents: a shard build never embeds a query.
+    """
+
+    def __init__(self, actors: Sequence[Any], described: tuple[str, int, int]) -> None:
+        self.actors = list(actors)
+        self.id, self.dim, self.max_window_tokens = described
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Window vectors of each text, in order (batches go to the actors round robin)."""
+        import ray
+
+        batches = [list(texts[i : i + _EMBED_BATCH]) for i in range(0, len(texts), _EMBED_BATCH)]
+        refs = [self.actors[i % len(self.actors)].embed.remote(b) for i, b in enumerate(batches)]
+        return [v for part in ray.get(refs) for v in part]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise RuntimeError("a shard build embeds documents only")

@@ -1,0 +1,311 @@
+"""Distributed indexing on Ray: list the sources, diff them against the catalog, build the
+shards that changed (one Ray task each), publish a new catalog version.
+
+The driver (the process that runs ``memlane index … --ray``) lists sources with the S3
+paginator (or walks a folder), maps each object to a shard by a stable hash of its key
+(:class:`memlane.cluster.catalog.Partition`), and compares ETags with the catalog: only new,
+changed and deleted objects make work. An object identical to another (same ETag and size:
+the same export uploaded twice) is indexed once. Each shard with work becomes one
+:func:`memlane.cluster.build.build_shard` task; Ray retries a task whose worker dies, and a
+task that finds its version already committed returns it, so running the same command after
+the driver itself died resumes without building committed shards again. With nothing
+changed the driver lists, diffs and exits without publishing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memlane import _core
+from memlane.cluster import catalog as cat
+from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard
+from memlane.cluster.storage import location
+
+__all__ = ["ClusterReport", "index_sources", "init_ray"]
+
+Progress = Callable[[str, int, int], None]
+
+# Bumped when what a shard build produces from the same inputs changes (then every shard
+# is built again rather than mixed with versions of the old kind).
+_BUILD_FORMAT = 1
+_DEFAULT_STAGE = "/tmp/memlane-stage"
+
+
+@dataclass
+class ClusterReport:
+    """What a distributed index run did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_removed: int = 0
+    files_unchanged: int = 0
+    duplicates: int = 0
+    """Objects identical to another one (same ETag and size), indexed once."""
+    shards: int = 0
+    shards_built: int = 0
+    shards_resumed: int = 0
+    """Shard versions a previous, interrupted run had committed (not built again)."""
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    bytes_parsed: int = 0
+    records_skipped: dict[str, int] = field(default_factory=dict)
+    chunks: int = 0
+    """Chunks in the index after the run."""
+    generation: int | None = None
+    """The catalog version published (None: nothing changed, nothing published)."""
+    embedder_id: str | None = None
+    list_seconds: float = 0.0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def init_ray(address: str, **kwargs: Any) -> Any:
+    """Connect to Ray: ``local`` starts a cluster in this process, ``auto`` joins the one
+    ``ray start`` made on this machine, anything else is a cluster address. An already
+    connected process keeps its connection."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("--ray needs Ray: pip install 'memlane[ray]'") from None
+    if not ray.is_initialized():
+        quiet = {"log_to_driver": False, "include_dashboard": False, "configure_logging": False}
+        if address == "local":
+            ray.init(**quiet, **kwargs)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    return ray
+
+
+def _version_id(shard: int, base: str | None, index: list[tuple[str, str]], remove: list[str], embedder: str | None) -> str:
+    """A shard version's id: a hash of everything that decides its content."""
+    what = json.dumps([_BUILD_FORMAT, shard, base, sorted(index), sorted(remove), embedder], separators=(",", ":"))
+    return hashlib.sha256(what.encode()).hexdigest()[:20]
+
+
+def _is_source(key: str, format: str | None) -> bool:
+    name = key.removesuffix(".gz")
+    return _core.is_candidate(name, format) and not any(part.startswith(".") for part in key.split("/"))
+
+
+def _listing(roots: Sequence[str], format: str | None) -> dict[str, tuple[str, int, str, str]]:
+    """Every source object under ``roots``: URI → (etag, size, root, key under the root)."""
+    found: dict[str, tuple[str, int, str, str]] = {}
+    for root in roots:
+        loc = location(root)
+        for obj in loc.list():
+            if _is_source(obj.key, format):
+                found[loc.uri_of(obj.key)] = (obj.etag, obj.size, loc.uri, obj.key)
+    return found
+
+
+def _embedding(ray: Any, embed: Any, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None]:
+    """The embedding actors and what they write: embedder id, dimension, window (None for keyword-only)."""
+    if embed == "none" or embed is None:
+        return [], None
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    limiter = None
+    if isinstance(embed, str) and embed.startswith("bedrock"):
+        limiter = ray.remote(RateLimiter).options(num_cpus=0).remote(requests_per_second or 20.0)
+    options: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
+    if gpus and isinstance(embed, str) and embed.startswith("local"):
+        # One actor per GPU. (The local embedder runs onnxruntime's CPU provider today, so
+        # this places the work but does not yet use the GPU.)
+        options["num_gpus"], count = 1, gpus
+    elif isinstance(embed, str) and embed.startswith("bedrock"):
+        options["num_cpus"], count = 0, actors or 4  # network-bound: no core each
+    else:
+        cpus = int(resources.get("CPU", 2))
+        # On a one-core cluster an actor holding the core would starve the shard tasks it serves.
+        options["num_cpus"] = threads if cpus > threads else 0
+        count = actors or max(1, cpus // (2 * threads))
+    remote = ray.remote(EmbedWorker).options(**options)
+    pool = [remote.remote(embed, threads, limiter) for _ in range(count)]
+    return pool, ray.get(pool[0].describe.remote())
+
+
+def index_sources(
+    sources: Sequence[str],
+    out: str,
+    *,
+    shards: int | None = None,
+    partition_depth: int | None = None,
+    embed: Any = "none",
+    ray_address: str = "local",
+    embed_actors: int | None = None,
+    embed_threads: int = 1,
+    requests_per_second: float | None = None,
+    format: str | None = None,
+    stage_root: str | None = None,
+    progress: Progress | None = None,
+    **ray_init: Any,
+) -> ClusterReport:
+    """Index S3 prefixes or folders into a sharded index at ``out`` on a Ray cluster.
+
+    Args:
+        sources: ``s3://bucket/prefix/`` URIs or local (shared) folders.
+        out: Where the catalog and shards go (``s3://…`` or a shared folder).
+        shards: Number of shards of a new index (default 64; an existing one keeps its own).
+        partition_depth: Map sources to shards by their first N folders below the source
+            root (e.g. 1: the project folder) instead of by their whole key.
+        embed: ``none`` (keyword only), an embedder spec (``local``, ``bedrock:512``, …) or
+            an embedder object.
+        ray_address: ``local``, ``auto`` or a cluster address (see :func:`init_ray`).
+        embed_actors: Embedding actors (default: one per two cores, one per GPU, 4 for Bedrock).
+        embed_threads: onnxruntime threads per local embedding actor.
+        requests_per_second: Bedrock requests per second, cluster-wide (default 20).
+        format: Force a transcript format (as ``memlane index --format``).
+        stage_root: Where workers put objects while indexing them (same path on every node).
+        progress: Optional ``(stage, done, total)`` callback; stages ``list`` and ``shards``.
+        **ray_init: Passed to ``ray.init`` for a local cluster (e.g. ``num_cpus``).
+
+    Returns:
+        What was done.
+
+    Raises:
+        ValueError: ``shards``, ``partition_depth`` or the embedder contradict the existing catalog.
+    """
+    started = time.perf_counter()
+    out_loc = location(out)
+    previous = cat.load(out_loc)
+    if previous is not None:
+        if shards is not None and shards != previous.partition.shards:
+            raise ValueError(f"{out} has {previous.partition.shards} shards: run with --shards {previous.partition.shards} (or a new --out)")
+        if partition_depth is not None and partition_depth != previous.partition.depth:
+            raise ValueError(f"{out} is partitioned at depth {previous.partition.depth}: keep it, or index into a new --out")
+        partition = previous.partition
+    else:
+        if shards is not None and not 1 <= shards <= 9999:
+            raise ValueError(f"--shards must be between 1 and 9999, got {shards}")
+        partition = cat.Partition(shards or 64, partition_depth)
+    stage = os.path.realpath(stage_root or os.environ.get("MEMLANE_STAGE_DIR") or _DEFAULT_STAGE)
+    report = ClusterReport(shards=partition.shards)
+
+    listing = _listing(sources, format)
+    if progress:
+        progress("list", len(listing), len(listing))
+    old = previous.sources if previous else {}
+    # The same export uploaded twice (identical ETag and size) is indexed once, under the URI
+    # indexed already if one is, else the first; local files have no content ETag and a
+    # multipart ETag is no content hash, so only plain S3 ETags are matched.
+    canonical: dict[tuple[str, int], str] = {}
+    kept = sorted(uri for uri, (etag, size, _, _) in listing.items()
+                  if uri in old and not old[uri].duplicate_of and (old[uri].etag, old[uri].size) == (etag, size))  # fmt: skip
+    sources_now: dict[str, cat.Source] = {}
+    for uri in [*kept, *sorted(set(listing) - set(kept))]:
+        etag, size, root, key = listing[uri]
+        first = canonical.setdefault((etag, size), uri) if uri.startswith("s3://") and "-" not in etag else uri
+        sources_now[uri] = cat.Source(etag, size, partition.shard_of(root, key), root, None if first == uri else first)
+    named_roots = {location(s).uri for s in sources}
+    index: dict[int, list[tuple[str, str]]] = {}
+    remove: dict[int, list[str]] = {}
+    for uri, now in sources_now.items():
+        was = old.get(uri)
+        before = was is not None and was.duplicate_of is None
+        changed = was is None or (was.etag, was.size) != (now.etag, now.size)
+        if before and (changed or now.duplicate_of):
+            remove.setdefault(was.shard, []).append(uri)
+        if now.duplicate_of is None and (changed or not before):
+            index.setdefault(now.shard, []).append((uri, now.etag))
+        report.duplicates += now.duplicate_of is not None
+        report.files_unchanged += before and not changed and now.duplicate_of is None
+    # Objects gone from a root named in this run; other roots' objects stay as they are.
+    gone = [u for u, was in old.items() if u not in sources_now and was.root in named_roots]
+    for uri in gone:
+        if old[uri].duplicate_of is None:
+            remove.setdefault(old[uri].shard, []).append(uri)
+            report.files_removed += 1
+    report.files_removed += sum(1 for u, now in sources_now.items() if now.duplicate_of and u in old and not old[u].duplicate_of)
+    all_sources = {**{u: s for u, s in old.items() if u not in gone}, **sources_now}
+    report.files_seen = len(listing)
+    report.list_seconds = time.perf_counter() - started
+    work = sorted(set(index) | set(remove))
+    refs_by_shard = {s.shard: s for s in previous.shards} if previous else {}
+    if not work and previous is not None:
+        report.chunks = sum(s.chunks for s in previous.shards)
+        report.embedder_id = previous.embedder_id
+        report.seconds = time.perf_counter() - started
+        return report
+
+    ray = init_ray(ray_address, **ray_init)
+    actors, described = _embedding(ray, embed, embed_actors, embed_threads, requests_per_second)
+    embedder_id = described[0] if described else None
+    if previous is not None and previous.embedder_id and embedder_id and embedder_id != previous.embedder_id:
+        raise ValueError(f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)")
+    shard_embedder = PoolEmbedder(actors, described) if described else "none"
+    task = ray.remote(build_shard).options(num_cpus=1, max_retries=5, retry_exceptions=False)
+    pending = {}
+    records: dict[int, dict[str, Any]] = {}
+    for shard in work:
+        prev = refs_by_shard.get(shard)
+        base = prev.version if prev else None
+        version = _version_id(shard, base, index.get(shard, []), remove.get(shard, []), embedder_id)
+        base_record = cat.version_record(out_loc, shard, base) if base else None
+        parts = sorted({"/".join(k.split("/")[: partition.depth]) for u, (_, _, _, k) in listing.items()
+                        if partition.depth and sources_now[u].shard == shard})  # fmt: skip
+        committed = cat.version_record(out_loc, shard, version)
+        if committed is not None:  # an interrupted run of the same work committed it
+            records[shard] = committed
+            report.shards_resumed += 1
+            continue
+        job = ShardJob(shard, version, out_loc.uri, stage, base_record, [u for u, _ in index.get(shard, [])], remove.get(shard, []), parts)
+        pending[task.remote(job, shard_embedder)] = shard
+    done = len(records)
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            records[pending.pop(ref)] = ray.get(ref)
+            done += 1
+            if progress:
+                progress("shards", done, len(work))
+    for actor in actors:
+        ray.kill(actor)
+
+    refs: list[cat.ShardRef] = []
+    for shard in range(partition.shards):
+        record = records.get(shard)
+        if record is None:
+            refs.append(refs_by_shard.get(shard) or cat.ShardRef(shard, None))
+            continue
+        r = record.get("report", {})
+        report.shards_built += 1
+        report.files_indexed += r.get("files_indexed", 0)
+        report.bytes_parsed += r.get("bytes_parsed", 0)
+        report.chunks_added += r.get("chunks_added", 0)
+        report.chunks_removed += r.get("chunks_removed", 0)
+        report.chunks_embedded += r.get("chunks_embedded", 0)
+        for reason, n in r.get("records_skipped", {}).items():
+            report.records_skipped[reason] = report.records_skipped.get(reason, 0) + n
+        refs.append(cat.ShardRef(
+            shard, record["version"], chunks=record["chunks"], files=record["source_files"], sessions=record["sessions"],
+            docs=record["docs"], tokens=record["tokens"], bytes=sum(f["size"] for f in record["files"].values()),
+            ts_min=record["ts_min"], ts_max=record["ts_max"], sources=record["sources"], partitions=record["partitions"],
+        ))  # fmt: skip
+    report.shards_built -= report.shards_resumed
+    ids = {r.get("embedder_id") for r in records.values()} - {None}
+    catalog = cat.Catalog(
+        generation=(previous.generation if previous else 0) + 1,
+        shards=refs,
+        partition=partition,
+        embedder_id=(previous.embedder_id if previous else None) or (ids.pop() if ids else None),
+        dim=(previous.dim if previous else None) or next((r.get("dim") for r in records.values() if r.get("dim")), None),
+        stage_root=stage,
+        roots=sorted({*(previous.roots if previous else ()), *named_roots}),
+        sources=all_sources,
+    )
+    cat.publish(out_loc, catalog)
+    report.generation = catalog.generation
+    report.embedder_id = catalog.embedder_id
+    report.chunks = sum(s.chunks for s in refs)
+    report.seconds = time.perf_counter() - started
+    return report

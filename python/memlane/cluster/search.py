@@ -1,0 +1,326 @@
+"""Searching a sharded index as one home: global BM25 statistics, one fusion, one reordering.
+
+A query runs in three rounds over the shards of one catalog version:
+
+1. every shard reports its share of the query's BM25 statistics (documents, text tokens, the
+   documents holding each query term: term-dictionary look-ups, no postings read), and the
+   shares are summed;
+2. the shards that can hold a match (scoped queries skip the others: see :meth:`ShardSet.select`)
+   rank their keyword candidates with the summed statistics, so every chunk scores exactly
+   as it would in one home holding all of them, and their vector candidates with exact
+   similarities;
+3. the union is merged and fused by the core's own fusion (``memlane._core.fuse_candidates``)
+   and the winners' stored chunks are fetched from their shards.
+
+:class:`ShardedIndex` is a :class:`memlane.Memory` whose store is a :class:`ShardSet`, so
+``search`` and ``recall`` are the single machine's own code — the time-aware reordering
+included (it reads chunk vectors from the shards' embedding caches, which travel with them).
+A :class:`ShardSet` only calls its shards' methods through ``call``, so the shards can as well
+be Ray actors (a serving router) as objects in this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlane import _core
+from memlane.cluster import catalog as cat
+from memlane.cluster.storage import location
+from memlane.memory import Memory
+
+__all__ = ["LocalShard", "ShardSet", "ShardedIndex", "open_index"]
+
+
+class LocalShard:
+    """One shard version on local disk, opened as a home (read only)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.store = _core.Store(str(home))
+        self._cache: Any = None
+        self._lock = threading.Lock()
+
+    def term_stats(self, query: str) -> str:
+        """This shard's share of the query's BM25 statistics."""
+        return self.store.term_stats(query)
+
+    def candidates(self, query: str, request: dict[str, Any], stats: str) -> bytes:
+        """The shard's candidates, BM25 scored with the corpus statistics ``stats``."""
+        return self.store.candidates(query, stats=stats, **request)
+
+    def get(self, keys: list[int]) -> list[dict[str, Any]]:
+        """Stored chunks by key."""
+        return self.store.get(keys)
+
+    def passages(self, query: str, texts: list[str], max_chars: int, stats: str) -> list[tuple[bool, str, bool] | None]:
+        """Each text's best passage for ``query``, terms weighed by the corpus statistics ``stats``."""
+        return self.store.passages(query, texts, max_chars, stats)
+
+    def windows(self, embedder_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        """Window vectors of these chunks from the shard's embedding cache (those it has)."""
+        path = self.home / "cache" / "embeddings.sqlite"
+        if not path.exists():
+            return {}
+        with self._lock:
+            if self._cache is None:
+                from memlane.embed.cache import EmbeddingCache
+
+                self._cache = EmbeddingCache(path)
+        return self._cache.get_many(embedder_id, hashes, count=False)
+
+    def status(self) -> dict[str, Any]:
+        """The shard home's status."""
+        return dict(self.store.status())
+
+
+Call = Callable[[list[Callable[[], Any]]], list[Any]]
+
+
+def threads(pool: ThreadPoolExecutor) -> Call:
+    """Run shard calls on a thread pool (the core releases the GIL while it works)."""
+
+    def run(calls: list[Callable[[], Any]]) -> list[Any]:
+        if len(calls) == 1:
+            return [calls[0]()]
+        return list(pool.map(lambda c: c(), calls))
+
+    return run
+
+
+class ShardSet:
+    """The shards of one catalog version, answering the calls :class:`memlane.Memory` makes
+    of its store (``search``, ``meta``, ``get``, ``status``) as one home would.
+
+    ``shards`` maps a shard number to an object with ``term_stats``, ``candidates``, ``get``,
+    ``windows`` (a :class:`LocalShard`, or a handle to a shard actor); ``call`` runs a list
+    of zero-argument calls, one per shard, and returns their results in order.
+    """
+
+    def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, Any], call: Call) -> None:
+        self.catalog = catalog
+        self.records = records
+        self.shards = shards
+        self.call = call
+
+    def select(self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None) -> list[int]:
+        """The shards that can hold a chunk passing these filters (catalog facts: kinds of
+        chunk, session ids, time range), in shard order."""
+        chosen = []
+        for n in sorted(self.shards):
+            r = self.records[n]
+            if sources and not set(sources) & set(r.get("sources", ())):
+                continue
+            if session_id is not None and session_id not in r.get("session_ids", ()):
+                continue
+            if since is not None or until is not None:
+                lo, hi = r.get("ts_min"), r.get("ts_max")
+                if lo is None or (since is not None and hi < since) or (until is not None and lo >= until):
+                    continue
+            chosen.append(n)
+        return chosen
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        vector: np.ndarray | None = None,
+        embedder_id: str | None = None,
+        sources: list[str] | None = None,
+        session_id: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        fusion: str = "weighted",
+        vector_weight: float = 0.6,
+        threshold: float = _core.DEFAULT_THRESHOLD,
+        candidates: int = 50,
+        projects: list[str] | None = None,
+        branch: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Hits as one home over every shard's chunks returns them (``_core.Store.search``)."""
+        filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
+        # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
+        stats = self.term_stats(query)
+        chosen = self.select(sources, session_id, since, until)
+        request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
+        parts = self.call([self._bound(n, "candidates", query, request, stats) for n in chosen])
+        fused = _core.fuse_candidates(parts, k, candidates, fusion, vector_weight, threshold)
+        owners: dict[int, list[int]] = {}
+        for part, key, *_ in fused:
+            owners.setdefault(chosen[part], []).append(key)
+        order = list(owners)
+        found = self.call([self._bound(n, "get", owners[n]) for n in order])
+        chunks = {c["key"]: c for batch in found for c in batch}
+        hits = []
+        for _, key, score, bm25, vec, coverage, relevance in fused:
+            chunk = chunks.get(key)
+            if chunk is not None:
+                chunk["path"] = self.catalog.display_path(chunk["path"])
+                hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance})
+        return hits
+
+    def term_stats(self, query: str) -> str:
+        """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
+        return _core.merge_term_stats(self.call([self._bound(n, "term_stats", query) for n in sorted(self.shards)]))
+
+    def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
+        """Each text's best passage for ``query``, terms weighed as one home would weigh them."""
+        if not self.shards:
+            return [None] * len(texts)
+        first = min(self.shards)
+        return self.call([self._bound(first, "passages", query, texts, max_chars, self.term_stats(query))])[0]
+
+    def _bound(self, shard: int, method: str, *args: Any) -> Callable[[], Any]:
+        target = getattr(self.shards[shard], method)
+        return lambda: target(*args)
+
+    def get(self, keys: list[int]) -> list[dict[str, Any]]:
+        """Stored chunks by key, from whichever shard holds them."""
+        every = sorted(self.shards)
+        found = {c["key"]: c for batch in self.call([self._bound(n, "get", keys) for n in every]) for c in batch}
+        return [found[k] for k in keys if k in found]
+
+    def windows(self, embedder_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        """Window vectors of these chunks from the shards' embedding caches."""
+        out: dict[str, np.ndarray] = {}
+        for part in self.call([self._bound(n, "windows", embedder_id, hashes) for n in sorted(self.shards)]):
+            out.update(part)
+        return out
+
+    def meta(self) -> dict[str, Any]:
+        """What built the vectors (as a home's ``memlane.json``)."""
+        return {"version": 1, "embedder_id": self.catalog.embedder_id, "dim": self.catalog.dim, "quantization": "f16"}
+
+    def status(self) -> dict[str, Any]:
+        """Counts summed over the shards, from the catalog (no shard is opened)."""
+        shards = self.catalog.shards
+        return {
+            "home": None,
+            "files": sum(s.files for s in shards),
+            "chunks": sum(s.chunks for s in shards),
+            "chunks_with_vectors": None,
+            "vectors": None,
+            "embedder_id": self.catalog.embedder_id,
+            "dim": self.catalog.dim,
+            "disk_bytes": sum(s.bytes for s in shards),
+            "sessions": sum(s.sessions for s in shards),
+        }
+
+
+def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where an index's shards are kept on this machine (one folder per index URI)."""
+    from memlane._paths import default_cache_dir
+
+    base = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    return base / "index" / hashlib.sha256(uri.encode()).hexdigest()[:16]
+
+
+def load_shards(uri: str, catalog: cat.Catalog, root: Path) -> tuple[dict[int, dict[str, Any]], dict[int, Path]]:
+    """Download (once: versions never change) every shard version of ``catalog``; their
+    records and local homes."""
+    out = location(uri)
+    records: dict[int, dict[str, Any]] = {}
+    homes: dict[int, Path] = {}
+    for ref in catalog.shards:
+        if ref.version is None:
+            continue
+        record = cat.version_record(out, ref.shard, ref.version)
+        if record is None:
+            raise FileNotFoundError(f"{uri}: catalog {catalog.generation} names shard {ref.shard} version {ref.version}, which is missing")
+        records[ref.shard] = record
+        homes[ref.shard] = cat.materialize(out, ref.shard, record, root / cat.shard_dir(ref.shard) / ref.version, root / "objects")
+    return records, homes
+
+
+class ShardedIndex(Memory):
+    """A sharded index (a catalog of shards) searched in this process, with the
+    :class:`memlane.Memory` interface: ``search``, ``recall``, ``get``, ``status``.
+
+    The shards are downloaded into ``cache_dir`` (default: memlane's cache folder) on first
+    use; :meth:`refresh` moves to a newer catalog version. Writing (``index``, ``forget`` …)
+    is the cluster's job: ``memlane index SOURCES --ray … --out URI``.
+    """
+
+    def __init__(self, uri: str, embedder: Any = "local", *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 8) -> None:
+        self.uri = location(uri).uri
+        self._root = local_root(self.uri, cache_dir)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memlane-shard")
+        self._shards = self._load()
+        if self._shards is None:
+            raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
+        super().__init__(self._root / "home", embedder=embedder if self._shards.catalog.embedder_id else "none", cache_dir=cache_dir)
+
+    def _load(self) -> ShardSet | None:
+        catalog = cat.load(location(self.uri))
+        if catalog is None:
+            return None
+        records, homes = load_shards(self.uri, catalog, self._root)
+        return ShardSet(catalog, records, {n: LocalShard(h) for n, h in homes.items()}, threads(self._pool))
+
+    def _open_store(self, quantization: str) -> ShardSet:
+        return self._shards
+
+    def _cached_windows(self, embedder_id: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
+        return self._store.windows(embedder_id, content_hashes)
+
+    @property
+    def catalog(self) -> cat.Catalog:
+        """The catalog version searched."""
+        return self._store.catalog
+
+    def refresh(self) -> bool:
+        """Move to the newest catalog version if there is one (searches under way finish on
+        the old one); True when it moved."""
+        current = cat.load(location(self.uri))
+        if current is None or current.generation == self._store.catalog.generation:
+            return False
+        fresh = self._load()
+        if fresh is None:
+            return False
+        self._store = fresh
+        return True
+
+    def status(self) -> dict[str, Any]:
+        """Counts of the whole index (from the catalog), its shards and the catalog version."""
+        status = self._store.status()
+        c = self._store.catalog
+        status.update(
+            home=None,
+            index=self.uri,
+            generation=c.generation,
+            created=c.created,
+            shards=len(c.shards),
+            shards_with_data=sum(1 for s in c.shards if s.version),
+            partition_depth=c.partition.depth,
+            local=str(self._root),
+        )
+        return status
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError(f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`")
+
+    index = embed_pending = embed_batch = remove_sources = forget = repair = verify = secrets = _read_only  # type: ignore[assignment]
+
+    def close(self) -> None:
+        """Release the embedding cache and the shard threads."""
+        super().close()
+        self._pool.shutdown(wait=False)
+
+
+def open_index(uri: str, embedder: Any = "local", **kwargs: Any) -> ShardedIndex:
+    """Open a sharded index for searching in this process.
+
+    Example:
+        >>> import memlane, tempfile
+        >>> memlane.open_index(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        FileNotFoundError: no memlane index at ...
+    """
+    return ShardedIndex(uri, embedder, **kwargs)

@@ -1,0 +1,413 @@
+"""The sharded index on Ray (issue 22): built from S3 on a local Ray cluster against a moto S3
+server on 127.0.0.1, searched in process; equal to one home built from the same files.
+
+Needs the ``ray`` extra (``pip install 'memlane[ray]'``) and ``moto[server]``; skipped without.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_DATA, FakeEmbedder, generic_session, write_jsonl
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("moto.server")
+
+import memlane  # noqa: E402
+from memlane.cluster import catalog as cat  # noqa: E402
+from memlane.cluster import storage  # noqa: E402
+from memlane.cluster.index import index_sources  # noqa: E402
+from memlane.cluster.storage import location  # noqa: E402
+
+BUCKET = "team-logs"
+OUT_BUCKET = "team-memory"
+
+# Queries with common and rare terms, and no term at all in the corpus.
+QUERIES = [
+    "deploy failed with exit code 137",
+    "postgres migration billing",
+    "temporary directory test",
+    "memory alert worker pool",
+    "keepalive timeout proxy",
+    "git commit message",
+    "python function error",
+    "zzzunknownterm",
+]
+
+_WORDS = (
+    "deploy release rollback postgres billing invoice ledger proxy timeout socket worker pool memory alert "
+    "cache index shard query latency budget migration replica backup restore kubernetes node container image "
+    "registry token secret rotate schedule cron nightly import export parser chunk vector embedding model"
+).split()
+
+
+class SlowFakeEmbedder(FakeEmbedder):
+    """The fake embedder, slow enough (per batch) that a shard build lasts long enough to be killed."""
+
+    def embed_documents(self, texts):
+        time.sleep(0.4)
+        return super().embed_documents(texts)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory):
+    """A moto S3 server on 127.0.0.1, and the environment that points boto3 (here and in every
+    Ray worker, which inherit it from the cluster started below) at it."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path_factory.mktemp("aws") / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path_factory.mktemp("aws") / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        # The workers' staging folder, the same path on every worker (one machine here).
+        "MEMLANE_STAGE_DIR": str(tmp_path_factory.mktemp("stage")),
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in env.items():
+            mp.setenv(name, value)
+        storage._CLIENT = None
+        client = storage._s3_client()
+        for bucket in (BUCKET, OUT_BUCKET):
+            client.create_bucket(Bucket=bucket)
+        yield client
+        storage._CLIENT = None
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(s3):
+    """A local Ray cluster of 2 CPUs (as CI has), started after the S3 environment is set."""
+    tests = str(Path(__file__).parent)
+    ray.init(
+        num_cpus=2,
+        object_store_memory=150 * 1024 * 1024,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        # The workers unpickle this module's embedders from conftest.
+        runtime_env={"env_vars": {"PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}},
+    )
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def _synthetic(root: Path, n: int, seed: int = 7) -> None:
+    """``n`` generic-JSONL sessions of seeded random words (shared words, many ties), in
+    project folders."""
+    rng = random.Random(seed)
+    for i in range(n):
+        pairs = [
+            (" ".join(rng.choices(_WORDS, k=12)) + "?", " ".join(rng.choices(_WORDS, k=60)) + ".")
+            for _ in range(rng.randint(2, 5))
+        ]
+        day = 1 + i % 27
+        write_jsonl(root / f"proj-{i % 4}" / f"s{i:03d}.jsonl", generic_session(f"syn-{i}", pairs, start=f"2026-02-{day:02d}T09:00:00Z"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real transcripts of every format (when the shared data is there) and synthetic
+    sessions: the files a local home and the S3 archive both get."""
+    root = tmp_path_factory.mktemp("corpus")
+    from conftest import write_deploy_and_cooking
+
+    write_deploy_and_cooking(root / "proj-x")
+    _synthetic(root, 24)
+    real = SHARED_DATA / "transcripts"
+    if real.is_dir():
+        shutil.copytree(real, root / "real", ignore=shutil.ignore_patterns("*.md5", "PROVENANCE.md"))
+    return root
+
+
+def _upload(client, root: Path, prefix: str) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{p.relative_to(root).as_posix()}", Body=p.read_bytes())
+
+
+def _one_home(tmp: Path, root: Path, embedder="none") -> memlane.Memory:
+    mem = memlane.open(tmp, embedder=embedder)
+    mem.index([str(root)], embed=embedder != "none")
+    return mem
+
+
+def _raw(store, query: str, **kw):
+    return [(h["key"], h["score"], h["bm25"], h["vector"]) for h in store.search(query, k=10, **kw)]
+
+
+def _same_up_to_ties(a: list, b: list) -> None:
+    """Equal scores in the same order; the keys of each run of equal scores equal as sets."""
+    assert [round(x[1], 5) for x in a] == [round(x[1], 5) for x in b]
+    groups_a: dict[float, set] = {}
+    groups_b: dict[float, set] = {}
+    for x in a:
+        groups_a.setdefault(round(x[1], 5), set()).add(x[0])
+    for x in b:
+        groups_b.setdefault(round(x[1], 5), set()).add(x[0])
+    last = round(a[-1][1], 5) if a else None
+    for score, keys in groups_a.items():
+        if score != last:  # the cut at k may take any of the last run's ties
+            assert keys == groups_b[score]
+
+
+FILTERS = [
+    {},
+    {"session_id": "deploy-1"},
+    {"sources": ["transcript"]},
+    {"since": 1_771_000_000_000},  # mid-February 2026 (ms)
+    {"until": 1_771_000_000_000},
+]
+
+
+def test_bm25_sharded_equals_one_home(cluster, s3, corpus: Path, tmp_path: Path) -> None:
+    _upload(s3, corpus, "claude")
+    out = f"s3://{OUT_BUCKET}/bm25/"
+    report = index_sources([f"s3://{BUCKET}/claude/"], out, shards=5, embed="none")
+    assert report.generation == 1 and report.files_indexed == report.files_seen > 20
+    one = _one_home(tmp_path / "one", corpus)
+    assert report.chunks == one.status()["chunks"]
+    index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
+    assert index.status()["chunks"] == report.chunks and index.status()["shards_with_data"] == 5
+    compared = 0
+    for query in QUERIES:
+        for filters in FILTERS:
+            expected = _raw(one._store, query, **filters)
+            assert _raw(index._store, query, **filters) == expected, (query, filters)
+            compared += bool(expected)
+        hits, want = index.search(query), one.search(query)
+        assert [(h.id, h.score, h.scores, h.session_id, h.text) for h in hits] == [(h.id, h.score, h.scores, h.session_id, h.text) for h in want]
+        assert all(h.path.startswith(f"s3://{BUCKET}/claude/") for h in hits)
+        assert index.snippets(query, hits, 80) == one.snippets(query, want, 80)
+    assert compared >= 25  # most query × filter pairs have hits: the comparison is not vacuous
+    # A scoped query asks only the shards that can hold its session.
+    assert len(index._store.select(None, "deploy-1", None, None)) == 1
+
+
+def test_hybrid_sharded_equals_one_home_and_vectors_travel(cluster, s3, corpus: Path, tmp_path: Path) -> None:
+    _upload(s3, corpus, "hybrid")
+    out = f"s3://{OUT_BUCKET}/hybrid/"
+    report = index_sources([f"s3://{BUCKET}/hybrid/"], out, shards=3, embed=FakeEmbedder())
+    assert report.embedder_id == FakeEmbedder.id and report.chunks_embedded == report.chunks > 0
+    one = _one_home(tmp_path / "one", corpus, FakeEmbedder())
+    index = memlane.open_index(out, embedder=FakeEmbedder(), cache_dir=tmp_path / "cache")
+    fake = FakeEmbedder()
+    for query in QUERIES:
+        vector = np.ascontiguousarray(fake.embed_query(query))
+        for filters in FILTERS[:3]:
+            kw = {"vector": vector, "embedder_id": FakeEmbedder.id, **filters}
+            _same_up_to_ties(_raw(index._store, query, **kw), _raw(one._store, query, **kw))
+        a, b = index.search(query), one.search(query)
+        _same_up_to_ties([(h.id, h.score) for h in a], [(h.id, h.score) for h in b])
+    # recall uses the chunk vectors from the shards' embedding caches (time-aware reordering)
+    assert index.recall("which database does billing use?").text == one.recall("which database does billing use?").text
+
+
+def test_rerun_lists_diffs_and_indexes_only_what_changed(cluster, s3, tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    _synthetic(root, 10, seed=3)
+    _upload(s3, root, "incr")
+    src, out = f"s3://{BUCKET}/incr/", f"s3://{OUT_BUCKET}/incr/"
+    first = index_sources([src], out, shards=4, embed="none")
+    assert first.files_indexed == 10
+    again = index_sources([src], out, embed="none")
+    assert (again.files_indexed, again.files_removed, again.shards_built, again.generation) == (0, 0, 0, None)
+    assert again.files_unchanged == 10 and cat.load(location(out)).generation == 1
+    # Change one object, delete one, add one, and upload an exact copy of another.
+    changed = root / "proj-1" / "s001.jsonl"
+    write_jsonl(changed, generic_session("syn-1", [("what changed in the rollback?", "the rollback now keeps the ledger replica")]))
+    s3.put_object(Bucket=BUCKET, Key="incr/proj-1/s001.jsonl", Body=changed.read_bytes())
+    (root / "proj-2" / "s002.jsonl").unlink()
+    s3.delete_object(Bucket=BUCKET, Key="incr/proj-2/s002.jsonl")
+    write_jsonl(root / "proj-9" / "new.jsonl", generic_session("new-1", [("a brand new question about cron", "cron runs nightly")]))
+    s3.put_object(Bucket=BUCKET, Key="incr/proj-9/new.jsonl", Body=(root / "proj-9" / "new.jsonl").read_bytes())
+    s3.put_object(Bucket=BUCKET, Key="incr/copies/s003.jsonl", Body=(root / "proj-3" / "s003.jsonl").read_bytes())
+    third = index_sources([src], out, embed="none")
+    assert (third.files_indexed, third.files_removed, third.duplicates, third.files_unchanged) == (2, 1, 1, 8)
+    assert 1 <= third.shards_built <= 3 and third.generation == 2
+    one = _one_home(tmp_path / "one", root)
+    index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
+    assert index.status()["chunks"] == one.status()["chunks"]
+    for query in [*QUERIES, "rollback ledger replica", "cron nightly"]:
+        assert _raw(index._store, query) == _raw(one._store, query)
+
+
+def _ray_processes(title: str) -> list[int]:
+    """Pids of the Ray workers whose process title is ``ray::TITLE`` (Ray names a worker after
+    the task or actor it runs)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(f"ray::{title}".encode()):
+                pids.append(int(proc.name))
+        except OSError:  # gone meanwhile
+            continue
+    return pids
+
+
+def _kill_when_running(title: str, killed: list, stop: threading.Event) -> None:
+    while not stop.is_set() and not killed:
+        for pid in _ray_processes(title):
+            time.sleep(0.5)  # let it get some way in
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
+        time.sleep(0.1)
+
+
+def test_killed_worker_and_actor_are_retried_and_the_result_is_undisturbed(cluster, s3, tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    _synthetic(root, 8, seed=5)
+    _upload(s3, root, "faults")
+    out = f"s3://{OUT_BUCKET}/faults/"
+    killed_task: list = []
+    killed_actor: list = []
+    stop = threading.Event()
+    killers = [
+        threading.Thread(target=_kill_when_running, args=("build_shard", killed_task, stop)),
+        threading.Thread(target=_kill_when_running, args=("EmbedWorker.embed", killed_actor, stop)),
+    ]
+    for t in killers:
+        t.start()
+    try:
+        report = index_sources([f"s3://{BUCKET}/faults/"], out, shards=2, embed=SlowFakeEmbedder(), embed_actors=1)
+    finally:
+        stop.set()
+        for t in killers:
+            t.join()
+    assert killed_task and killed_actor  # both a shard worker and the embedding actor were kill -9'd
+    assert report.files_indexed == 8 and report.chunks_embedded == report.chunks
+    one = _one_home(tmp_path / "one", root, FakeEmbedder())
+    index = memlane.open_index(out, embedder=FakeEmbedder(), cache_dir=tmp_path / "cache")
+    assert index.status()["chunks"] == one.status()["chunks"]
+    fake = FakeEmbedder()
+    for query in QUERIES:
+        kw = {"vector": np.ascontiguousarray(fake.embed_query(query)), "embedder_id": FakeEmbedder.id}
+        _same_up_to_ties(_raw(index._store, query, **kw), _raw(one._store, query, **kw))
+
+
+def test_killed_driver_is_resumed_by_the_same_command(cluster, s3, tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    _synthetic(root, 24, seed=11)
+    src, out = str(root), f"s3://{OUT_BUCKET}/driver/"
+    address = ray.get_runtime_context().gcs_address
+    command = [sys.executable, "-m", "memlane.cli", "index", src, "--ray", address, "--shards", "8", "--out", out, "--embed", "none"]
+    driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert driver.stderr is not None
+    for line in driver.stderr:
+        if line.startswith("shards: "):  # the first shard version is committed
+            driver.send_signal(signal.SIGKILL)
+            break
+    driver.wait(timeout=120)
+    driver.stderr.close()
+    assert driver.returncode == -signal.SIGKILL
+    assert cat.load(location(out)) is None  # killed before publishing: readers see nothing yet
+    resumed = index_sources([src], out, shards=8, embed="none")  # the same command
+    with_work = len({s.shard for s in cat.load(location(out)).sources.values()})
+    assert resumed.shards_resumed >= 1 and resumed.shards_resumed + resumed.shards_built == with_work
+    assert resumed.generation == 1 and resumed.files_indexed == 24
+    one = _one_home(tmp_path / "one", root)
+    index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
+    for query in QUERIES:
+        assert _raw(index._store, query) == _raw(one._store, query)
+
+
+def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memlane.cli import main
+
+    root = tmp_path / "src"
+    _synthetic(root, 6, seed=13)
+    # A gzipped object is read through (the core reads .zst itself).
+    data = (root / "proj-0" / "s000.jsonl").read_bytes()
+    (root / "proj-0" / "s000.jsonl").unlink()
+    s3.put_object(Bucket=BUCKET, Key="cli/proj-0/s000.jsonl.gz", Body=gzip.compress(data))
+    _upload(s3, root, "cli")
+    out = f"s3://{OUT_BUCKET}/cli/"
+    assert main(["index", f"s3://{BUCKET}/cli/", "--ray", "auto", "--shards", "2", "--partition-depth", "1", "--out", out, "--embed", "none", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["files_indexed"] == 6 and report["generation"] == 1
+    catalog = cat.load(location(out))
+    assert catalog.partition.depth == 1
+    # Partitioned by project folder: every project's sessions live in one shard.
+    assert {s.root for s in catalog.sources.values()} == {f"s3://{BUCKET}/cli"}
+    for project in ("proj-0", "proj-1"):
+        assert len({s.shard for u, s in catalog.sources.items() if f"/{project}/" in u}) == 1
+    assert main(["--index", out, "search", "deploy rollback", "-k", "3", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits and all(h["path"].startswith(f"s3://{BUCKET}/cli/") for h in hits)
+    assert main(["--index", out, "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == 6
+    # A shard downloaded by hand is an ordinary home.
+    ref = next(s for s in catalog.shards if s.version)
+    record = cat.version_record(location(out), ref.shard, ref.version)
+    home = cat.materialize(location(out), ref.shard, record, tmp_path / "shard")
+    assert main(["--home", str(home), "search", "deploy rollback", "--embed", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert main(["--index", out, "forget", "--session", "syn-1"]) == 2
+    assert "search, recall and status only" in capsys.readouterr().err
+
+
+def test_catalog_pointer_swap_is_atomic(s3, tmp_path: Path) -> None:
+    for out in (location(tmp_path / "idx"), location(f"s3://{OUT_BUCKET}/atomic/")):
+        big = {f"s3://b/k{i}": cat.Source(f"e{i}", i, i % 3, "s3://b") for i in range(3000)}
+        cat.publish(out, cat.Catalog(generation=1, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big))
+        seen: list[int] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                seen.append(cat.load(out).generation)  # never a partial catalog: no error here
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for g in range(2, 12):
+            cat.publish(out, cat.Catalog(generation=g, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big))
+        stop.set()
+        reader.join()
+        assert seen and seen == sorted(seen) and cat.load(out).generation == 11
+        # A writer that died after writing a catalog version but before the swap changed nothing.
+        out.write_bytes("catalogs/00000012.json", b'{"half":')
+        assert cat.load(out).generation == 11
+
+
+def test_partition_is_stable_and_keeps_a_prefix_together() -> None:
+    by_key = cat.Partition(64)
+    assert by_key.shard_of("s3://b/logs", "p/a.jsonl") == cat.Partition(64).shard_of("s3://b/logs/", "p/a.jsonl")
+    assert len({by_key.shard_of("s3://b/logs", f"p/{i}.jsonl") for i in range(200)}) > 40
+    by_project = cat.Partition(64, depth=1)
+    assert len({by_project.shard_of("s3://b/logs", f"p/{i}.jsonl") for i in range(200)}) == 1
+
+
+def test_import_memlane_does_not_import_ray_or_boto3() -> None:
+    code = "import sys, memlane; memlane.open_index; import memlane.cluster.search; print(sorted(m for m in ('ray', 'boto3') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
