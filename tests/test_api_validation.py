@@ -74,7 +74,7 @@ def test_index_rejects_wrong_arguments_before_touching_the_home(
         (("deploy",), {"vector_weight": 1.5}, InvalidArgumentError, "vector_weight must be between 0 and 1"),
         (("deploy",), {"vector_weight": "0.5"}, ArgumentTypeError, "vector_weight must be a number"),
         (("deploy",), {"threshold": None}, ArgumentTypeError, "threshold must be a number"),
-        (("deploy",), {"sources": ["transcripts"]}, InvalidArgumentError, "sources must be one of brain, knowledge, transcript"),
+        (("deploy",), {"sources": ["transcripts"]}, InvalidArgumentError, "sources must be one of brain, knowledge, summary, transcript"),
         (("deploy",), {"session_id": 7}, ArgumentTypeError, "session_id must be a string"),
     ],
 )

@@ -416,3 +416,23 @@ def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path:
     drain(home)
     status = memlane.open(home, embedder="none").status()
     assert status["chunks_with_vectors"] == 1 and status["embedder_id"]
+
+
+def test_worker_starts_compaction_when_a_distilled_session_completes_a_week(tmp_path: Path) -> None:
+    from memlane.agents.hooks import drain, queue_entry
+    from memlane.timeline import schedule
+
+    home = tmp_path / "h"
+    for day in ("02", "03", "04"):  # ISO week 2026-W10, long over
+        p = home / "brain" / "DailyActivity" / f"2026-03-{day}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"# 2026-03-{day}\n\n## 09:00 | exporter\n- Raised the exporter retry limit to {day} attempts.\n")
+    src = claude_session(tmp_path / "d1.jsonl", "d1", "/w", [("Pick a queue.", "We decided to use SQS FIFO queues for the exporter.")])
+    queue_entry(home, {"session_id": "d1", "transcript_path": str(src)}, client="claude-code", event="session-end", embed="none", distill="extractive")
+    report = drain(home)
+    assert report.distilled == [str(src)]
+    log = (home / "queue" / "worker.log").read_text()
+    assert "started compact" in log and "dream" not in log.split("started compact")[1].splitlines()[0]
+    assert schedule._SPAWNED[-1].wait(timeout=120) == 0, (home / "queue" / "timeline.log").read_text()
+    weekly = (home / "brain" / "Weekly" / "2026-W10.md").read_text()
+    assert "(DailyActivity/2026-03-03.md › 09:00)" in weekly

@@ -178,7 +178,7 @@ def _file_line(f: dict[str, Any]) -> str:
 
 def _format_hit(i: int, hit: Any, snippet: str) -> str:
     when = hit.timestamp[:16].replace("T", " ") if hit.timestamp else "undated"
-    if hit.source == "knowledge":
+    if hit.source in ("knowledge", "summary"):
         where = f"{hit.heading} · lines {hit.meta.get('line_start')}-{hit.meta.get('line_end')} · {when}"
     else:
         where = f"{hit.session_id} · turns {hit.turn_start}-{hit.turn_end} · {when}"
@@ -186,6 +186,8 @@ def _format_hit(i: int, hit: Any, snippet: str) -> str:
         where += f" · {Path(hit.project).name}" + (f"@{hit.branch}" if hit.branch else "")
     scores = " ".join(f"{k}={v:.2f}" for k, v in {"relevance": hit.relevance, **hit.scores}.items() if v is not None)
     earlier = f"\n   earlier statement: superseded by {hit.superseded_by}" if hit.superseded_by else ""
+    if context := hit.meta.get("context"):
+        earlier += f"\n   found through the summary {context}"
     return f"{i}. [{hit.score:.3f} {scores}] {hit.id} {where}\n   {hit.path}{earlier}\n   {snippet}"
 
 
@@ -488,7 +490,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
-    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "brain"], help="keep only this source (repeatable)")
+    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "summary", "brain"], help="keep only this source (repeatable)")
     p.add_argument("--session", help="keep only this session id")
     p.add_argument("--since", help="keep chunks from this time on (ISO-8601)")
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
@@ -547,8 +549,10 @@ def _parser() -> argparse.ArgumentParser:
     from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.agents.cli import add_parsers as add_agent_parsers
     from memlane.brain.cli import add_parsers as add_brain_parsers
+    from memlane.timeline.cli import add_parsers as add_timeline_parsers
 
     add_brain_parsers(sub, [common(False)])
+    add_timeline_parsers(sub, [common(False)])
     add_bench_parser(sub, [common(False)])
     add_agent_parsers(sub, [common(False)])
     return parser

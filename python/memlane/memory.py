@@ -43,6 +43,9 @@ _BYTES_PER_BATCH = 64 << 20
 _CHUNKS_PER_EMBED_BATCH = 256
 _EMBED_BATCHES_PER_COMMIT = 16
 
+# Extra fused hits a search fetches beyond k (see Memory.search, hierarchy).
+_HIERARCHY_SPARE = 3
+
 Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
 
@@ -491,6 +494,7 @@ class Memory:
         threshold: float = FLOOR,
         recency: bool = True,
         temporal: bool = True,
+        hierarchy: bool = True,
         project: str | None = None,
         branch: str | None = None,
     ) -> list[Hit]:
@@ -517,6 +521,8 @@ class Memory:
                 marked ``superseded_by``. Unique old facts never move for being old.
             temporal: When the question names a time ("in January", "two weeks before May 7"),
                 hits dated near it rank higher (relative times read against the newest hit's date).
+            hierarchy: A summary or wiki page among the hits hands its place to the daily entries it
+                cites that match the query (:mod:`memlane.ranking.hierarchy`): it never outranks its evidence.
             project: Keep only chunks of this project: a key as hits show it, a path (the
                 repository around it) or a name (``alpha`` for ``/src/alpha``); see
                 :meth:`project_keys`. The vector search is restricted too.
@@ -536,7 +542,7 @@ class Memory:
         """
         _check.text("query", query)
         _check.integer("k", k, minimum=1)
-        sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "brain"))
+        sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "summary", "brain"))
         _check.optional_text("session_id", session_id)
         _check.choice("fusion", fusion, ("weighted", "rrf"))
         _check.number("vector_weight", vector_weight, low=0, high=1)
@@ -567,9 +573,11 @@ class Memory:
 
         time_aware = (recency or temporal) and needs_rerank(query, recency=recency, temporal=temporal)
         pool = max(k, POOL) if time_aware else k
+        # A summary handing its place to a child already listed leaves a gap: a few more fill it.
+        spare = _HIERARCHY_SPARE if hierarchy else 0
         raw = self._store.search(
             query,
-            k=pool,
+            k=pool + spare,
             vector=vector,
             embedder_id=embedder_id,
             sources=list(sources) if sources else None,
@@ -587,8 +595,20 @@ class Memory:
         if time_aware:
             # Same-subject grouping compares chunk vectors; only present-state questions group.
             grouping = recency and asks_present_state(query)
-            vectors = self._unit_vectors([d["content_hash"] for d in raw], embedder_id) if grouping else None
-            hits = rerank(hits, query, vectors, recency=recency, temporal=temporal)[:k]
+            vectors = self._unit_vectors([d["content_hash"] for d in raw[:pool]], embedder_id) if grouping else None
+            hits = rerank(hits[:pool], query, vectors, recency=recency, temporal=temporal)[: k + spare] + hits[pool:]
+        # Asked for summaries alone, the caller gets them: there is no evidence to hand them to.
+        if hierarchy and (not sources or "knowledge" in sources) and any(h.source == "summary" for h in hits[:k]):
+            from memlane.ranking.hierarchy import place_evidence
+
+            def fetch(since_ms: int, until_ms: int) -> list[Hit]:
+                found = self._store.search(query, k=max(pool, 50), vector=vector, embedder_id=embedder_id, sources=["knowledge"],
+                                           since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0,
+                                           projects=projects, branch=branch)
+                return [Hit._from_core(d) for d in found]
+
+            hits = place_evidence(hits, k, fetch=fetch)
+        hits = hits[:k]
         self.events.append("search", query=_masked(query), results=len(hits))
         return hits
 

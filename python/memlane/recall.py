@@ -266,6 +266,8 @@ def hit_provenance(hit: Hit, *, project: bool = False) -> str:
         'session s1 · turns 12-15 · 2026-04-02 14:03 UTC'
     """
     earlier = f" · earlier statement, superseded by {hit.superseded_by}" if hit.superseded_by else ""
+    if context := hit.meta.get("context"):
+        earlier += f" · via {context}"
     if project:
         earlier = f" · project {Path(hit.project).name or hit.project or '(none)'}{earlier}"
     if hit.source == "transcript":
@@ -307,7 +309,8 @@ def _candidate(item: RecallItem) -> _Candidate:
 def _hit_candidates(
     mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime, scope: _Scope
 ) -> list[_Candidate]:
-    hits = mem.search(query, k=k, sources=["transcript", "knowledge"], threshold=threshold, project=scope.project, branch=scope.branch)
+    # Summaries too: one that matches hands its place to the entries it cites (ranking.hierarchy).
+    hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold, project=scope.project, branch=scope.branch)
     # The search answers only when a candidate reaches the floor, and then with every candidate:
     # the weakest stay out (a lower bar than the floor's, which would lose gold turns).
     item_floor = min(threshold, ITEM_FLOOR)

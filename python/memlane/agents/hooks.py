@@ -15,10 +15,11 @@
   once and never block the agent.
 
 The worker holds ``<home>/queue/worker.lock``, indexes each queued transcript incrementally,
-distils it when the entry asks for it (``--distill`` on ``session-end``) and exits when the
-queue is empty. Entries are renamed to ``*.taken`` while they are worked on and deleted when
-done, so a crashed worker leaves them for the next one and a hook re-queuing the same file
-meanwhile is never lost.
+distils it when the entry asks for it (``--distill`` on ``session-end``), then starts
+compaction or dreaming when they are due (:mod:`memlane.timeline.schedule`: detached, under
+their lease) and exits when the queue is empty. Entries are renamed to ``*.taken`` while they
+are worked on and deleted when done, so a crashed worker leaves them for the next one and a
+hook re-queuing the same file meanwhile is never lost.
 
 Recall is scoped to the session's project (the repository around the payload's ``cwd``): the
 snapshot leaves out brain entries bound to other projects, and the recall reads this project's
@@ -482,6 +483,17 @@ def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
         report.distilled.append(path)
         added = [k for res in results for k in res.added]
         _log(_queue(home), f"distilled {path}: {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+        # A new daily may complete a week or wake dreaming: the jobs run detached, never in the hook.
+        from memlane.timeline.schedule import run_due
+
+        queue = _queue(home)
+        try:
+            started = run_due(home, default_brain_dir(home), queue / "timeline.log", embed)
+        except Exception as exc:  # noqa: BLE001 - scheduling must never cost the indexed session
+            _log(queue, f"timeline scheduling failed: {type(exc).__name__}: {exc}")
+        else:
+            if started:
+                _log(queue, f"started {' and '.join(started)} (log: {queue / 'timeline.log'})")
 
 
 # -- command line ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from typing import Any
 
 from memlane import secrets
 from memlane._paths import default_home
+from memlane.brain import provenance
 from memlane.brain._fs import atomic_write, brain_lock, read_text
 from memlane.brain.document import (
     EVOLUTION_SCHEMA,
@@ -923,7 +924,8 @@ class Brain:
     # -- checking ------------------------------------------------------------------------
 
     def check(self) -> list[Problem]:
-        """Validate the brain: unique keys, caps, references, supersession links, guard re-scan.
+        """Validate the brain: unique keys, caps, references, supersession links, guard re-scan,
+        and the provenance of every summary and wiki statement (:mod:`memlane.brain.provenance`).
 
         Returns:
             Problems, errors first; empty when all is well.
@@ -995,5 +997,7 @@ class Brain:
                 block = "".join(index_line(e) for e in doc.entries())
                 if block not in text or INDEX_END not in text:
                     problems.append(Problem("warning", "stale_index", "the compact index is out of date: run `memlane brain index`", path=str(path)))
+        # Summaries and wiki pages: every statement names its source, and every source resolves.
+        problems += [Problem("error", code, message, path=path) for code, message, path in provenance.check(self.dir)]
         # A hand edit shows up in its entry and in the index line: report it once.
         return sorted(dict.fromkeys(problems), key=lambda p: (p.level != "error", p.code, p.key or ""))

@@ -27,7 +27,7 @@ class Hit:
 
     Attributes:
         id: Chunk id (hex of the content key).
-        source: ``transcript`` | ``knowledge`` | ``brain``.
+        source: ``transcript`` | ``knowledge`` | ``summary`` (compaction and wiki pages) | ``brain``.
         text: The chunk text.
         score: Fused score used for ranking (on present-state questions the newest statement of a
             subject takes the score of the earlier one it displaces, see :mod:`memlane.ranking.rerank`).

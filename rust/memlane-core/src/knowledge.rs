@@ -9,7 +9,7 @@
 //! Text: the heading path (`Title › Section › Entry`) on the first line, a blank line, then
 //! the section's lines — BM25 and the embedder both see the context.
 //!
-//! Fields: `source` `knowledge`; `heading` the path; `session_id` empty; `turn_start` =
+//! Fields: `source` `knowledge` (`summary` for a [`NoteKind::Summary`]); `heading` the path; `session_id` empty; `turn_start` =
 //! `turn_end` = the section's index in the note; `ts_start` = `ts_end` = the section's time;
 //! `format` `markdown`; `meta` = `{kind, title, tags, frontmatter, line_start, line_end, part}`
 //! with 1-based inclusive lines and the note's frontmatter tags followed by the section's
@@ -99,6 +99,7 @@ fn build(
         NoteKind::Note => "note",
         NoteKind::Daily => "daily",
         NoteKind::Signal => "signal",
+        NoteKind::Summary => "summary",
     };
     let index = u32::try_from(index).unwrap_or(u32::MAX);
     let part = u32::try_from(part).unwrap_or(u32::MAX);
@@ -128,7 +129,13 @@ fn build(
             "part": part,
         }),
         text,
-        source: "knowledge".to_owned(),
+        // Summaries are their own source: search keeps them below the evidence they cite.
+        source: if note.kind == NoteKind::Summary {
+            "summary"
+        } else {
+            "knowledge"
+        }
+        .to_owned(),
         heading: heading.to_owned(),
         // The library folder the note is indexed from decides its project (the store knows it).
         cwd: None,
@@ -243,6 +250,23 @@ mod tests {
             a[0].key,
             chunks("/lib/a.md", "# T\n\nsame text\n", 500)[0].key
         );
+    }
+
+    #[test]
+    fn summaries_are_their_own_source() {
+        let text = "---\ntype: weekly\nperiod: 2026-W10\n---\n# Week 2026-W10\n\n## Decisions\n- Use uv. (DailyActivity/2026-03-02.md \u{203a} 14:40)\n";
+        let c = chunks("/brain/Weekly/2026-W10.md", text, 500);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].source, "summary");
+        assert_eq!(c[0].meta["kind"], "summary");
+        assert_eq!(c[0].heading, "Week 2026-W10 \u{203a} Decisions");
+        assert_eq!(c[0].ts_start, None);
+        let daily = chunks(
+            "/brain/DailyActivity/2026-03-02.md",
+            "# 2026-03-02\n\n## 14:40 | a\nx\n",
+            500,
+        );
+        assert_eq!(daily[0].source, "knowledge");
     }
 
     #[test]

@@ -224,6 +224,10 @@ pub enum NoteKind {
     /// A list of separate entries (under a `signals/` folder or `type: signal`): one entry
     /// per top-level list item and per `###`-or-deeper heading.
     Signal,
+    /// A summary of other notes (`type: weekly|monthly|wisdom|wiki|summary`, written by
+    /// memlane's compaction and wiki): sectioned like a note, searched as `source="summary"`
+    /// so ranking can keep it below the evidence it points to.
+    Summary,
 }
 
 /// A markdown note split into sections (lines are numbered from 1).

@@ -6,7 +6,8 @@
 //!   Values become strings, `[a, b]` and `- a` blocks lists of strings, `|`/`>` blocks and
 //!   nested mappings their raw text; it is metadata only and lands in no section. `title`
 //!   names the note, `date` dates it, `tags`/`tag` (a list or a comma/space separated
-//!   string, `#` optional) tag every chunk, `type: signal|daily` forces the kind.
+//!   string, `#` optional) tag every chunk, `type: signal|daily` forces the kind, and
+//!   `type: weekly|monthly|wisdom|wiki|summary` makes it a [`NoteKind::Summary`].
 //! * **Sections**: a new one starts at every `#` and `##` heading (ATX, or setext with a
 //!   one-line text underlined by `===`/`---`). Deeper headings stay inside their section.
 //!   Lines inside fenced code (```` ``` ````/`~~~`, CommonMark rules: an unclosed fence runs
@@ -48,7 +49,8 @@ use crate::model::{Note, NoteKind, ParsedFile, Section};
 
 /// Files the brain package owns (L1/L2, always injected): never indexed as knowledge when a
 /// folder walk meets them, so a library that holds the brain folder does not store them twice.
-const BRAIN_FILES: [&str; 2] = ["MEMORY.md", "EVOLUTION.md"];
+/// `DREAMS.md` is the dreaming diary (what a run did), a log rather than memory.
+const BRAIN_FILES: [&str; 3] = ["MEMORY.md", "EVOLUTION.md", "DREAMS.md"];
 /// The brain's archive folder (`Archives/MEMORY-archive-YYYY-MM.md`), searched by the brain.
 const BRAIN_ARCHIVE_DIR: &str = "Archives";
 const MINUTE_MS: i64 = 60_000;
@@ -139,6 +141,7 @@ fn split_note(lines: &[&str], path: &Path) -> Note {
     let kind = match declared.as_deref() {
         Some("signal" | "signals") => NoteKind::Signal,
         Some("daily") => NoteKind::Daily,
+        Some("weekly" | "monthly" | "wisdom" | "wiki" | "summary") => NoteKind::Summary,
         _ if in_folder("signals") => NoteKind::Signal,
         _ if stem_date.is_some() || in_folder("DailyActivity") => NoteKind::Daily,
         _ => NoteKind::Note,
