@@ -12,7 +12,8 @@ import memlane
 from memlane.bench.timeline import generate
 from memlane.brain import Brain
 from memlane.cli import main
-from memlane.timeline.dream import DREAMS_FILE, decisions, dream
+from memlane.timeline.decisions import decisions
+from memlane.timeline.dream import DREAMS_FILE, dream
 from memlane.timeline.wiki import Page, Wiki
 
 

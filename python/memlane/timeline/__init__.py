@@ -11,7 +11,10 @@ routes to them and never rewrites them:
 * :mod:`~memlane.timeline.dream` — the asynchronous pass that keeps the wiki current;
 * :mod:`~memlane.timeline.lease` — one run at a time across processes and crashes, with a
   cooldown, a watermark, retries and a token/cost ledger;
-* :mod:`~memlane.timeline.gate` — recall on a fixed question set before and after a change.
+* :mod:`~memlane.timeline.gate` — recall on a fixed question set before and after a change;
+* :mod:`~memlane.timeline.publish` — writing summaries and pages into the brain, indexing them;
+* :mod:`~memlane.timeline.decisions` — a subject's value stated in a sentence (read by compaction
+  and dreaming).
 
 It sits above :mod:`memlane.memory` (summaries are indexed by :meth:`memlane.Memory.index` as
 ``source="summary"``; :mod:`memlane.ranking.hierarchy` keeps them below their evidence);

@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Any
 from memlane import secrets
 from memlane.brain import engines as distill_engines
 from memlane.brain import provenance
-from memlane.brain.brain import DAILY_DIR
 from memlane.brain.guard import MemoryGuard
 from memlane.brain.provenance import Ref
 from memlane.timeline import notes
-from memlane.timeline.dream import decisions
+from memlane.timeline.decisions import decisions
+from memlane.timeline.publish import index_summaries, publish
 from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, make_engine, unsupported
 
 if TYPE_CHECKING:
@@ -492,29 +492,3 @@ def compact(
     brain.log("compact", written=len(staged), engine=report.engine, forced=force, gate_before=result.before, gate_after=result.after,
               tokens=plan.usage.tokens, cost_usd=plan.usage.cost_usd)
     return report
-
-
-def publish(brain: Brain, files: dict[Path, str], what: str) -> None:
-    """Write summaries or wiki pages in one brain transaction (lock, MemoryGuard, atomic replace).
-
-    Raises:
-        MemoryGuardError: A new line trips a guard rule; nothing is written.
-    """
-    with brain.transaction() as txn:
-        for path, text in files.items():
-            if not path.resolve().is_relative_to((brain.dir / DAILY_DIR).resolve()):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                txn.put(path, text)
-        txn.event(what, files=[p.relative_to(brain.dir).as_posix() for p in files])
-
-
-def index_summaries(mem: Memory, paths: list[Path]) -> dict[str, Any]:
-    """Index written summaries into the home: their text vectors plus the salience-weighted mean of
-    their children's (:mod:`memlane.timeline.vectors`), through :meth:`memlane.Memory.index`."""
-    from memlane.timeline.vectors import seed_summary_vectors
-
-    existing = [p for p in paths if p.exists()]
-    seeded = seed_summary_vectors(mem, existing)
-    report = mem.index(existing, embed=mem.embedder is not None, format="markdown")
-    return {"files": report.files_indexed, "chunks_added": report.chunks_added, "chunks_embedded": report.chunks_embedded,
-            "child_vectors": seeded}

@@ -3,7 +3,7 @@
 Signals, read from what is new since the last run's watermark (dailies after its day, search
 events after its byte offset in ``events.jsonl``):
 
-* **decision markers**: "we decided to use X as the S", "switched the S from X to Y",
+* **decision markers** (:mod:`memlane.timeline.decisions`): "we decided to use X as the S", "switched the S from X to Y",
   "replaced X with Y for the S" → a subject page ``S`` whose value changes with a supersession
   (both values kept with their dates); a new value stated with no change language is a
   **contradiction flag**, not a silent overwrite;
@@ -40,6 +40,7 @@ from memlane import secrets
 from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
 from memlane.timeline import notes
+from memlane.timeline.decisions import decisions
 from memlane.timeline.engines import Engine, Source, _sentences, make_engine, unsupported
 from memlane.timeline.wiki import Page, Wiki, slugify
 
@@ -52,38 +53,8 @@ MAX_OPERATIONS = 60
 MIN_ENTITY_DAILIES = 3
 MAX_ENTITY_SOURCES = 12
 FREQUENT = 3
-_NAME = r"[A-Za-z0-9][\w.+#/-]*(?: [A-Z][\w.+#-]*)?"
-_SUBJECT = r"(?:the |our )?(?P<subject>[a-z][\w -]{2,60}?)"
-_DECISION_PATTERNS = [
-    (re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+" + _SUBJECT + r"\s+from\s+(?P<old>" + _NAME + r")\s+(?:over\s+)?to\s+(?P<new>" + _NAME + r")", re.I), True),
-    (re.compile(r"\breplac(?:ed|ing|e)\s+(?P<old>" + _NAME + r")\s+(?:with|by)\s+(?P<new>" + _NAME + r")\s+(?:for|as|in)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), True),
-    (re.compile(r"\b(?:decided|agreed|chose|opted)\s+to\s+(?:use|go\s+with|adopt|keep)\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
-    (re.compile(r"\b(?:standardi[sz]ed?|settled)\s+on\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
-]
 _ENTITY = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{3,}[a-z]*\d*|[A-Z][A-Z0-9]+-\d+|[A-Z][a-z]{2,}(?: [A-Z][a-z]+)?)\b")
 _COMMON = frozenset("The We Our This That Set Added Opened Raised Capped Moved Replaced Reviewed Standup Paired Cleaned Read Triaged Updated Done Decisions Outcome Asked Files Commands Lunch Turns Nothing".split())
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A subject's value stated in a sentence; ``change`` when the sentence says it changed."""
-
-    subject: str
-    value: str
-    change: bool
-    sentence: str
-
-
-def decisions(sentence: str) -> list[Decision]:
-    """Decisions a sentence states (see the module doc)."""
-    for pattern, change in _DECISION_PATTERNS:
-        m = pattern.search(sentence)
-        if m:
-            subject = " ".join(m.group("subject").lower().split())
-            value = m.group("new").strip(" .,;`*\"'")
-            if subject and value:
-                return [Decision(subject, value, change, sentence)]
-    return []
 
 
 @dataclass
@@ -253,7 +224,7 @@ def dream(
         return report
     if before_publish is not None:
         before_publish()
-    from memlane.timeline.compact import index_summaries, publish
+    from memlane.timeline.publish import index_summaries, publish
 
     publish(brain, staged, "dream")
     report.published = True

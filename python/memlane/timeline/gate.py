@@ -197,7 +197,7 @@ def measure(mem: Memory, brain_dir: Path, questions: Sequence[Question], *, k: i
 def scratch_home(mem: Memory, where: Path, brain_dir: Path) -> Memory:
     """A home at ``where`` indexing ``brain_dir`` with ``mem``'s embedder and embedding cache."""
     import memlane
-    from memlane.timeline.compact import index_summaries
+    from memlane.timeline.publish import index_summaries
 
     spec = mem._embedder_spec if isinstance(mem._embedder_spec, str) or mem._embedder_spec is None else mem.embedder
     scratch = memlane.open(where, embedder=spec if spec is not None else "none", cache_dir=mem._cache_dir)

@@ -230,7 +230,7 @@ class Wiki:
 
     def write(self, pages: list[Page], remove: Sequence[str] = ()) -> None:
         """Publish pages (brain transaction: lock, MemoryGuard, atomic replace), then remove pages by name."""
-        from memlane.timeline.compact import publish
+        from memlane.timeline.publish import publish
 
         if pages:
             publish(self.brain, {self.path(p.name): p.render() for p in pages}, "wiki")
