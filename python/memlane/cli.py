@@ -328,7 +328,9 @@ def _embed_batch(args: argparse.Namespace) -> int:
 
 def _weights(embedder_id: str | None) -> str | None:
     """Where the local model's weights come from, for a home built with them."""
-    if not (embedder_id or "").startswith("local/all-MiniLM-L6-v2/"):
+    from memlane.embed import is_bundled_model
+
+    if not is_bundled_model(embedder_id):
         return None
     from memlane.embed.weights import minilm_source
 

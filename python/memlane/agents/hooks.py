@@ -128,11 +128,6 @@ def _context_output(event: str, text: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": context}}, ensure_ascii=False)
 
 
-# Vectors the hooks embed a prompt for: the bundled model's (any of its modes; `local` picks the
-# home's own, see memlane.embed.spec_for_home).
-_LOCAL_MODEL = "local/all-MiniLM-L6-v2/"
-
-
 def _open(home: str | os.PathLike[str]) -> Any:
     import memlane
 
@@ -258,11 +253,12 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, pr
     recalls keyword-only.
     """
     import memlane
+    from memlane.embed import is_bundled_model
     from memlane.errors import MemlaneError
 
     with _open(home) as mem:
-        local = (mem.vectors_embedder_id or "").startswith(_LOCAL_MODEL)
-        if not local:
+        # `local` picks the home's own mode of the bundled model (memlane.embed.spec_for_home).
+        if not is_bundled_model(mem.vectors_embedder_id):
             return _recall(mem, prompt, max_tokens, project, role)
     try:
         with memlane.open(home, embedder="local") as mem:

@@ -17,10 +17,23 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "check_spec", "make_embedder", "spec_for_home"]
+__all__ = ["Embedder", "check_spec", "is_bundled_model", "make_embedder", "spec_for_home"]
 
+# Ids of the bundled all-MiniLM-L6-v2's vectors start so, whatever the mode (q8, fp32, int8).
+_BUNDLED_PREFIX = "local/all-MiniLM-L6-v2/"
 # The id of the vectors `local` made before it meant q8: homes built with it keep using it.
-_FP32_ID = "local/all-MiniLM-L6-v2/fp32/384"
+_FP32_ID = _BUNDLED_PREFIX + "fp32/384"
+
+
+def is_bundled_model(embedder_id: str | None) -> bool:
+    """Whether vectors with this id come from the bundled all-MiniLM-L6-v2 (any mode), so that
+    ``local`` can embed queries for them.
+
+    Example:
+        >>> is_bundled_model("local/all-MiniLM-L6-v2/q8/384"), is_bundled_model("bedrock/titan-v2/1024")
+        (True, False)
+    """
+    return (embedder_id or "").startswith(_BUNDLED_PREFIX)
 
 
 @runtime_checkable
