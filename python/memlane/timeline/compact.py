@@ -52,7 +52,7 @@ from memlane.brain.provenance import Ref
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
 from memlane.timeline.publish import index_summaries, publish
-from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, make_engine, unsupported
+from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, dropped_for_details, make_engine
 
 if TYPE_CHECKING:
     from memlane.brain import Brain
@@ -213,9 +213,8 @@ def _checked(statements: list[Statement], sources: Sequence[Source], guard: Memo
     kept = []
     for st in statements:
         cited = " ".join(t for r in st.refs for t in by_ref.get(r, []))
-        missing = unsupported(st.text, cited)
-        if missing:
-            dropped.append({"text": secrets.mask(st.text)[:200], "reason": f"states {', '.join(missing[:3])}, which its sources do not"})
+        if record := dropped_for_details(st.text, cited):
+            dropped.append(record)
             continue
         text = secrets.mask(st.text)
         findings = guard.scan(text)

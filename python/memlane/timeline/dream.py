@@ -41,7 +41,7 @@ from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
-from memlane.timeline.engines import Engine, Source, _sentences, make_engine, unsupported
+from memlane.timeline.engines import Engine, Source, _sentences, dropped_for_details, make_engine
 from memlane.timeline.wiki import Page, Wiki, slugify
 
 if TYPE_CHECKING:
@@ -241,8 +241,8 @@ def _facts(eng: Engine, name: str, sources: list[tuple[str, str]], report: Dream
     out = []
     for st in eng.summarize("wiki", name, srcs, limit=8):
         cited = " ".join(s.text for s in srcs if s.ref in st.refs)
-        if missing := unsupported(st.text, cited):
-            report.dropped.append({"text": secrets.mask(st.text)[:200], "reason": f"states {', '.join(missing[:3])}, which its sources do not"})
+        if record := dropped_for_details(st.text, cited):
+            report.dropped.append(record)
             continue
         out.append((secrets.mask(st.text), [str(r) for r in st.refs]))
     return out

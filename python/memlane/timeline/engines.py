@@ -149,6 +149,22 @@ def unsupported(statement: str, sources: str) -> list[str]:
     return [d for d in dict.fromkeys(details(statement)) if d.strip("`").lower() not in flat]
 
 
+def dropped_for_details(statement: str, sources: str) -> dict[str, str] | None:
+    """The log record of a statement dropped because it states details (numbers, dates, ids)
+    that ``sources`` do not, secrets masked; None when the statement may stand.
+
+    Example:
+        >>> dropped_for_details("Timeout raised to 45 s.", "we raised the timeout to 30 s")["reason"]
+        'states 45, which its sources do not'
+    """
+    missing = unsupported(statement, sources)
+    if not missing:
+        return None
+    from memlane import secrets
+
+    return {"text": secrets.mask(statement)[:200], "reason": f"states {', '.join(missing[:3])}, which its sources do not"}
+
+
 def _sentences(text: str) -> list[str]:
     out = []
     for s in distill_engines.sentences(text):
