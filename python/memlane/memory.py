@@ -201,7 +201,7 @@ class Memory:
     def embedder(self) -> Embedder | None:
         """The embedder, loaded on first use (``None`` in keyword-only mode)."""
         if self._embedder is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
-            self._embedder = make_embedder(spec_for_home(self._embedder_spec, self._store.meta().get("embedder_id")))
+            self._embedder = make_embedder(spec_for_home(self._embedder_spec, self.vectors_embedder_id))
         return self._embedder
 
     @property
@@ -563,7 +563,7 @@ class Memory:
         vector = None
         embedder_id = None
         # Keyword-only homes never ask for the vectors' meta: that would load them.
-        if self._embedder_spec != "none" and self._store.meta().get("embedder_id"):
+        if self._embedder_spec != "none" and self.vectors_embedder_id:
             embedder = self.embedder
             if embedder is not None:
                 vector = self._query_vector(embedder, query)
