@@ -7,6 +7,7 @@ Needs the ``ray`` extra (``pip install 'memlane[ray]'``) and ``moto[server]``; s
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import os
@@ -62,6 +63,53 @@ class SlowFakeEmbedder(FakeEmbedder):
     def embed_documents(self, texts):
         time.sleep(0.4)
         return super().embed_documents(texts)
+
+
+class Bow256(FakeEmbedder):
+    """The fake embedder's bag-of-words vectors at Titan's 256 dimensions (what the fake Titan answers)."""
+
+    dim = 256
+
+
+class _Body(io.BytesIO):
+    """An HTTP response body as botocore reads it (streamed or read)."""
+
+    def stream(self, **_: object):
+        yield self.getvalue()
+
+
+class FakeTitan:
+    """Builds, in each embedding actor, a real :class:`BedrockEmbedder` on a real botocore client
+    whose HTTP exchange is played by a ``before-send`` hook: Titan's answer (a bag-of-words
+    vector of the text), and a 429 ThrottlingException for every ``throttle_every``-th request."""
+
+    def __init__(self, throttle_every: int = 0) -> None:
+        self.throttle_every = throttle_every
+
+    def __call__(self):
+        import itertools
+
+        import boto3
+        from botocore.awsrequest import AWSResponse
+        from botocore.config import Config
+
+        from memlane.embed.bedrock import BedrockEmbedder, RetryPolicy
+
+        session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
+        client = session.client("bedrock-runtime", config=Config(retries={"total_max_attempts": 1}))
+        calls = itertools.count(1)
+        bow = Bow256()
+
+        def answer(request, **_):
+            text = json.loads(request.body)["inputText"]
+            if self.throttle_every and next(calls) % self.throttle_every == 0:
+                body = json.dumps({"message": "Too many requests, please wait before trying again."}).encode()
+                return AWSResponse(request.url, 429, {"x-amzn-ErrorType": "ThrottlingException"}, _Body(body))
+            body = json.dumps({"embedding": [float(x) for x in bow._vector(text)], "inputTextTokenCount": len(text.split())}).encode()
+            return AWSResponse(request.url, 200, {"content-type": "application/json"}, _Body(body))
+
+        client.meta.events.register("before-send.bedrock-runtime.InvokeModel", answer)
+        return BedrockEmbedder(256, client=client, concurrency=4, retry=RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.01))
 
 
 def _free_port() -> int:
@@ -374,6 +422,86 @@ def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(cluster, s3, t
     assert json.loads(capsys.readouterr().out)
     assert main(["--index", out, "forget", "--session", "syn-1"]) == 2
     assert "search, recall and status only" in capsys.readouterr().err
+
+
+def test_bedrock_actors_share_one_rate_limit_and_back_off_on_throttling(cluster, s3, tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    _synthetic(root, 6, seed=17)
+    _upload(s3, root, "bedrock")
+    out = f"s3://{OUT_BUCKET}/bedrock/"
+    report = index_sources([f"s3://{BUCKET}/bedrock/"], out, shards=2, embed=FakeTitan(throttle_every=5), embed_actors=2, requests_per_second=500)
+    assert report.embedder_id == "bedrock/amazon.titan-embed-text-v2:0/256"
+    assert report.chunks_embedded == report.chunks > 0
+    u = report.embed_usage
+    # Every first attempt went through the one limiter; Bedrock's throttles were retried by
+    # the embedder and slowed the whole cluster down.
+    assert u["retries"] >= 1 and u["requests"] == u["limiter_granted"] + u["retries"]
+    assert u["limiter_throttles"] >= 1 and u["input_tokens"] > 0 and u["estimated_cost_usd"] > 0
+    titan = FakeTitan()()
+    one = _one_home(tmp_path / "one", root, titan)
+    index = memlane.open_index(out, embedder=titan, cache_dir=tmp_path / "cache")
+    for query in QUERIES:
+        kw = {"vector": np.ascontiguousarray(titan.embed_query(query)), "embedder_id": report.embedder_id}
+        _same_up_to_ties(_raw(index._store, query, **kw), _raw(one._store, query, **kw))
+
+
+def test_rate_limiter_lends_halves_on_throttling_and_recovers() -> None:
+    from memlane.cluster.build import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(100, clock=lambda: now[0])
+    assert limiter.acquire(100) == 0.0  # a second's burst
+    assert limiter.acquire(50) == pytest.approx(0.5)  # a batch beyond the bucket waits its share
+    limiter.throttled()
+    limiter.throttled()
+    assert limiter.rate == pytest.approx(25)  # halved twice
+    for _ in range(10):
+        limiter.throttled()
+    assert limiter.rate == pytest.approx(100 / 16)  # never below the floor
+    now[0] += 100.0
+    for _ in range(20):
+        limiter.acquire(50)
+    assert limiter.rate == pytest.approx(100)  # requests that go through win the rate back
+    assert limiter.stats()["granted"] == 1150
+    with pytest.raises(ValueError):
+        RateLimiter(0)
+
+
+def test_open_index_refresh_a_zst_object_and_an_export_uploaded_twice(cluster, s3, tmp_path: Path) -> None:
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("needs the zstd command to write a .zst object")
+    root = tmp_path / "src"
+    _synthetic(root, 6, seed=19)
+    _upload(s3, root, "refresh")
+    src, out = f"s3://{BUCKET}/refresh/", f"s3://{OUT_BUCKET}/refresh/"
+    index_sources([src], out, shards=4, embed="none")
+    index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
+    assert index.refresh() is False and not index.search("zebra archive frobnicated")
+    # A zstd-compressed session, and one conversation exported twice into two shards.
+    cold = write_jsonl(tmp_path / "cold.jsonl", generic_session("zst-1", [("where is the frobnicated zebra archive?", "the zebra archive sits in cold storage")]))
+    (root / "proj-z").mkdir()
+    subprocess.run([zstd, "-q", str(cold), "-o", str(root / "proj-z" / "cold.jsonl.zst")], check=True)
+    s3.put_object(Bucket=BUCKET, Key="refresh/proj-z/cold.jsonl.zst", Body=(root / "proj-z" / "cold.jsonl.zst").read_bytes())
+    twice = write_jsonl(root / "export-a" / "dup.jsonl", generic_session("dup-1", [("why did the quokka canary stall?", "the quokka canary waited on a lock")]))
+    partition = cat.Partition(4)
+    first = partition.shard_of(f"s3://{BUCKET}/refresh", "export-a/dup.jsonl")
+    other = next(f"export-{i}/dup.jsonl" for i in range(100) if partition.shard_of(f"s3://{BUCKET}/refresh", f"export-{i}/dup.jsonl") != first)
+    for key in ("export-a/dup.jsonl", other):
+        s3.put_object(Bucket=BUCKET, Key=f"refresh/{key}", Body=twice.read_bytes())
+    second = index_sources([src], out, embed="none")
+    assert (second.files_indexed, second.duplicates, second.files_unchanged) == (2, 1, 6)
+    # An open index moves to the new catalog version when asked, and only then.
+    assert index.catalog.generation == 1 and not index.search("zebra archive frobnicated")
+    assert index.refresh() is True and index.catalog.generation == 2 and index.refresh() is False
+    hits = index.search("zebra archive frobnicated")
+    assert hits and hits[0].session_id == "zst-1" and hits[0].path == f"s3://{BUCKET}/refresh/proj-z/cold.jsonl.zst"
+    # The sharded index equals one home holding the conversation once.
+    one = _one_home(tmp_path / "one", root)
+    assert index.status()["chunks"] == one.status()["chunks"]
+    for query in [*QUERIES, "zebra archive frobnicated", "quokka canary lock"]:
+        assert _raw(index._store, query) == _raw(one._store, query)
+    assert len([h for h in index.search("quokka canary lock") if h.session_id == "dup-1"]) == 1
 
 
 def test_catalog_pointer_swap_is_atomic(s3, tmp_path: Path) -> None:

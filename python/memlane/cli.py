@@ -90,11 +90,14 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
         raise ValueError("--ray builds a sharded index: name where it goes with --out s3://bucket/prefix/ (or a shared folder)")
     if not args.paths:
         raise ValueError("--ray needs the sources to index: s3://bucket/prefix/ URIs or shared folders")
-    embed: Any = args.embed
-    if embed.startswith("bedrock"):
+    options = None
+    if args.embed.startswith("bedrock"):
         from memlane.embed import make_embedder
 
-        embed = make_embedder(embed, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
+        # The actors build their own clients (one cannot be pickled); building one here makes
+        # a wrong region or profile a one-line error before any cluster work.
+        options = {"region": args.aws_region, "profile": args.aws_profile, "concurrency": args.concurrency}
+        make_embedder(args.embed, **options).close()
 
     def progress(stage: str, done: int, total: int) -> None:
         if not args.json:
@@ -103,9 +106,9 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
             sys.stderr.flush()
 
     report = index_sources(
-        args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=embed,
-        ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
-        format=args.format, progress=progress,
+        args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=args.embed,
+        embed_options=options, ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
+        requests_per_second=args.requests_per_second, format=args.format, progress=progress,
     )  # fmt: skip
     published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
@@ -116,6 +119,9 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
         f"+{report.chunks_added} chunks, -{report.chunks_removed}, {report.chunks_embedded} embedded; "
         f"{report.chunks} chunks in the index; skipped records: {skipped}; {published} in {report.seconds:.1f}s"
     )
+    if report.embed_usage.get("requests"):
+        u = report.embed_usage
+        text += f"; Bedrock: {u['input_tokens']} tokens in {u['requests']} requests ({u['retries']} retried), about ${u['estimated_cost_usd']:.4f}"
     emit(args, report.to_dict(), text)
     return 0
 
@@ -487,6 +493,7 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--partition-depth", type=int, metavar="N", help="shard by the first N folders of a key (e.g. 1: the project folder) so scoped queries touch few shards")
     cluster.add_argument("--embed-actors", type=int, metavar="N", help="embedding actors (default: one per two cores, one per GPU, 4 for Bedrock)")
     cluster.add_argument("--embed-threads", type=int, default=1, metavar="N", help="onnxruntime threads per local embedding actor (default 1)")
+    cluster.add_argument("--requests-per-second", type=float, metavar="N", help="Bedrock requests per second over the whole cluster (default 20)")
     p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
 
-__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "stage_path"]
+__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "may_be_bedrock", "stage_path"]
 
 # Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
 # spread one shard's backlog over every actor.
@@ -150,48 +149,89 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
 
 
 class RateLimiter:
-    """A cluster-wide token bucket (one Ray actor): Bedrock's request quota is per account,
-    not per worker."""
+    """A cluster-wide request budget (one Ray actor): Bedrock's request quota is per account,
+    not per worker, so every embedding actor draws from this one token bucket.
 
-    def __init__(self, per_second: float) -> None:
-        self.rate = per_second
-        self.tokens = per_second
-        self.last = time.monotonic()
-        self.lock = threading.Lock()
+    The bucket lends: :meth:`acquire` takes the tokens at once and returns how long the
+    caller must wait before sending, so a batch larger than the bucket still goes, at the
+    configured rate, and the actor never blocks on a sleep. :meth:`throttled` is the
+    cluster-wide backoff: Bedrock refused a request somewhere, so everyone slows down
+    (the rate halves, then creeps back up with every request that goes through).
+
+    Example:
+        >>> now = [0.0]
+        >>> limiter = RateLimiter(10, clock=lambda: now[0])
+        >>> limiter.acquire(10), limiter.acquire(5)  # a second's burst, then half a second's debt
+        (0.0, 0.5)
+        >>> limiter.throttled(); limiter.rate
+        5.0
+    """
+
+    # A throttle halves the rate, never below this share of the configured one; each request
+    # that goes through gives back this share of it (additive increase, multiplicative decrease).
+    FLOOR = 1 / 16
+    RECOVERY = 0.002
+
+    def __init__(self, per_second: float, clock: Any = time.monotonic) -> None:
+        if per_second <= 0:
+            raise ValueError(f"the request rate must be positive, got {per_second}")
+        self.max_rate = self.rate = float(per_second)
+        self.tokens = self.rate  # a second's burst
+        self.clock = clock
+        self.last = clock()
+        self.granted = 0
+        self.throttles = 0
 
     def acquire(self, n: int = 1) -> float:
-        """Wait until ``n`` requests may go; returns the seconds waited."""
-        waited = 0.0
-        while True:
-            with self.lock:
-                now = time.monotonic()
-                self.tokens = min(self.rate, self.tokens + (now - self.last) * self.rate)
-                self.last = now
-                if self.tokens >= n:
-                    self.tokens -= n
-                    return waited
-                pause = (n - self.tokens) / self.rate
-            time.sleep(pause)
-            waited += pause
+        """Take ``n`` requests from the budget; returns the seconds to wait before sending them."""
+        now = self.clock()
+        self.tokens = min(self.rate, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        self.tokens -= n
+        self.granted += n
+        wait = max(0.0, -self.tokens / self.rate)
+        self.rate = min(self.max_rate, self.rate + n * self.RECOVERY * self.max_rate)
+        return wait
+
+    def throttled(self) -> None:
+        """Bedrock throttled a request: halve the cluster's rate."""
+        self.throttles += 1
+        self.rate = max(self.max_rate * self.FLOOR, self.rate / 2)
+
+    def stats(self) -> dict[str, float]:
+        """Requests granted, throttles reported, and the rate now (requests per second)."""
+        return {"granted": self.granted, "throttles": self.throttles, "rate": self.rate}
+
+
+def may_be_bedrock(spec: Any) -> bool:
+    """Whether an embedder spec could name Bedrock (then its actors share a :class:`RateLimiter`)."""
+    if isinstance(spec, str):
+        return spec.startswith("bedrock")
+    return str(getattr(spec, "id", "bedrock/")).startswith("bedrock/")  # a factory: not known yet
 
 
 class EmbedWorker:
     """One embedding actor: an embedder loaded once, fed batches of texts.
 
-    ``spec`` is an embedder spec (``local``, ``bedrock:512`` …) or an embedder object
-    (pickled to the actor). Local ONNX actors run with a fixed number of threads so that
-    several share a node's cores without oversubscribing them.
+    ``spec`` is an embedder spec (``local``, ``bedrock:512`` …; ``options`` go to
+    :func:`memlane.embed.make_embedder`), an embedder object (pickled to the actor) or a zero-argument callable that builds one in the actor (for an embedder
+    whose client cannot be pickled, e.g. Bedrock on a session of its own). Local ONNX actors
+    run with a fixed number of threads so that several share a node's cores without
+    oversubscribing them. A Bedrock embedder asks ``limiter`` (a :class:`RateLimiter` actor)
+    before each batch and reports the batches Bedrock throttled.
     """
 
-    def __init__(self, spec: Any, threads: int | None = None, limiter: Any = None) -> None:
+    def __init__(self, spec: Any, threads: int | None = None, limiter: Any = None, options: dict[str, Any] | None = None) -> None:
         if isinstance(spec, str):
             from memlane.embed import make_embedder
 
             kw: dict[str, Any] = {"threads": threads} if spec.startswith("local") and threads else {}
-            self.embedder = make_embedder(spec, **kw)
-        else:
+            self.embedder = make_embedder(spec, **kw, **(options or {}))
+        elif hasattr(spec, "embed_documents"):
             self.embedder = spec
-        self.limiter = limiter
+        else:
+            self.embedder = spec()
+        self.limiter = limiter if str(self.embedder.id).startswith("bedrock/") else None
 
     def describe(self) -> tuple[str, int, int]:
         """The embedder's id (which vector space it writes), dimension and window size."""
@@ -199,11 +239,21 @@ class EmbedWorker:
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         """Window vectors of each text."""
-        if self.limiter is not None:
-            import ray
+        if self.limiter is None:
+            return self.embedder.embed_documents(texts)
+        import ray
 
-            ray.get(self.limiter.acquire.remote(1))
-        return self.embedder.embed_documents(texts)
+        time.sleep(ray.get(self.limiter.acquire.remote(len(texts))))  # one request per text
+        retries = self.embedder.usage.retries
+        vectors = self.embedder.embed_documents(texts)
+        if self.embedder.usage.retries > retries:
+            self.limiter.throttled.remote()
+        return vectors
+
+    def usage(self) -> dict[str, Any]:
+        """What this actor's embedder spent (Bedrock: tokens, requests, cost estimate); empty otherwise."""
+        usage = getattr(self.embedder, "usage", None)
+        return {} if usage is None else usage.to_dict()
 
 
 class PoolEmbedder:

@@ -24,7 +24,7 @@ from typing import Any
 
 from memlane import _core
 from memlane.cluster import catalog as cat
-from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard
+from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, may_be_bedrock
 from memlane.cluster.storage import location
 
 __all__ = ["ClusterReport", "index_sources", "init_ray"]
@@ -61,6 +61,9 @@ class ClusterReport:
     generation: int | None = None
     """The catalog version published (None: nothing changed, nothing published)."""
     embedder_id: str | None = None
+    embed_usage: dict[str, Any] = field(default_factory=dict)
+    """Bedrock: tokens, requests, retries and the cost estimate over the embedding actors
+    (an actor restarted by Ray starts its count again), and the rate limiter's counts."""
     list_seconds: float = 0.0
     seconds: float = 0.0
 
@@ -108,14 +111,15 @@ def _listing(roots: Sequence[str], format: str | None) -> dict[str, tuple[str, i
     return found
 
 
-def _embedding(ray: Any, embed: Any, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None]:
-    """The embedding actors and what they write: embedder id, dimension, window (None for keyword-only)."""
+def _embedding(ray: Any, embed: Any, options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
+    """The embedding actors, what they write (embedder id, dimension, window; None for
+    keyword-only) and the Bedrock rate limiter they share (None when not Bedrock)."""
     if embed == "none" or embed is None:
-        return [], None
+        return [], None, None
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     limiter = None
-    if isinstance(embed, str) and embed.startswith("bedrock"):
+    if may_be_bedrock(embed):
         limiter = ray.remote(RateLimiter).options(num_cpus=0).remote(requests_per_second or 20.0)
     options: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
     if gpus and isinstance(embed, str) and embed.startswith("local"):
@@ -126,12 +130,29 @@ def _embedding(ray: Any, embed: Any, actors: int | None, threads: int, requests_
         options["num_cpus"], count = 0, actors or 4  # network-bound: no core each
     else:
         cpus = int(resources.get("CPU", 2))
-        # On a one-core cluster an actor holding the core would starve the shard tasks it serves.
-        options["num_cpus"] = threads if cpus > threads else 0
         count = actors or max(1, cpus // (2 * threads))
+        # Actors holding every core would starve the shard tasks they serve: then they hold none.
+        options["num_cpus"] = threads if count * threads < cpus else 0
     remote = ray.remote(EmbedWorker).options(**options)
-    pool = [remote.remote(embed, threads, limiter) for _ in range(count)]
-    return pool, ray.get(pool[0].describe.remote())
+    pool = [remote.remote(embed, threads, limiter, options) for _ in range(count)]
+    described = ray.get(pool[0].describe.remote())
+    if limiter is not None and not described[0].startswith("bedrock/"):
+        ray.kill(limiter)
+        limiter = None
+    return pool, described, limiter
+
+
+def _usage(ray: Any, actors: list[Any], limiter: Any) -> dict[str, Any]:
+    """What the embedding actors spent (Bedrock's tokens, requests, retries, cost estimate)
+    and the rate limiter's counts; empty for a local embedder."""
+    total: dict[str, Any] = {}
+    for part in ray.get([a.usage.remote() for a in actors]):
+        for name, value in part.items():
+            if name != "price_per_1k_tokens_usd":
+                total[name] = total.get(name, 0) + value
+    if limiter is not None:
+        total.update({f"limiter_{k}": v for k, v in ray.get(limiter.stats.remote()).items()})
+    return total
 
 
 def index_sources(
@@ -141,6 +162,7 @@ def index_sources(
     shards: int | None = None,
     partition_depth: int | None = None,
     embed: Any = "none",
+    embed_options: dict[str, Any] | None = None,
     ray_address: str = "local",
     embed_actors: int | None = None,
     embed_threads: int = 1,
@@ -158,8 +180,10 @@ def index_sources(
         shards: Number of shards of a new index (default 64; an existing one keeps its own).
         partition_depth: Map sources to shards by their first N folders below the source
             root (e.g. 1: the project folder) instead of by their whole key.
-        embed: ``none`` (keyword only), an embedder spec (``local``, ``bedrock:512``, …) or
-            an embedder object.
+        embed: ``none`` (keyword only), an embedder spec (``local``, ``bedrock:512``, …), an
+            embedder object, or a zero-argument callable that builds one in each actor.
+        embed_options: Keyword arguments for :func:`memlane.embed.make_embedder` in each
+            actor, with a spec (e.g. Bedrock's ``region``, ``profile``, ``concurrency``).
         ray_address: ``local``, ``auto`` or a cluster address (see :func:`init_ray`).
         embed_actors: Embedding actors (default: one per two cores, one per GPU, 4 for Bedrock).
         embed_threads: onnxruntime threads per local embedding actor.
@@ -238,7 +262,7 @@ def index_sources(
         return report
 
     ray = init_ray(ray_address, **ray_init)
-    actors, described = _embedding(ray, embed, embed_actors, embed_threads, requests_per_second)
+    actors, described, limiter = _embedding(ray, embed, embed_options, embed_actors, embed_threads, requests_per_second)
     embedder_id = described[0] if described else None
     if previous is not None and previous.embedder_id and embedder_id and embedder_id != previous.embedder_id:
         raise ValueError(f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)")
@@ -268,7 +292,8 @@ def index_sources(
             done += 1
             if progress:
                 progress("shards", done, len(work))
-    for actor in actors:
+    report.embed_usage = _usage(ray, actors, limiter)
+    for actor in [*actors, *([limiter] if limiter is not None else [])]:
         ray.kill(actor)
 
     refs: list[cat.ShardRef] = []
