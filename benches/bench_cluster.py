@@ -31,20 +31,45 @@ sys.path.insert(0, str(Path(__file__).parent))
 from archive import generate  # noqa: E402
 
 # One Ray cluster per measurement: a fresh process, so cores, workers and caches start alike.
+# CPU is summed over the driver's process tree from /proc (Ray's GCS and raylet are its
+# children, workers and actors the raylet's; an exited process counts in its parent's
+# cutime/cstime): ``start_cpu`` once the cluster is up, ``tree_cpu`` when the run is done.
 _RAY_RUN = """
-import glob, json, sys, time
+import glob, json, os, sys, time
 import ray
 from memlane.cluster.index import index_sources
+
+def tree_cpu(root):
+    kids, own = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        kids.setdefault(int(rest[1]), []).append(int(d))
+        own[int(d)] = sum(int(x) for x in rest[11:15])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += own.get(pid, 0)
+        todo += kids.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
 cpus, src, out, embed = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
          object_store_memory=200 * 1024 * 1024)
 ray.get(ray.remote(lambda: 0).remote())  # the cluster is up: its start is not indexing time
+start_cpu = tree_cpu(os.getpid())
 t = time.perf_counter()
 r = index_sources([src], out, shards=2 * cpus, embed=embed, embed_threads=1)
 wall = time.perf_counter() - t
+tree = tree_cpu(os.getpid())
 # CPU seconds of the shard builds (in the workers), upload excluded.
 cpu = sum(json.load(open(f)).get("cpu_seconds", 0) for f in glob.glob(out + "/shards/*/versions/*.json"))
-print(json.dumps({"wall": wall, "cpu": cpu, "files": r.files_indexed, "chunks": r.chunks, "embedded": r.chunks_embedded}))
+print(json.dumps({"wall": wall, "cpu": cpu, "start_cpu": start_cpu, "tree_cpu": tree, "files": r.files_indexed, "chunks": r.chunks, "embedded": r.chunks_embedded}))
 """
 
 _ONE_RUN = """
@@ -67,8 +92,11 @@ def _run(code: str, args: list[str], env: dict[str, str], cores: int) -> dict:
     """Run ``code`` in a fresh Python pinned to ``cores`` cores (it and every process it starts:
     equal cores for one process and for a Ray cluster); its JSON result."""
     pin = ["taskset", "-c", ",".join(str(c) for c in range(cores))]
-    out = subprocess.run([*pin, sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    run = subprocess.run([*pin, sys.executable, "-c", code, *args], capture_output=True, text=True, env=env)
+    results = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not results:
+        sys.exit(f"a measured run failed:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}")
+    return json.loads(results[-1])
 
 
 def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
@@ -88,14 +116,20 @@ def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
             "one_process_mb_s": round(mb / one["wall"], 2),
             "ray_mb_s": round(mb / ray["wall"], 2),
             "ray_overhead": round(ray["wall"] / one["wall"] - 1, 3),
-            # CPU of the indexing itself: one process vs the sum over the shard builds.
+            # CPU of the indexing: one process; every Ray process during the run (driver,
+            # daemons, workers, embedding actors and their model load); the shard builds alone.
             "one_process_cpu_s": round(one["cpu"], 2),
+            "ray_run_cpu_s": round(ray["tree_cpu"] - ray["start_cpu"], 2),
+            "ray_cpu_overhead": round((ray["tree_cpu"] - ray["start_cpu"]) / one["cpu"] - 1, 3),
             "ray_builds_cpu_s": round(ray["cpu"], 2),
+            "ray_cluster_start_cpu_s": round(ray["start_cpu"], 2),
             "chunks": one["chunks"],
             # What an embedder reads per MB of archive (Bedrock bills ~1 token per 4 bytes of it).
             "text_mb_per_archive_mb": round(one["text_bytes"] / 1e6 / mb, 3),
         }
-        print(f"  {embed} {cores} core(s): one process {one['wall']:.1f}s, Ray {ray['wall']:.1f}s", file=sys.stderr)
+        print(f"  {embed} {cores} core(s): one process {one['wall']:.1f}s ({one['cpu']:.1f} CPU-s), Ray {ray['wall']:.1f}s "
+              f"({ray['tree_cpu'] - ray['start_cpu']:.1f} CPU-s, builds {ray['cpu']:.1f}, cluster start {ray['start_cpu']:.1f}), "
+              f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
     return rows
 
 
@@ -126,12 +160,13 @@ def _list_diff(objects: int) -> dict:
     from moto.s3.models import s3_backends
 
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
-    for i in range(objects):
-        backend.put_object("logs", f"p{i % 100}/s{i:07d}.jsonl", f"{i}\n".encode())
-    put_s = time.perf_counter() - t
     src = storage.location("s3://logs/")
     partition = cat.Partition(64)
-    sources = {src.uri_of(o.key): cat.Source(o.etag, o.size, partition.shard_of(src.uri, o.key), src.uri) for o in src.list()}
+    sources = {}
+    for i in range(objects):
+        key = backend.put_object("logs", f"p{i % 100}/s{i:07d}.jsonl", f"{i}\n".encode())
+        sources[src.uri_of(key.name)] = cat.Source(key.etag.strip('"'), key.size, partition.shard_of(src.uri, key.name), src.uri)
+    put_s = time.perf_counter() - t
     cat.publish(storage.location("s3://index/"), cat.Catalog(1, [cat.ShardRef(n, None) for n in range(64)], partition, sources=sources))
     # The paginator alone (moto's own listing cost), to tell memlane's diff from the server's.
     t = time.perf_counter()
@@ -139,7 +174,7 @@ def _list_diff(objects: int) -> dict:
     raw_list = time.perf_counter() - t
     assert listed == objects
     times = []
-    for _ in range(3):
+    for _ in range(2):
         r = index_sources(["s3://logs/"], "s3://index/", embed="none")
         assert r.files_indexed == 0 and r.files_unchanged == objects and r.generation is None
         times.append(r.seconds)
@@ -178,7 +213,9 @@ def main() -> None:
     for kind in ("keyword", "local_vectors"):
         if kind in results:
             r = results[kind]
-            for name, key in (("one process MB/s", "one_process_mb_s"), ("Ray MB/s", "ray_mb_s"), ("Ray overhead", "ray_overhead")):
+            for name, key in (("one process MB/s", "one_process_mb_s"), ("Ray MB/s", "ray_mb_s"), ("Ray overhead, wall", "ray_overhead"),
+                              ("one process CPU-s", "one_process_cpu_s"), ("Ray CPU-s (all processes)", "ray_run_cpu_s"),
+                              ("Ray overhead, CPU", "ray_cpu_overhead")):
                 print(f"| {kind} {name} ({r['archive_mb']} MB) | {r[1][key]} | {r[2][key]} |")
     if "list_diff" in results:
         d = results["list_diff"]

@@ -445,6 +445,20 @@ def test_bedrock_actors_share_one_rate_limit_and_back_off_on_throttling(cluster,
         _same_up_to_ties(_raw(index._store, query, **kw), _raw(one._store, query, **kw))
 
 
+def test_local_model_by_spec_from_folder_to_folder(cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memlane.cli import main
+    from conftest import write_deploy_and_cooking
+
+    src, out = write_deploy_and_cooking(tmp_path / "src"), tmp_path / "index"
+    # The actors build the real local model from its spec (the CLI's path), one thread each.
+    assert main(["index", str(src), "--ray", "auto", "--shards", "2", "--out", str(out), "--embed", "local", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["embedder_id"].startswith("local/all-MiniLM-L6-v2/") and report["chunks_embedded"] == report["chunks"] > 0
+    assert main(["--index", str(out), "search", "the container ran out of memory", "-k", "3", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["session_id"] == "deploy-1" and hits[0]["scores"]["vector"] > 0
+
+
 def test_rate_limiter_lends_halves_on_throttling_and_recovers() -> None:
     from memlane.cluster.build import RateLimiter
 

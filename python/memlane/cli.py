@@ -491,7 +491,7 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--out", metavar="URI", help="where the sharded index goes: s3://bucket/prefix/ or a shared folder")
     cluster.add_argument("--shards", type=int, help="shards of a new index (default 64; an existing index keeps its own)")
     cluster.add_argument("--partition-depth", type=int, metavar="N", help="shard by the first N folders of a key (e.g. 1: the project folder) so scoped queries touch few shards")
-    cluster.add_argument("--embed-actors", type=int, metavar="N", help="embedding actors (default: one per two cores, one per GPU, 4 for Bedrock)")
+    cluster.add_argument("--embed-actors", type=int, metavar="N", help="embedding actors (default: one per --embed-threads cores, one per GPU, 4 for Bedrock)")
     cluster.add_argument("--embed-threads", type=int, default=1, metavar="N", help="onnxruntime threads per local embedding actor (default 1)")
     cluster.add_argument("--requests-per-second", type=float, metavar="N", help="Bedrock requests per second over the whole cluster (default 20)")
     p.set_defaults(func=_cmd_index)

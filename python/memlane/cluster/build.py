@@ -92,6 +92,8 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
     from memlane.memory import IndexReport, Memory
 
     cpu = time.process_time()
+    if isinstance(embedder, PoolEmbedder):
+        embedder.next = job.shard
     out = location(job.out)
     done = cat.version_record(out, job.shard, job.version)
     if done is not None:  # a retry after the commit, or another driver's identical build
@@ -265,13 +267,17 @@ class PoolEmbedder:
     def __init__(self, actors: Sequence[Any], described: tuple[str, int, int]) -> None:
         self.actors = list(actors)
         self.id, self.dim, self.max_window_tokens = described
+        self.next = 0
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Window vectors of each text, in order (batches go to the actors round robin)."""
         import ray
 
         batches = [list(texts[i : i + _EMBED_BATCH]) for i in range(0, len(texts), _EMBED_BATCH)]
-        refs = [self.actors[i % len(self.actors)].embed.remote(b) for i, b in enumerate(batches)]
+        # Each call starts where the last one stopped, so calls of one batch do not all
+        # land on the first actor; shards start at different actors (see build_shard).
+        first, self.next = self.next, self.next + len(batches)
+        refs = [self.actors[(first + i) % len(self.actors)].embed.remote(b) for i, b in enumerate(batches)]
         return [v for part in ray.get(refs) for v in part]
 
     def embed_query(self, text: str) -> np.ndarray:

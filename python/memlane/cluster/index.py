@@ -111,7 +111,7 @@ def _listing(roots: Sequence[str], format: str | None) -> dict[str, tuple[str, i
     return found
 
 
-def _embedding(ray: Any, embed: Any, options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
+def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
     """The embedding actors, what they write (embedder id, dimension, window; None for
     keyword-only) and the Bedrock rate limiter they share (None when not Bedrock)."""
     if embed == "none" or embed is None:
@@ -130,11 +130,14 @@ def _embedding(ray: Any, embed: Any, options: dict[str, Any] | None, actors: int
         options["num_cpus"], count = 0, actors or 4  # network-bound: no core each
     else:
         cpus = int(resources.get("CPU", 2))
-        count = actors or max(1, cpus // (2 * threads))
-        # Actors holding every core would starve the shard tasks they serve: then they hold none.
+        # Embedding is the work (a shard task parses ~1,000 times faster than a core embeds and
+        # then waits for its vectors), so the actors get every core. Actors holding every core
+        # would starve the shard tasks they serve: then they hold none, spread over the nodes.
+        count = actors or max(1, cpus // threads)
         options["num_cpus"] = threads if count * threads < cpus else 0
+        options["scheduling_strategy"] = "SPREAD"
     remote = ray.remote(EmbedWorker).options(**options)
-    pool = [remote.remote(embed, threads, limiter, options) for _ in range(count)]
+    pool = [remote.remote(embed, threads, limiter, embed_options) for _ in range(count)]
     described = ray.get(pool[0].describe.remote())
     if limiter is not None and not described[0].startswith("bedrock/"):
         ray.kill(limiter)
@@ -185,7 +188,7 @@ def index_sources(
         embed_options: Keyword arguments for :func:`memlane.embed.make_embedder` in each
             actor, with a spec (e.g. Bedrock's ``region``, ``profile``, ``concurrency``).
         ray_address: ``local``, ``auto`` or a cluster address (see :func:`init_ray`).
-        embed_actors: Embedding actors (default: one per two cores, one per GPU, 4 for Bedrock).
+        embed_actors: Embedding actors (default: one per ``embed_threads`` cores, one per GPU, 4 for Bedrock).
         embed_threads: onnxruntime threads per local embedding actor.
         requests_per_second: Bedrock requests per second, cluster-wide (default 20).
         format: Force a transcript format (as ``memlane index --format``).
