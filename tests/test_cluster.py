@@ -155,15 +155,22 @@ def s3(tmp_path_factory: pytest.TempPathFactory):
 def cluster(s3):
     """A local Ray cluster of 2 CPUs (as CI has), started after the S3 environment is set."""
     tests = str(Path(__file__).parent)
-    ray.init(
-        num_cpus=2,
-        object_store_memory=150 * 1024 * 1024,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-        # The workers unpickle this module's embedders from conftest.
-        runtime_env={"env_vars": {"PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}},
-    )
+    for attempt in (1, 2):
+        try:
+            ray.init(
+                num_cpus=2,
+                object_store_memory=150 * 1024 * 1024,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                # The workers unpickle this module's embedders from conftest.
+                runtime_env={"env_vars": {"PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}},
+            )
+            break
+        except Exception as exc:  # Ray gives its raylet a fixed 30 s to register: a loaded machine can miss it
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
     ray.shutdown()

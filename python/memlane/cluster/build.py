@@ -216,8 +216,9 @@ class EmbedWorker:
     """One embedding actor: an embedder loaded once, fed batches of texts.
 
     ``spec`` is an embedder spec (``local``, ``bedrock:512`` …; ``options`` go to
-    :func:`memlane.embed.make_embedder`), an embedder object (pickled to the actor) or a zero-argument callable that builds one in the actor (for an embedder
-    whose client cannot be pickled, e.g. Bedrock on a session of its own). Local ONNX actors
+    :func:`memlane.embed.make_embedder`), an embedder object (pickled to the actor) or a
+    zero-argument callable that builds one in the actor (for an embedder whose client cannot
+    be pickled, e.g. Bedrock on a session of its own). Local ONNX actors
     run with a fixed number of threads so that several share a node's cores without
     oversubscribing them. A Bedrock embedder asks ``limiter`` (a :class:`RateLimiter` actor)
     before each batch and reports the batches Bedrock throttled.

@@ -120,7 +120,7 @@ def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actor
     gpus = int(resources.get("GPU", 0))
     limiter = None
     if may_be_bedrock(embed):
-        limiter = ray.remote(RateLimiter).options(num_cpus=0).remote(requests_per_second or 20.0)
+        limiter = ray.remote(RateLimiter).options(num_cpus=0, max_restarts=-1, max_task_retries=-1).remote(requests_per_second or 20.0)
     options: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
     if gpus and isinstance(embed, str) and embed.startswith("local"):
         # One actor per GPU. (The local embedder runs onnxruntime's CPU provider today, so
