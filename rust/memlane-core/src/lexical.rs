@@ -2,7 +2,6 @@
 
 use crate::chunk::Chunk;
 use crate::error::Result;
-use crate::shard::TermStats;
 use crate::tokenize::CodeTokenizer;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
@@ -414,7 +413,7 @@ impl Lexical {
     ///
     /// tantivy's indexing threads put documents in segments by thread timing; answers do not
     /// depend on it: scores are summed in the query's term order (`canonical_scores`), the
-    /// statistics count live chunks (`TermStats`) and ties are cut by chunk key.
+    /// statistics count live chunks (`shard::TermStats`) and ties are cut by chunk key.
     ///
     /// # Errors
     /// `LockBusy` (as a tantivy error) when another writer is open.
@@ -640,7 +639,7 @@ impl Lexical {
 
     /// Text tokens of the live chunks in `searcher`, each text counted as long as its field
     /// norm (what BM25 takes its length to be): the same for the same chunks however they lie
-    /// in segments (see [`TermStats::of`]). Kept per segment: a segment never changes, only
+    /// in segments (see [`crate::shard::TermStats::of`]). Kept per segment: a segment never changes, only
     /// its deletions.
     ///
     /// # Errors
@@ -731,28 +730,14 @@ impl Lexical {
     }
 
     /// BM25 top `limit` (key, score, document address) for `query` in `searcher`, restricted by
-    /// `filters`; the addresses let the caller fetch the stored chunks without a key lookup.
+    /// `filters`, with the corpus statistics (documents, text lengths, document frequencies)
+    /// taken from `statistics`: the home's own ([`crate::shard::TermStats`], which count live
+    /// chunks only), or a sharded index's sum (see [`crate::shard`]). The addresses let the
+    /// caller fetch the stored chunks without a key lookup.
     ///
     /// # Errors
     /// tantivy errors.
     pub fn search(
-        &self,
-        searcher: &Searcher,
-        query: &str,
-        filters: &Filters,
-        limit: usize,
-    ) -> Result<Vec<(u64, f32, DocAddress)>> {
-        let stats = TermStats::of(self, searcher, query)?;
-        self.search_with_statistics(searcher, query, filters, limit, &stats)
-    }
-
-    /// [`Lexical::search`] with BM25's corpus statistics (documents, text lengths, document
-    /// frequencies) taken from `statistics`: a shard scoring as part of a larger corpus
-    /// (see [`crate::shard`]).
-    ///
-    /// # Errors
-    /// tantivy errors.
-    pub fn search_with_statistics(
         &self,
         searcher: &Searcher,
         query: &str,
@@ -913,7 +898,7 @@ impl Lexical {
     }
 
     /// The most `query` can score in BM25 under `statistics` (a searcher's, or a sharded
-    /// index's [`TermStats`]): the sum over its distinct terms of
+    /// index's [`crate::shard::TermStats`]): the sum over its distinct terms of
     /// idf·(k1 + 1), the score of a chunk made of the term repeated without end. A hit's score
     /// over this is the share of the query's informative (idf-weighted) terms it holds, which,
     /// unlike a score normalised to the query's best hit, means the same from query to query.
@@ -1121,7 +1106,7 @@ mod tests {
         lexical.reload().unwrap();
         let searcher = lexical.searcher();
         let all = lexical
-            .search(&searcher, "postgres", &Filters::default(), 10)
+            .search(&searcher, "postgres", &Filters::default(), 10, &searcher)
             .unwrap();
         assert_eq!(all.len(), 1);
         let stored = lexical.fetch(&searcher, all[0].2).unwrap();
@@ -1137,7 +1122,7 @@ mod tests {
             },
         ] {
             assert!(lexical
-                .search(&searcher, "postgres", &filters, 10)
+                .search(&searcher, "postgres", &filters, 10, &searcher)
                 .unwrap()
                 .is_empty());
             assert!(lexical
@@ -1189,7 +1174,7 @@ mod tests {
                 ..Filters::default()
             };
             let hits = lexical
-                .search(&searcher, "billing", &filters, 10)
+                .search(&searcher, "billing", &filters, 10, &searcher)
                 .unwrap()
                 .len();
             // The vector side's allow-list (asked for only when some filter is set) agrees.
@@ -1285,8 +1270,12 @@ mod tests {
         );
         let searcher = lexical.searcher();
         let ceiling = |q: &str| lexical.bm25_ceiling(&searcher, q).unwrap();
-        let best =
-            |q: &str, filters: &Filters| lexical.search(&searcher, q, filters, 10).unwrap()[0].1;
+        let best = |q: &str, filters: &Filters| {
+            lexical
+                .search(&searcher, q, filters, 10, &searcher)
+                .unwrap()[0]
+                .1
+        };
         let full = best("deploy exit code 137 billing", &Filters::default())
             / ceiling("deploy exit code 137 billing");
         let part =
@@ -1349,12 +1338,14 @@ mod tests {
         for order in [refs.clone(), refs.iter().rev().copied().collect()] {
             let dir = tempfile::tempdir().unwrap();
             let lexical = index_of(dir.path(), &order);
+            let searcher = lexical.searcher();
             let hits = lexical
                 .search(
-                    &lexical.searcher(),
+                    &searcher,
                     "release checklist",
                     &Filters::default(),
                     5,
+                    &searcher,
                 )
                 .unwrap();
             assert!(hits.iter().all(|h| h.1 == hits[0].1), "one tie");

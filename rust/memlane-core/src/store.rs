@@ -720,13 +720,8 @@ impl Store {
         // The keyword and vector searches are independent: run them on both cores.
         let (keyword, ann) = rayon::join(
             || {
-                self.lexical.search_with_statistics(
-                    searcher,
-                    &req.query,
-                    &req.filters,
-                    candidates,
-                    stats,
-                )
+                self.lexical
+                    .search(searcher, &req.query, &req.filters, candidates, stats)
             },
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
