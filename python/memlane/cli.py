@@ -581,7 +581,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
     p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
     p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
-    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors (default: one per shard with data, at most 16)")
+    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors (default: one per shard with data, at most one per CPU of the cluster)")
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="how often the router looks for a new catalog version (default 2)")
     p.set_defaults(func=_cmd_serve)
 

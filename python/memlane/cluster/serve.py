@@ -73,6 +73,7 @@ class ShardActor:
         self.open: dict[tuple[int, str], LocalShard] = {}
         self.lock = threading.Lock()
         self.queries: dict[int, int] = {}
+        self.pool: Any = None
 
     def _shard(self, shard: int, version: str) -> LocalShard:
         found = self.open.get((shard, version))
@@ -98,6 +99,18 @@ class ShardActor:
             self.queries[shard] = self.queries.get(shard, 0) + 1
         return getattr(self._shard(shard, version), method)(*args)
 
+    def call_many(self, calls: list[tuple[int, str, str, tuple[Any, ...]]]) -> list[Any]:
+        """:meth:`call` for several shards at once, on threads (the core releases the GIL): one
+        round trip per actor and round of a query, whatever the shards it holds."""
+        if len(calls) == 1:
+            shard, version, method, args = calls[0]
+            return [self.call(shard, version, method, *args)]
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memlane-shard")
+        return list(self.pool.map(lambda c: self.call(c[0], c[1], c[2], *c[3]), calls))
+
     def ping(self) -> bool:
         """Alive (the router's probe of an actor it saw fail)."""
         return True
@@ -108,10 +121,13 @@ class ShardActor:
 
 
 @dataclass(frozen=True)
-class _Pending:
-    group: int
+class _Call:
+    """One shard call of a query round, sent by :meth:`ShardPool.call` with the others to its actor."""
+
     shard: int
-    ref: Any  # None: the actor is down, nothing was sent
+    version: str
+    method: str
+    args: tuple[Any, ...]
 
 
 class ShardPool:
@@ -159,27 +175,29 @@ class ShardPool:
             if group not in self._probes:
                 self._probes[group] = self.actor(group).ping.remote()
 
-    def send(self, shard: int, version: str, method: str, args: tuple[Any, ...]) -> _Pending:
-        """Start a call on a shard version (nothing is sent to an actor that is down)."""
-        group = self.group(shard)
-        ref = self.actor(group).call.remote(shard, version, method, *args) if self.up(group) else None
-        return _Pending(group, shard, ref)
-
     def call(self, calls: list[Any]) -> list[Any]:
-        """The ``call`` of a :class:`ShardSet`: results in order, None for a shard that did not answer."""
-        sent = [c() for c in calls]
+        """The ``call`` of a :class:`ShardSet`: results in order, None for a shard that did not
+        answer. The calls (:class:`_Call`) go to their actors in one message per actor."""
+        wanted: list[_Call] = [c() for c in calls]
+        by_group: dict[int, list[int]] = {}
+        for i, c in enumerate(wanted):
+            by_group.setdefault(self.group(c.shard), []).append(i)
+        sent = {
+            g: self.actor(g).call_many.remote([(wanted[i].shard, wanted[i].version, wanted[i].method, wanted[i].args) for i in idx])
+            for g, idx in by_group.items()
+            if self.up(g)
+        }
         deadline = time.monotonic() + self.timeout
-        out: list[Any] = []
-        for p in sent:
-            result = None
-            if p.ref is not None:
+        out: list[Any] = [None] * len(wanted)
+        for g, idx in by_group.items():
+            if g in sent:
                 try:
-                    result = ray.get(p.ref, timeout=max(0.0, deadline - time.monotonic()))
+                    for i, result in zip(idx, ray.get(sent[g], timeout=max(0.0, deadline - time.monotonic()))):
+                        out[i] = result
+                    continue
                 except (RayActorError, ActorUnavailableError, GetTimeoutError):
-                    self._mark_down(p.group)
-            if result is None:
-                self._missing().add(p.shard)
-            out.append(result)
+                    self._mark_down(g)
+            self._missing().update(wanted[i].shard for i in idx)
         return out
 
     def _missing(self) -> set[int]:
@@ -202,33 +220,30 @@ class ShardPool:
 
 class RemoteShard:
     """A shard version in a shard actor, with the methods a :class:`ShardSet` calls; each
-    returns a pending reply that :meth:`ShardPool.call` collects."""
+    returns the call for :meth:`ShardPool.call` to send."""
 
-    def __init__(self, pool: ShardPool, shard: int, version: str) -> None:
-        self.pool, self.shard, self.version = pool, shard, version
+    def __init__(self, shard: int, version: str) -> None:
+        self.shard, self.version = shard, version
 
-    def _send(self, method: str, *args: Any) -> _Pending:
-        return self.pool.send(self.shard, self.version, method, args)
-
-    def term_stats(self, *args: Any) -> _Pending:
+    def term_stats(self, *args: Any) -> _Call:
         """See :meth:`LocalShard.term_stats`."""
-        return self._send("term_stats", *args)
+        return _Call(self.shard, self.version, "term_stats", args)
 
-    def candidates(self, *args: Any) -> _Pending:
+    def candidates(self, *args: Any) -> _Call:
         """See :meth:`LocalShard.candidates`."""
-        return self._send("candidates", *args)
+        return _Call(self.shard, self.version, "candidates", args)
 
-    def get(self, *args: Any) -> _Pending:
+    def get(self, *args: Any) -> _Call:
         """See :meth:`LocalShard.get`."""
-        return self._send("get", *args)
+        return _Call(self.shard, self.version, "get", args)
 
-    def passages(self, *args: Any) -> _Pending:
+    def passages(self, *args: Any) -> _Call:
         """See :meth:`LocalShard.passages`."""
-        return self._send("passages", *args)
+        return _Call(self.shard, self.version, "passages", args)
 
-    def windows(self, *args: Any) -> _Pending:
+    def windows(self, *args: Any) -> _Call:
         """See :meth:`LocalShard.windows`."""
-        return self._send("windows", *args)
+        return _Call(self.shard, self.version, "windows", args)
 
 
 class ServedIndex(ShardedIndex):
@@ -241,7 +256,7 @@ class ServedIndex(ShardedIndex):
     def _open_shards(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]]) -> ShardSet:
         # Every version is open in its actor before the first query reaches it.
         ray.get([self.actors.actor(self.actors.group(n)).prepare.remote(n, r["version"]) for n, r in records.items()])
-        shards = {n: RemoteShard(self.actors, n, r["version"]) for n, r in records.items()}
+        shards = {n: RemoteShard(n, r["version"]) for n, r in records.items()}
         return ShardSet(catalog, records, shards, self.actors.call)
 
     def status(self) -> dict[str, Any]:
@@ -296,7 +311,11 @@ class Router:
             if not isinstance(body, dict):
                 return JSONResponse({"error": "the body must be a JSON object"}, 400)
         try:
-            return JSONResponse(await asyncio.to_thread(self.answer, route, body))
+            started = time.perf_counter()
+            answer = await asyncio.to_thread(self.answer, route, body)
+            # The router's own time, HTTP and the proxy excluded (what benches/bench_serve.py compares).
+            took = f"{route};dur={(time.perf_counter() - started) * 1000:.3f}"
+            return JSONResponse(answer, headers={"Server-Timing": took})
         except (ValueError, TypeError, LookupError) as exc:
             return JSONResponse({"error": str(exc) or type(exc).__name__}, 400)
 
@@ -399,7 +418,7 @@ def start(
         token: Bearer token every request must carry.
         insecure: Allow binding beyond loopback without a token.
         embedder: Query embedder of an index with vectors (``local``, an embedder object …).
-        shard_actors: Shard actors (default: one per shard with data, at most 16).
+        shard_actors: Shard actors (default: one per shard with data, at most one per CPU of the cluster).
         refresh_seconds: How often each router reads the catalog pointer.
         timeout: Seconds a router waits for a shard before answering without it.
         cache_dir: Where the actors keep downloaded shards (default: memlane's cache folder).
@@ -417,7 +436,9 @@ def start(
     uri = location(uri).uri
     init_ray(ray_address, **ray_init)
     with_data = sum(1 for s in catalog.shards if s.version)
-    groups = shard_actors or max(1, min(with_data, 16))
+    # A round of a query costs one message per actor, and an actor answers for its shards on
+    # threads: more actors than cores only adds messages.
+    groups = shard_actors or max(1, min(with_data, int(ray.cluster_resources().get("CPU", 1))))
     tag = hashlib.sha256(f"{uri}\0{app}".encode()).hexdigest()[:10]
     names = [f"memlane-shards-{tag}-{g}" for g in range(groups)]
     root = str(local_root(uri, cache_dir) / "serve")
