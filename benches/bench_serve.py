@@ -159,12 +159,12 @@ def freshness(archive: Path, out: Path, url: str, work: Path, rounds: int) -> di
     new = archive / "zz-fresh.jsonl"
     try:
         for r in range(rounds):
-            marker = f"quokkafreshness{r} marker"
+            marker = f"quokkafreshness{r}"
             new.write_text(json.dumps({"session_id": f"fresh{r}", "role": "user", "content": marker, "timestamp": "2026-06-01T00:00:00Z"}) + "\n")
             t = time.perf_counter()
             report = index_sources([str(archive)], str(out), embed="none", format="generic", stage_root=str(work / "stage"))
             published = time.perf_counter()
-            while not remote.search(marker, k=1):
+            while not any(marker in h.text for h in remote.search(marker, k=1)):
                 time.sleep(0.01)
             waits.append(round(time.perf_counter() - published, 2))
             reindex.append(round(published - t, 1))
@@ -213,7 +213,7 @@ def main() -> None:
 
     rng = random.Random(11)
     queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
-    queries += [f"quokkafreshness{r} marker" for r in range(args.fresh_rounds)]
+    queries += [f"quokkafreshness{r}" for r in range(args.fresh_rounds)]
     embedder = GivenVectors(queries, clustered_unit_vectors(np.random.default_rng(5), len(queries)))
     from memlane.cluster.serve import start
 

@@ -229,3 +229,27 @@ def test_a_new_catalog_version_is_served_without_a_failed_request(served, s3, tm
     one = memlane.open(tmp_path / "one", embedder="none")
     one.index([str(served["root"]), str(extra)], embed=False)
     assert _hits(remote.search(query)) == _hits(one.search(query))
+
+
+def test_mcp_and_hooks_recall_from_the_served_index(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from mcp import Client
+    from test_mcp import server_params, text
+
+    from memlane.agents.hooks import user_prompt_submit
+
+    url = served["bm25"].url
+    home = tmp_path / "home"  # an empty home: every memory comes from the server
+
+    async def session() -> tuple[list[str], str]:
+        async with Client(server_params(home, "--remote", url)) as client:
+            tools = sorted(t.name for t in (await client.list_tools()).tools)
+            return tools, text(await client.call_tool("recall", {"query": PROJECT_QUERY, "project": "/src/alpha"}))
+
+    tools, recalled = asyncio.run(session())
+    assert tools == ["recall", "status"]  # the brain and chunk look-ups are a home's
+    assert "Postgres 16" in recalled and "MySQL 8" not in recalled
+    monkeypatch.setenv("MEMLANE_REMOTE", url)
+    out = user_prompt_submit(home, {"session_id": "s-1", "cwd": "/src/beta", "prompt": PROJECT_QUERY})
+    assert out is not None and "MySQL 8" in out and "Postgres 16" not in out

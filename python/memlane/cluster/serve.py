@@ -170,7 +170,8 @@ class ShardPool:
             del self._probes[group]
             return True
 
-    def _mark_down(self, group: int) -> None:
+    def mark_down(self, group: int) -> None:
+        """Leave a group's actor out of queries until a probe finds it answering."""
         with self._lock:
             if group not in self._probes:
                 self._probes[group] = self.actor(group).ping.remote()
@@ -196,7 +197,7 @@ class ShardPool:
                         out[i] = result
                     continue
                 except (RayActorError, ActorUnavailableError, GetTimeoutError):
-                    self._mark_down(g)
+                    self.mark_down(g)
             self._missing().update(wanted[i].shard for i in idx)
         return out
 
@@ -263,11 +264,16 @@ class ServedIndex(ShardedIndex):
         """The index's status, the shards whose actor is down and the queries each shard answered."""
         status = super().status()
         down = set(self.actors.down())
-        status["missing_shards"] = sorted(n for n in self._store.shards if self.actors.group(n) in down)
         counts: dict[str, int] = {}
         for g in range(len(self.actors.names)):
-            if g not in down:
+            if g in down:
+                continue
+            try:
                 counts.update({str(n): c for n, c in ray.get(self.actors.actor(g).counts.remote(), timeout=self.actors.timeout).items()})
+            except (RayActorError, ActorUnavailableError, GetTimeoutError):
+                self.actors.mark_down(g)
+                down.add(g)
+        status["missing_shards"] = sorted(n for n in self._store.shards if self.actors.group(n) in down)
         status["shard_queries"] = counts
         status["shard_actors"] = len(self.actors.names)
         return status
