@@ -9,6 +9,8 @@ A local Ray cluster (2 CPUs) and a moto S3 server on 127.0.0.1, as in tests/test
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -138,6 +140,10 @@ def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, cap
     assert err.count("\n") == 1 and "401" in err and "Traceback" not in err
     monkeypatch.setenv("MEMLANE_TOKEN", TOKEN)  # the client reads the same variable
     assert memlane.connect(url).status()["generation"] == 1
+    # A client process never imports Ray (nor an HTTP package beyond the standard library's).
+    code = f"import sys, memlane; memlane.connect({url!r}).search('deploy'); print(sorted({{'ray', 'requests', 'httpx'}} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MEMLANE_TOKEN": TOKEN}, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

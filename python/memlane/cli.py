@@ -503,8 +503,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
         p.add_argument("--index", metavar="URI", default=None if defaults else argparse.SUPPRESS,
                        help="search, recall or status a sharded index (s3://… or a folder, built by `memlane index --ray`) instead of --home")
-        p.add_argument("--remote", metavar="URL", default=os.environ.get("MEMLANE_REMOTE") if defaults else argparse.SUPPRESS,
-                       help="search, recall, status or mcp through a served index (`memlane serve`) at URL ($MEMLANE_REMOTE; token from $MEMLANE_TOKEN)")
+        p.add_argument("--remote", metavar="URL", default=None if defaults else argparse.SUPPRESS,
+                       help="search, recall, status or mcp through a served index (`memlane serve`) at URL (token from $MEMLANE_TOKEN)")
         return p
 
     parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])

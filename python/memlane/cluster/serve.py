@@ -39,8 +39,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import ray
-from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+try:
+    import ray
+    from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+    # What a shard that does not answer raises (its actor died, is restarting, or is too slow).
+    _UNANSWERED: tuple[type[BaseException], ...] = (RayActorError, ActorUnavailableError, GetTimeoutError)
+except ImportError:  # the module still imports (docs, doctests); start() says what to install
+    ray = None
+    _UNANSWERED = ()
 
 from memlane.cluster import catalog as cat
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home
@@ -196,7 +203,7 @@ class ShardPool:
                     for i, result in zip(idx, ray.get(sent[g], timeout=max(0.0, deadline - time.monotonic()))):
                         out[i] = result
                     continue
-                except (RayActorError, ActorUnavailableError, GetTimeoutError):
+                except _UNANSWERED:
                     self.mark_down(g)
             self._missing().update(wanted[i].shard for i in idx)
         return out
@@ -270,7 +277,7 @@ class ServedIndex(ShardedIndex):
                 continue
             try:
                 counts.update({str(n): c for n, c in ray.get(self.actors.actor(g).counts.remote(), timeout=self.actors.timeout).items()})
-            except (RayActorError, ActorUnavailableError, GetTimeoutError):
+            except _UNANSWERED:
                 self.actors.mark_down(g)
                 down.add(g)
         status["missing_shards"] = sorted(n for n in self._store.shards if self.actors.group(n) in down)
@@ -431,16 +438,18 @@ def start(
         app: Serve application name; ``route_prefix``: its URL prefix.
         **ray_init: Passed to ``ray.init`` for a local cluster (e.g. ``num_cpus``).
     """
-    from ray import serve
-
     from memlane.cluster.index import init_ray
 
     check_binding(host, token, insecure)
+    if ray is None:
+        raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
     catalog = cat.load(location(uri))
     if catalog is None:
         raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
     uri = location(uri).uri
     init_ray(ray_address, **ray_init)
+    from ray import serve
+
     with_data = sum(1 for s in catalog.shards if s.version)
     # A round of a query costs one message per actor, and an actor answers for its shards on
     # threads: more actors than cores only adds messages.
