@@ -389,15 +389,38 @@ impl Lexical {
 
     /// A writer; tantivy's own lock makes a second writer fail fast.
     ///
-    /// One indexing thread: with several, documents land in segments by thread timing, and
-    /// BM25 sums a document's term scores in an order that depends on its segment, so two
-    /// builds of the same sources would score in the last bits apart and cut ties
-    /// differently. Parsing and chunking stay parallel; indexing overlaps the next batch.
+    /// tantivy's indexing threads put documents in segments by thread timing; answers do not
+    /// depend on it: scores are summed in the query's term order (`canonical_scores`), the
+    /// statistics count live chunks (`TermStats`) and ties are cut by chunk key.
     ///
     /// # Errors
     /// `LockBusy` (as a tantivy error) when another writer is open.
     pub fn writer(&self) -> Result<IndexWriter> {
-        Ok(self.index.writer_with_num_threads(1, WRITER_MEMORY)?)
+        Ok(self.index.writer(WRITER_MEMORY)?)
+    }
+
+    /// Whether `dir`, this index's folder, holds files of a segment no commit names (what a
+    /// failed or interrupted write leaves until the garbage is collected).
+    ///
+    /// # Errors
+    /// tantivy errors reading the commit, I/O errors listing the folder.
+    pub fn has_uncommitted_files(&self, dir: &Path) -> Result<bool> {
+        let committed: HashSet<String> = self
+            .index
+            .load_metas()?
+            .segments
+            .iter()
+            .map(|s| s.id().uuid_string())
+            .collect();
+        for entry in std::fs::read_dir(dir)? {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            let stem = name.split('.').next().unwrap_or_default();
+            if !stem.is_empty() && stem != "meta" && !committed.contains(stem) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Make the latest commit visible to searches.

@@ -53,6 +53,10 @@ const FORMAT_VERSION: u32 = 1;
 const SMALL_SEGMENT_DOCS: u32 = 1_000;
 /// Small segments tolerated before a commit merges them into one.
 const MAX_SMALL_SEGMENTS: usize = 8;
+/// The least memory tantivy lets a writer have (see `Writer::discard_uncommitted`).
+const PLACEHOLDER_MEMORY: usize = 15 * 1024 * 1024;
+/// How many times (20 ms apart) a failed commit collects the segments of merges still running.
+const DISCARD_ROUNDS: usize = 100;
 
 /// What built the vectors of a home.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -947,19 +951,7 @@ impl Writer {
         // commit names (collected below, once tantivy's own lock is held).
         crate::durable::remove_stale(&store.home);
         crate::durable::remove_stale(&store.home.join(RESUME_DIR));
-        let tantivy = store.lexical.writer().map_err(|e| match e {
-            Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => {
-                Error::Locked(store.home.clone())
-            }
-            other => other,
-        })?;
-        // Small segments form their own merge layer: by default every segment under 10k docs
-        // is one layer, so a few one-file syncs would re-merge a whole large segment.
-        let mut policy = tantivy::indexer::LogMergePolicy::default();
-        policy.set_min_layer_size(SMALL_SEGMENT_DOCS);
-        tantivy.set_merge_policy(Box::new(policy));
-        // Failing to collect garbage only leaves files for the next writer to collect.
-        let _ = tantivy.garbage_collect_files().wait();
+        let tantivy = tantivy_writer(&store)?;
         store.lexical.reload()?;
         // A writer needs both records whole: with a default in place of either it would
         // drop every chunk (no manifest) or start a new vector file over the old (no meta).
@@ -1390,9 +1382,7 @@ impl Writer {
             // Drop what the failed commit wrote (its new segments): on a full disk, a retry
             // must find the space they took free again. Best effort: the next writer collects
             // whatever is left.
-            if self.tantivy.rollback().is_ok() {
-                let _ = self.tantivy.garbage_collect_files().wait();
-            }
+            self.discard_uncommitted();
             return Err(e.disk_full_at(&home));
         }
         self.report.empty_roots = self.empty_roots();
@@ -1417,6 +1407,40 @@ impl Writer {
             })
             .map(|(named, _)| named.clone())
             .collect()
+    }
+
+    /// Go back to the last commit, deleting every file written since. `rollback` does not
+    /// wait for the indexing threads' last flushes and the merges under way: their segments
+    /// would outlive the collection that follows. A writer that waited for all of them
+    /// leaves nothing alive but the committed segments.
+    fn discard_uncommitted(&mut self) {
+        let Ok(placeholder) = tantivy::Index::create_in_ram(self.tantivy.index().schema())
+            .writer_with_num_threads(1, PLACEHOLDER_MEMORY)
+        else {
+            return;
+        };
+        let failed = std::mem::replace(&mut self.tantivy, placeholder);
+        // It stops waiting at the first indexing thread that failed, before the merges.
+        let _ = failed.wait_merging_threads();
+        let Ok(fresh) = tantivy_writer(&self.store) else {
+            return;
+        };
+        self.tantivy = fresh;
+        // A merge still running keeps its segment alive through that collection: collect
+        // again once it has ended (a merge of this home's small segments takes milliseconds).
+        for _ in 0..DISCARD_ROUNDS {
+            match self
+                .store
+                .lexical
+                .has_uncommitted_files(&self.store.lexical_dir())
+            {
+                Ok(true) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    let _ = self.tantivy.garbage_collect_files().wait();
+                }
+                _ => break,
+            }
+        }
     }
 
     fn commit_unguarded(&mut self) -> Result<()> {
@@ -1531,6 +1555,22 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// The tantivy writer of `store`'s home, its uncommitted files collected.
+fn tantivy_writer(store: &Store) -> Result<IndexWriter> {
+    let tantivy = store.lexical.writer().map_err(|e| match e {
+        Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => Error::Locked(store.home.clone()),
+        other => other,
+    })?;
+    // Small segments form their own merge layer: by default every segment under 10k docs
+    // is one layer, so a few one-file syncs would re-merge a whole large segment.
+    let mut policy = tantivy::indexer::LogMergePolicy::default();
+    policy.set_min_layer_size(SMALL_SEGMENT_DOCS);
+    tantivy.set_merge_policy(Box::new(policy));
+    // Failing to collect garbage only leaves files for the next writer to collect.
+    let _ = tantivy.garbage_collect_files().wait();
+    Ok(tantivy)
 }
 
 /// One source file after parsing and chunking (built in parallel, applied in order).
