@@ -171,6 +171,7 @@ def test_project_scoped_query_touches_only_the_project_s_shards(served, tmp_path
     catalog = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "cache")
     holding = {str(n) for n, r in catalog._store.records.items() if "/src/alpha" in r["projects"]}
     assert touched == holding and len(holding) < status["shards_with_data"]
+    assert _hits(catalog.search(PROJECT_QUERY, project="alpha")) == _hits(hits)  # in process: the same select
 
 
 def test_a_killed_shard_actor_gives_partial_answers_then_recovers(served) -> None:

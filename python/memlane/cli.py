@@ -420,6 +420,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         while True:
             time.sleep(3600)
+    except KeyboardInterrupt:
+        sys.stderr.write("memlane serve: stopped\n")
+        return 0
     finally:
         server.stop()
 
