@@ -164,7 +164,9 @@ def freshness(archive: Path, out: Path, url: str, work: Path, rounds: int) -> di
             t = time.perf_counter()
             report = index_sources([str(archive)], str(out), embed="none", format="generic", stage_root=str(work / "stage"))
             published = time.perf_counter()
-            while not any(marker in h.text for h in remote.search(marker, k=1)):
+            # Keyword-ranked: the new chunk has no vector yet, so a hybrid ranking would put
+            # the query vector's neighbours before it.
+            while not any(marker in h.text for h in remote.search(marker, k=3, vector_weight=0.0)):
                 time.sleep(0.01)
             waits.append(round(time.perf_counter() - published, 2))
             reindex.append(round(published - t, 1))

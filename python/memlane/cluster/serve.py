@@ -340,7 +340,8 @@ class Router:
         index.actors.begin()
         generation = index.catalog.generation
         if route == "status":
-            return {**index.status(), "partial": False}
+            status = index.status()
+            return {**status, "partial": bool(status["missing_shards"])}
         query = body.get("query")
         if not isinstance(query, str):
             raise ValueError("the body needs a query (a string)")
