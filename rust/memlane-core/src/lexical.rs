@@ -2,21 +2,21 @@
 
 use crate::chunk::Chunk;
 use crate::error::Result;
-use crate::shard::TermStats;
 use crate::tokenize::CodeTokenizer;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::ops::{Bound, Range};
 use std::path::Path;
 use std::sync::Mutex;
-use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
 use tantivy::query::{
-    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query,
-    RangeQuery, TermQuery,
+    Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, EmptyQuery, EnableScoring,
+    Occur, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
@@ -28,6 +28,28 @@ use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
     SegmentOrdinal, SegmentReader, TantivyDocument, Term, TERMINATED,
 };
+
+/// How far below the cut a score still counts as tied with it (relative): tantivy's scores
+/// and the canonical ones differ in the last bits.
+const TIE_SLACK: Score = 1e-5;
+
+/// A score ordered totally, for the heap of the best scores.
+#[derive(PartialEq)]
+struct TotalScore(Score);
+
+impl Eq for TotalScore {}
+
+impl PartialOrd for TotalScore {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalScore {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
 
 /// Name the analyzer is registered under.
 const ANALYZER: &str = "memlane";
@@ -391,7 +413,7 @@ impl Lexical {
     ///
     /// tantivy's indexing threads put documents in segments by thread timing; answers do not
     /// depend on it: scores are summed in the query's term order (`canonical_scores`), the
-    /// statistics count live chunks (`TermStats`) and ties are cut by chunk key.
+    /// statistics count live chunks (`shard::TermStats`) and ties are cut by chunk key.
     ///
     /// # Errors
     /// `LockBusy` (as a tantivy error) when another writer is open.
@@ -617,7 +639,7 @@ impl Lexical {
 
     /// Text tokens of the live chunks in `searcher`, each text counted as long as its field
     /// norm (what BM25 takes its length to be): the same for the same chunks however they lie
-    /// in segments (see [`TermStats::of`]). Kept per segment: a segment never changes, only
+    /// in segments (see [`crate::shard::TermStats::of`]). Kept per segment: a segment never changes, only
     /// its deletions.
     ///
     /// # Errors
@@ -708,28 +730,14 @@ impl Lexical {
     }
 
     /// BM25 top `limit` (key, score, document address) for `query` in `searcher`, restricted by
-    /// `filters`; the addresses let the caller fetch the stored chunks without a key lookup.
+    /// `filters`, with the corpus statistics (documents, text lengths, document frequencies)
+    /// taken from `statistics`: the home's own ([`crate::shard::TermStats`], which count live
+    /// chunks only), or a sharded index's sum (see [`crate::shard`]). The addresses let the
+    /// caller fetch the stored chunks without a key lookup.
     ///
     /// # Errors
     /// tantivy errors.
     pub fn search(
-        &self,
-        searcher: &Searcher,
-        query: &str,
-        filters: &Filters,
-        limit: usize,
-    ) -> Result<Vec<(u64, f32, DocAddress)>> {
-        let stats = TermStats::of(self, searcher, query)?;
-        self.search_with_statistics(searcher, query, filters, limit, &stats)
-    }
-
-    /// [`Lexical::search`] with BM25's corpus statistics (documents, text lengths, document
-    /// frequencies) taken from `statistics`: a shard scoring as part of a larger corpus
-    /// (see [`crate::shard`]).
-    ///
-    /// # Errors
-    /// tantivy errors.
-    pub fn search_with_statistics(
         &self,
         searcher: &Searcher,
         query: &str,
@@ -742,26 +750,10 @@ impl Lexical {
             return Ok(Vec::new());
         }
         let query = self.query_of(terms.clone(), filters);
-        // Chunks tied at the cut would be chosen by where their documents sit in segments,
-        // which differs from one build of an archive to the next: take the whole tie (one
-        // document more than asked tells whether it goes on), then cut by chunk key. A tie is
-        // judged loosely: tantivy's scores differ from the canonical ones below in the last bits.
-        let mut fetch = limit;
-        let top = loop {
-            let top = searcher.search_with_statistics_provider(
-                &*query,
-                &TopDocs::with_limit(fetch + 1),
-                statistics,
-            )?;
-            if top.len() <= fetch || top[fetch].0 < top[limit - 1].0 * (1.0 - 1e-5) {
-                break top;
-            }
-            fetch *= 2;
-        };
-        let addresses: Vec<DocAddress> = top.iter().map(|(_, addr)| *addr).collect();
-        let scores = self.canonical_scores(searcher, &terms, &addresses, statistics)?;
+        let top = Self::top_with_ties(searcher, &*query, limit, statistics)?;
+        let scores = self.canonical_scores(searcher, &terms, &top, statistics)?;
         let mut keys = KeyColumns::new(searcher);
-        let mut hits = addresses
+        let mut hits = top
             .into_iter()
             .zip(scores)
             .map(|(addr, score)| Ok((keys.key(addr)?, score, addr)))
@@ -769,6 +761,57 @@ impl Lexical {
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// The documents scoring at least the `limit`-th best score of `query`, in one pass.
+    ///
+    /// Chunks tied at the cut would be chosen by where their documents sit in segments,
+    /// which differs from one build of an archive to the next: the whole tie is taken (the
+    /// caller cuts it by chunk key). A tie is judged loosely: tantivy's scores differ from the
+    /// canonical ones in the last bits. The pruning threshold trails the `limit`-th score by
+    /// that slack, so block-WAND still skips what cannot reach the cut, across all segments.
+    fn top_with_ties(
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+        statistics: &dyn Bm25StatisticsProvider,
+    ) -> Result<Vec<DocAddress>> {
+        let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
+            statistics, searcher,
+        ))?;
+        // The `limit` best scores so far (a min-heap), and every document that passed the
+        // threshold when it was met; those below the final threshold are dropped at the end.
+        let mut best: BinaryHeap<Reverse<TotalScore>> = BinaryHeap::with_capacity(limit + 1);
+        let mut kept: Vec<(Score, DocAddress)> = Vec::new();
+        let mut threshold = Score::MIN;
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let segment_ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            let alive = segment.alive_bitset();
+            weight.for_each_pruning(threshold, segment, &mut |doc, score| {
+                if alive.is_some_and(|a| a.is_deleted(doc)) {
+                    return threshold;
+                }
+                kept.push((score, DocAddress::new(segment_ord, doc)));
+                best.push(Reverse(TotalScore(score)));
+                if best.len() > limit {
+                    best.pop();
+                }
+                if best.len() == limit {
+                    if let Some(Reverse(TotalScore(cut))) = best.peek() {
+                        threshold = cut * (1.0 - TIE_SLACK);
+                    }
+                    if kept.len() >= 4 * limit {
+                        kept.retain(|(s, _)| *s > threshold);
+                    }
+                }
+                threshold
+            })?;
+        }
+        Ok(kept
+            .into_iter()
+            .filter(|(s, _)| *s > threshold)
+            .map(|(_, addr)| addr)
+            .collect())
     }
 
     /// The BM25 score of each document for `terms`, each term's part added in the terms'
@@ -855,7 +898,7 @@ impl Lexical {
     }
 
     /// The most `query` can score in BM25 under `statistics` (a searcher's, or a sharded
-    /// index's [`TermStats`]): the sum over its distinct terms of
+    /// index's [`crate::shard::TermStats`]): the sum over its distinct terms of
     /// idf·(k1 + 1), the score of a chunk made of the term repeated without end. A hit's score
     /// over this is the share of the query's informative (idf-weighted) terms it holds, which,
     /// unlike a score normalised to the query's best hit, means the same from query to query.
@@ -1063,7 +1106,7 @@ mod tests {
         lexical.reload().unwrap();
         let searcher = lexical.searcher();
         let all = lexical
-            .search(&searcher, "postgres", &Filters::default(), 10)
+            .search(&searcher, "postgres", &Filters::default(), 10, &searcher)
             .unwrap();
         assert_eq!(all.len(), 1);
         let stored = lexical.fetch(&searcher, all[0].2).unwrap();
@@ -1079,7 +1122,7 @@ mod tests {
             },
         ] {
             assert!(lexical
-                .search(&searcher, "postgres", &filters, 10)
+                .search(&searcher, "postgres", &filters, 10, &searcher)
                 .unwrap()
                 .is_empty());
             assert!(lexical
@@ -1131,7 +1174,7 @@ mod tests {
                 ..Filters::default()
             };
             let hits = lexical
-                .search(&searcher, "billing", &filters, 10)
+                .search(&searcher, "billing", &filters, 10, &searcher)
                 .unwrap()
                 .len();
             // The vector side's allow-list (asked for only when some filter is set) agrees.
@@ -1227,8 +1270,12 @@ mod tests {
         );
         let searcher = lexical.searcher();
         let ceiling = |q: &str| lexical.bm25_ceiling(&searcher, q).unwrap();
-        let best =
-            |q: &str, filters: &Filters| lexical.search(&searcher, q, filters, 10).unwrap()[0].1;
+        let best = |q: &str, filters: &Filters| {
+            lexical
+                .search(&searcher, q, filters, 10, &searcher)
+                .unwrap()[0]
+                .1
+        };
         let full = best("deploy exit code 137 billing", &Filters::default())
             / ceiling("deploy exit code 137 billing");
         let part =
@@ -1291,12 +1338,14 @@ mod tests {
         for order in [refs.clone(), refs.iter().rev().copied().collect()] {
             let dir = tempfile::tempdir().unwrap();
             let lexical = index_of(dir.path(), &order);
+            let searcher = lexical.searcher();
             let hits = lexical
                 .search(
-                    &lexical.searcher(),
+                    &searcher,
                     "release checklist",
                     &Filters::default(),
                     5,
+                    &searcher,
                 )
                 .unwrap();
             assert!(hits.iter().all(|h| h.1 == hits[0].1), "one tie");

@@ -720,13 +720,8 @@ impl Store {
         // The keyword and vector searches are independent: run them on both cores.
         let (keyword, ann) = rayon::join(
             || {
-                self.lexical.search_with_statistics(
-                    searcher,
-                    &req.query,
-                    &req.filters,
-                    candidates,
-                    stats,
-                )
+                self.lexical
+                    .search(searcher, &req.query, &req.filters, candidates, stats)
             },
             || -> Result<Vec<(u64, f32)>> {
                 let Some((qv, index)) = index else {
@@ -1409,24 +1404,12 @@ impl Writer {
             .collect()
     }
 
-    /// Go back to the last commit, deleting every file written since. `rollback` does not
-    /// wait for the indexing threads' last flushes and the merges under way: their segments
-    /// would outlive the collection that follows. A writer that waited for all of them
-    /// leaves nothing alive but the committed segments.
+    /// Go back to the last commit, deleting every file written since (see [`Writer::settle`]).
     fn discard_uncommitted(&mut self) {
-        let Ok(placeholder) = tantivy::Index::create_in_ram(self.tantivy.index().schema())
-            .writer_with_num_threads(1, PLACEHOLDER_MEMORY)
-        else {
+        if self.settle().is_err() {
             return;
-        };
-        let failed = std::mem::replace(&mut self.tantivy, placeholder);
-        // It stops waiting at the first indexing thread that failed, before the merges.
-        let _ = failed.wait_merging_threads();
-        let Ok(fresh) = tantivy_writer(&self.store) else {
-            return;
-        };
-        self.tantivy = fresh;
-        // A merge still running keeps its segment alive through that collection: collect
+        }
+        // A merge still running keeps its segment alive through the collection: collect
         // again once it has ended (a merge of this home's small segments takes milliseconds).
         for _ in 0..DISCARD_ROUNDS {
             match self
@@ -1441,6 +1424,24 @@ impl Writer {
                 _ => break,
             }
         }
+    }
+
+    /// Wait for every indexing thread and background merge of the tantivy writer, then go on
+    /// with a fresh one at the last commit, its garbage collected. tantivy's `rollback` does
+    /// not wait for them, and a merge under way holds its segments (a merge asked for them
+    /// fails, their files outlive a collection).
+    ///
+    /// # Errors
+    /// tantivy errors opening the fresh writer.
+    fn settle(&mut self) -> Result<()> {
+        let placeholder = tantivy::Index::create_in_ram(self.tantivy.index().schema())
+            .writer_with_num_threads(1, PLACEHOLDER_MEMORY)?;
+        let settled = std::mem::replace(&mut self.tantivy, placeholder);
+        // It stops waiting at the first indexing thread that failed, before the merges;
+        // the loop in `discard_uncommitted` covers that case.
+        let _ = settled.wait_merging_threads();
+        self.tantivy = tantivy_writer(&self.store)?;
+        Ok(())
     }
 
     fn commit_unguarded(&mut self) -> Result<()> {

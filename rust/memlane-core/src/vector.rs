@@ -61,6 +61,47 @@ pub struct VectorIndex {
     dim: usize,
 }
 
+/// IEEE half-precision numbers (as stored bits) to single precision, exactly, in a loop the
+/// compiler vectorizes: the exponent and mantissa move into place and one multiplication by
+/// 2^112 re-biases the exponent (subnormals included); infinities and NaNs keep all-ones.
+fn widen_f16(bits: &[i16], out: &mut [f32]) {
+    const REBIAS: f32 = 5.192_297e33; // 2^112
+    for (o, &h) in out.iter_mut().zip(bits) {
+        let h = u32::from(u16::from_ne_bytes(h.to_ne_bytes()));
+        let magnitude = (h & 0x7fff) << 13;
+        let value = if magnitude >= 0x7c00 << 13 {
+            f32::from_bits(magnitude | 0x7f80_0000)
+        } else {
+            f32::from_bits(magnitude) * REBIAS
+        };
+        *o = f32::from_bits(value.to_bits() | (h & 0x8000) << 16);
+    }
+}
+
+/// The dot product of `a` and `b` and the squared norm of `a`, summed in eight lanes (a fixed
+/// order, so the same on every machine) that the compiler turns into SIMD: a sequential sum
+/// cannot be reordered and runs one element at a time.
+fn dot_and_norm(a: &[f32], b: &[f32]) -> (f32, f32) {
+    const LANES: usize = 8;
+    let mut dot = [0f32; LANES];
+    let mut norm = [0f32; LANES];
+    let (a_body, a_tail) = a.split_at(a.len() - a.len() % LANES);
+    let (b_body, b_tail) = b.split_at(a_body.len().min(b.len()));
+    for (x, y) in a_body.chunks_exact(LANES).zip(b_body.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            dot[i] += x[i] * y[i];
+            norm[i] += x[i] * x[i];
+        }
+    }
+    let mut dot: f32 = dot.iter().sum();
+    let mut norm: f32 = norm.iter().sum();
+    for (x, y) in a_tail.iter().zip(b_tail) {
+        dot += x * y;
+        norm += x * x;
+    }
+    (dot, norm)
+}
+
 impl VectorIndex {
     fn options(dim: usize, quantization: Quantization) -> IndexOptions {
         IndexOptions {
@@ -277,27 +318,47 @@ impl VectorIndex {
     #[must_use]
     pub fn similarities(&self, keys: &[u64], query: &[f32]) -> Vec<Option<f32>> {
         let mut buffer = vec![0f32; self.dim];
+        let mut bits = vec![0i16; self.dim];
         keys.iter()
-            .map(|&key| self.similarity_with(key, query, &mut buffer))
+            .map(|&key| self.similarity_with(key, query, &mut buffer, &mut bits))
             .collect()
     }
 
-    fn similarity_with(&self, key: u64, query: &[f32], buffer: &mut [f32]) -> Option<f32> {
+    /// Window `key`'s vector into `buffer`; false when there is none. Half-precision vectors
+    /// are read as stored and widened here: usearch widens one number at a time, which cost
+    /// more than the similarities themselves.
+    fn window(&self, key: u64, buffer: &mut [f32], bits: &mut [i16]) -> Option<bool> {
+        if self.index.scalar_kind() == ScalarKind::F16 {
+            if self
+                .index
+                .get(key, usearch::f16::from_mut_i16s(bits))
+                .ok()?
+                == 0
+            {
+                return Some(false);
+            }
+            widen_f16(bits, buffer);
+            return Some(true);
+        }
+        Some(self.index.get(key, buffer).ok()? > 0)
+    }
+
+    fn similarity_with(
+        &self,
+        key: u64,
+        query: &[f32],
+        buffer: &mut [f32],
+        bits: &mut [i16],
+    ) -> Option<f32> {
         let mut best: Option<f32> = None;
         for w in 0..MAX_WINDOWS as u64 {
             // `get` answers "absent" itself: one key-table probe per window instead of a
             // `contains` before it.
-            if self.index.get(key << 8 | w, buffer).ok()? == 0 {
+            if !self.window(key << 8 | w, buffer, bits)? {
                 break;
             }
-            let norm = buffer
-                .iter()
-                .map(|x| x * x)
-                .sum::<f32>()
-                .sqrt()
-                .max(f32::EPSILON);
-            let dot: f32 = buffer.iter().zip(query).map(|(a, b)| a * b).sum();
-            let sim = dot / norm;
+            let (dot, norm) = dot_and_norm(buffer, query);
+            let sim = dot / norm.sqrt().max(f32::EPSILON);
             best = Some(best.map_or(sim, |b| b.max(sim)));
         }
         best
@@ -373,6 +434,52 @@ impl VectorIndex {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn half_precision_widens_exactly_as_usearch_does() {
+        let idx = VectorIndex::new(8, Quantization::F16).unwrap();
+        let v = [0.1f32, -0.75, 1e-6, -3e-5, 65504.0, 0.0, -0.0, 0.333];
+        idx.add(7, &v).unwrap();
+        let mut theirs = [0f32; 8];
+        assert_eq!(idx.index.get(7 << 8, &mut theirs).unwrap(), 1);
+        let mut bits = [0i16; 8];
+        idx.index
+            .get(7 << 8, usearch::f16::from_mut_i16s(&mut bits))
+            .unwrap();
+        let mut ours = [0f32; 8];
+        widen_f16(&bits, &mut ours);
+        assert_eq!(ours.map(f32::to_bits), theirs.map(f32::to_bits));
+        let mut special = [0f32; 3];
+        widen_f16(&[0x7c00, -1024, 0x7e00], &mut special);
+        assert!(
+            special[0] == f32::INFINITY && special[1] == f32::NEG_INFINITY && special[2].is_nan()
+        );
+    }
+
+    #[test]
+    fn lane_sums_agree_with_plain_sums_for_any_length() {
+        for len in [0usize, 1, 7, 8, 13, 384] {
+            #[allow(clippy::cast_precision_loss)]
+            let a: Vec<f32> = (0..len)
+                .map(|i| ((i * 37 % 11) as f32 - 5.0) / 7.0)
+                .collect();
+            #[allow(clippy::cast_precision_loss)]
+            let b: Vec<f32> = (0..len)
+                .map(|i| ((i * 53 % 13) as f32 - 6.0) / 9.0)
+                .collect();
+            let (dot, norm) = dot_and_norm(&a, &b);
+            let plain_dot: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let plain_norm: f32 = a.iter().map(|x| x * x).sum();
+            assert!(
+                (dot - plain_dot).abs() <= 1e-4 * plain_dot.abs().max(1.0),
+                "{len}"
+            );
+            assert!(
+                (norm - plain_norm).abs() <= 1e-4 * plain_norm.max(1.0),
+                "{len}"
+            );
+        }
+    }
+
     use super::*;
 
     fn unit(v: &[f32]) -> Vec<f32> {
