@@ -32,6 +32,7 @@ __all__ = [
     "MemoryGuardError",
     "ParseError",
     "__version__",
+    "connect",
     "open",
     "open_index",
 ]
@@ -43,6 +44,11 @@ def __getattr__(name: str) -> object:
         import memlane.brain
 
         return getattr(memlane.brain, name)
+    if name == "connect":
+        # A served index (`memlane serve`) over HTTP: the client imports no Ray.
+        from memlane.cluster.client import connect
+
+        return connect
     if name == "open_index":
         # A sharded index (memlane.cluster), searched in this process.
         import memlane.cluster

@@ -60,7 +60,7 @@ class _Bar:
 
 def _require_home(args: argparse.Namespace) -> None:
     """A read-only command on a home that does not exist says so instead of creating it."""
-    if getattr(args, "index", None):
+    if getattr(args, "index", None) or getattr(args, "remote", None):
         return
     home = Path(args.home).expanduser()
     if not home.is_dir():
@@ -70,6 +70,10 @@ def _require_home(args: argparse.Namespace) -> None:
 def _open(args: argparse.Namespace, embedder: str) -> Any:
     import memlane
 
+    if getattr(args, "remote", None):
+        if args.command not in ("search", "recall", "status"):
+            raise ValueError(f"--remote asks a served index: search, recall and status only (`memlane {args.command}` works on a --home)")
+        return memlane.connect(args.remote)
     spec: Any = embedder
     if embedder.startswith("bedrock"):
         from memlane.embed import make_embedder
@@ -215,7 +219,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
         temporal=args.temporal,
         project=args.project,
         branch=args.branch,
+        # A served index masks and cuts the passages itself (the hits' statistics live there).
+        **({"show_secrets": args.show_secrets, "snippet_chars": 300} if args.remote else {}),
     )
+    _say_partial(args, mem)
     if not hits:
         _unknown_project(mem, args.project)
     if not args.show_secrets:
@@ -241,6 +248,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets,
         project=args.project, branch=args.branch,
     )
+    _say_partial(args, mem)
     if not result:
         _unknown_project(mem, args.project)
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
@@ -251,9 +259,16 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_partial(args: argparse.Namespace, mem: Any) -> None:
+    """One line on stderr when a served index answered without some of its shards."""
+    if getattr(mem, "missing_shards", None):
+        shards = ", ".join(map(str, mem.missing_shards))
+        sys.stderr.write(f"memlane {args.command}: partial answer: shard(s) {shards} of {args.remote} did not answer (Ray restarts them)\n")
+
+
 def _unknown_project(mem: Any, project: str | None) -> None:
     """Say so when ``--project`` names no project of the home (a typo, not an empty answer)."""
-    if project is not None and not mem.project_keys(project):
+    if project is not None and hasattr(mem, "project_keys") and not mem.project_keys(project):
         names = ", ".join(sorted({Path(k).name for k in mem.projects()})) or "none yet"
         sys.stderr.write(f"memlane: no project named {project!r} in this home (projects: {names})\n")
 
@@ -347,10 +362,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, "none")
     status = mem.status()
-    if args.index:
+    if args.index or args.remote:
         text = (
-            f"index       {status['index']} (catalog version {status['generation']}, {status['created']})\n"
-            f"shards      {status['shards_with_data']} of {status['shards']} hold data, kept at {status['local']}\n"
+            (f"server      {args.remote}: {status['shard_actors']} shard actors, shards down: "
+             f"{', '.join(map(str, status['missing_shards'])) or 'none'}\n" if args.remote else "")
+            + f"index       {status['index']} (catalog version {status['generation']}, {status['created']})\n"
+            f"shards      {status['shards_with_data']} of {status['shards']} hold data" + ("" if args.remote else f", kept at {status['local']}") + "\n"
             f"files       {status['files']}  sessions {status['sessions']}\n"
             f"chunks      {status['chunks']}\n"
             f"embedder    {status['embedder_id'] or '-'}\n"
@@ -384,6 +401,36 @@ def _cmd_status(args: argparse.Namespace) -> int:
         )
     emit(args, status, text)
     return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """``memlane serve --index URI``: run until interrupted."""
+    if not args.index:
+        raise ValueError("serve needs the sharded index to serve: --index s3://bucket/prefix/ (or a shared folder)")
+    if args.replicas < 1 or not 0 < args.port < 65536:
+        raise ValueError("--replicas must be at least 1 and --port between 1 and 65535")
+    from memlane.cluster.serve import check_binding
+
+    check_binding(args.host, args.token, args.insecure)  # before Ray starts: a refusal is instant
+    from memlane.cluster.serve import start
+
+    server = start(
+        args.index, ray_address=args.ray, host=args.host, port=args.port, replicas=args.replicas, token=args.token,
+        insecure=args.insecure, embedder=args.embed, shard_actors=args.shard_actors, refresh_seconds=args.refresh,
+    )  # fmt: skip
+    auth = ", token required" if args.token else ""
+    sys.stderr.write(
+        f"serving {args.index} (catalog version {server.generation}, {len(server.actors)} shard actors, "
+        f"{args.replicas} router replicas{auth}) at {server.url}: POST /search, POST /recall, GET /status; Ctrl-C stops\n"
+    )
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        sys.stderr.write("memlane serve: stopped\n")
+        return 0
+    finally:
+        server.stop()
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -465,6 +512,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
         p.add_argument("--index", metavar="URI", default=None if defaults else argparse.SUPPRESS,
                        help="search, recall or status a sharded index (s3://… or a folder, built by `memlane index --ray`) instead of --home")
+        p.add_argument("--remote", metavar="URL", default=None if defaults else argparse.SUPPRESS,
+                       help="search, recall, status or mcp through a served index (`memlane serve`) at URL (token from $MEMLANE_TOKEN)")
         return p
 
     parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
@@ -533,6 +582,18 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
+
+    p = sub.add_parser("serve", parents=[common(False)], help="serve a sharded index (--index URI) over HTTP on Ray Serve, read only")
+    p.add_argument("--ray", metavar="ADDRESS", default="local", help="local (default: start a cluster here), auto (join `ray start`'s) or an address")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; beyond loopback needs --token or --insecure)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
+    p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
+    p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
+    p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
+    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors (default: one per shard with data, at most one per CPU of the cluster)")
+    p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="how often the router looks for a new catalog version (default 2)")
+    p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("verify", parents=[common(False)], help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)")
     p.add_argument("--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)")

@@ -24,7 +24,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from memlane.agents.mcp import serve
     from memlane.agents.roles import Role
 
-    serve(args.home, embedder=args.embed, role=Role.parse(args.agent))
+    serve(args.home, embedder=args.embed, role=Role.parse(args.agent), remote=getattr(args, "remote", None))
     return 0
 
 

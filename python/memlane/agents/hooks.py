@@ -134,6 +134,17 @@ def _open(home: str | os.PathLike[str]) -> Any:
     return memlane.open(home, embedder="none")
 
 
+def _remote() -> Any:
+    """The served index (``memlane serve``) that recalls when ``MEMLANE_REMOTE`` names one, else None;
+    the brain snapshot stays the home's."""
+    url = os.environ.get("MEMLANE_REMOTE")
+    if not url:
+        return None
+    import memlane
+
+    return memlane.connect(url)
+
+
 # -- context in ---------------------------------------------------------------------------
 
 
@@ -197,7 +208,7 @@ def session_start(
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
         # The snapshot carries the brain; the recall adds library and transcripts only.
         query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
-        if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(mem, query, budget, project, role)):
+        if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(_remote() or mem, query, budget, project, role)):
             parts.append(recalled)
     if not parts:
         return None
@@ -256,6 +267,8 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, pr
     from memlane.embed import is_bundled_model
     from memlane.errors import MemlaneError
 
+    if (remote := _remote()) is not None:  # the server embeds the query with the index's own model
+        return _recall(remote, prompt, max_tokens, project, role)
     with _open(home) as mem:
         # `local` picks the home's own mode of the bundled model (memlane.embed.spec_for_home).
         if not is_bundled_model(mem.vectors_embedder_id):

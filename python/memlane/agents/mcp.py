@@ -17,7 +17,9 @@ agent recalls and gets only its project's memories and the admin's, and writes o
 project's entries; a skill agent is not offered ``remember`` or ``supersede`` at all.
 
 The server lives as long as the session, so it recalls hybrid (the embedder loads once, on the
-first query); hooks, a process per event, recall keyword-only. The ``mcp`` SDK is imported only
+first query); hooks, a process per event, recall keyword-only. With ``remote`` (``memlane
+--remote URL mcp``) it recalls from a served index (``memlane serve``) and offers only
+``recall`` and ``status``: the brain and chunk look-ups are a home's. The ``mcp`` SDK is imported only
 here, so ``import memlane`` stays fast.
 
 Example (a client session over stdio, as the tests run it)::
@@ -84,6 +86,7 @@ class MemoryTools:
         embedder: Query embedder (``local`` by default; ``none`` for keyword-only).
         role: The agent's role (default admin).
         cwd: Where the agent works (a skill agent reads that project's memories).
+        remote: A served index's URL to recall from instead of ``home``.
 
     Example:
         >>> import tempfile
@@ -91,10 +94,13 @@ class MemoryTools:
         'Nothing in memory clears the relevance threshold for this query.'
     """
 
-    def __init__(self, home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self, home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None, remote: str | None = None
+    ) -> None:
         import memlane
 
-        self.mem = memlane.open(home, embedder=embedder)
+        self.remote = remote
+        self.mem = memlane.connect(remote) if remote else memlane.open(home, embedder=embedder)
         self.role = role or Role()
         self.reads = self.role.reads(cwd)
 
@@ -102,6 +108,8 @@ class MemoryTools:
         """The project a read covers: the role's, or what the agent asked within it."""
         if self.reads is None:
             return project
+        if self.remote:  # the served index resolves names; the role's project bounds the read
+            return self.reads
         if project is not None and set(self.mem.project_keys(project)) - set(self.mem.project_keys(self.reads)):
             raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {project}")
         return self.reads
@@ -126,6 +134,8 @@ class MemoryTools:
         result = self.mem.recall(query, max_tokens=max_tokens, project=self._readable(project), branch=branch)
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
+        if self.remote:  # no `get` over a served index
+            return result.text.rstrip()
         ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
         return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
 
@@ -176,6 +186,9 @@ class MemoryTools:
     def status(self) -> str:
         """Counts of the index and the brain, in a few lines."""
         s = self.mem.status()
+        if self.remote:
+            down = ", ".join(map(str, s["missing_shards"])) or "none"
+            return f"served index {s['index']} at {self.remote} (catalog version {s['generation']}): {s['chunks']:,} chunks, {s['sessions']:,} sessions; shards down: {down}"
         entries = self.brain.entries(evolution=True)
         active = sum(e.active for e in entries)
         vectors = f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})" if s["chunks_with_vectors"] else "keywords only"
@@ -204,15 +217,18 @@ def _user_errors(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def build_server(home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None) -> Any:
-    """The MCP server (``mcp.server.MCPServer``) exposing :class:`MemoryTools` over ``home``;
-    a role that writes nothing is not offered the write tools."""
+def build_server(
+    home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None, remote: str | None = None
+) -> Any:
+    """The MCP server (``mcp.server.MCPServer``) exposing :class:`MemoryTools` over ``home``
+    (or the served index at ``remote``: recall and status only); a role that writes nothing
+    is not offered the write tools."""
     from mcp.server import MCPServer
     from mcp.types import ToolAnnotations
 
     from memlane import __version__
 
-    tools = MemoryTools(home, embedder, role, cwd)
+    tools = MemoryTools(home, embedder, role, cwd, remote)
     server = MCPServer("memlane", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
@@ -223,7 +239,7 @@ def build_server(home: str | PathLike[str], embedder: str = "local", role: Role 
         """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant. project/branch: only that repository's (name or path) or git branch's memories."""
         return tools.recall(query, max_tokens, project, branch)
 
-    if tools.role.can_write:
+    if tools.role.can_write and not remote:
 
         @server.tool(annotations=writes, structured_output=False)
         @_user_errors
@@ -240,11 +256,13 @@ def build_server(home: str | PathLike[str], embedder: str = "local", role: Role 
             """Replace a MEMORY.md entry (key like KD07) that is no longer true; the old one stays, marked superseded."""
             return tools.supersede(key, text, detail)
 
-    @server.tool(annotations=read_only, structured_output=False)
-    @_user_errors
-    def get(id: str) -> str:  # noqa: A002 - the argument name the agent sees
-        """Full text and provenance of one item by the id recall printed (hex chunk id or entry key like KD07)."""
-        return tools.get(id)
+    if not remote:
+
+        @server.tool(annotations=read_only, structured_output=False)
+        @_user_errors
+        def get(id: str) -> str:  # noqa: A002 - the argument name the agent sees
+            """Full text and provenance of one item by the id recall printed (hex chunk id or entry key like KD07)."""
+            return tools.get(id)
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
@@ -255,9 +273,9 @@ def build_server(home: str | PathLike[str], embedder: str = "local", role: Role 
     return server
 
 
-def serve(home: str | PathLike[str], embedder: str = "local", role: Role | None = None) -> None:
+def serve(home: str | PathLike[str], embedder: str = "local", role: Role | None = None, remote: str | None = None) -> None:
     """Run the server on stdio until the client closes the connection (the agent's working
     directory is the server's)."""
     import os
 
-    build_server(home, embedder, role, os.getcwd()).run("stdio")
+    build_server(home, embedder, role, os.getcwd(), remote).run("stdio")

@@ -8,13 +8,17 @@ function runs.
   sharded index from S3 prefixes or folders (:mod:`memlane.cluster.index`).
 - :func:`open_index` (``memlane --index URI search …``): search it in this process, with the
   same hits and scores as one home built from the same files (:mod:`memlane.cluster.search`).
+- :func:`memlane.cluster.serve.start` (``memlane serve --index URI --ray …``): serve it over
+  HTTP on Ray Serve, shards in actors, the same answers (:mod:`memlane.cluster.serve`).
+- :func:`connect` (``memlane --remote URL search …``): a served index from a client, with the
+  reading part of the ``Memory`` interface; imports no Ray (:mod:`memlane.cluster.client`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ShardedIndex", "index_sources", "open_index"]
+__all__ = ["ShardedIndex", "connect", "index_sources", "open_index"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,6 +27,10 @@ def __getattr__(name: str) -> Any:
         from memlane.cluster import search
 
         return getattr(search, name)
+    if name == "connect":
+        from memlane.cluster.client import connect
+
+        return connect
     if name == "index_sources":
         from memlane.cluster.index import index_sources
 

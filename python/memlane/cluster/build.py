@@ -130,6 +130,8 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
             "ts_max": summary["ts_max"],
             "sources": summary["sources"],
             "session_ids": summary["sessions"],
+            # Project key → chunks: a project-scoped query skips the shards without it.
+            "projects": dict(store.projects()),
             "partitions": sorted(job.partitions),
             "report": {
                 "files_indexed": report.files_indexed,

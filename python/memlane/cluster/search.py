@@ -16,7 +16,9 @@ A query runs in three rounds over the shards of one catalog version:
 ``search`` and ``recall`` are the single machine's own code — the time-aware reordering
 included (it reads chunk vectors from the shards' embedding caches, which travel with them).
 A :class:`ShardSet` only calls its shards' methods through ``call``, so the shards can as well
-be Ray actors (a serving router) as objects in this process.
+be Ray actors (the serving router, :mod:`memlane.cluster.serve`) as objects in this process;
+a ``call`` that gets no answer from a shard returns None in its place, and the query is
+answered from the others.
 """
 
 from __future__ import annotations
@@ -101,7 +103,9 @@ class ShardSet:
 
     ``shards`` maps a shard number to an object with ``term_stats``, ``candidates``, ``get``,
     ``windows`` (a :class:`LocalShard`, or a handle to a shard actor); ``call`` runs a list
-    of zero-argument calls, one per shard, and returns their results in order.
+    of zero-argument calls, one per shard, and returns their results in order, None for a
+    shard that did not answer (a served index whose shard actor is down: the answer comes
+    from the others).
     """
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, Any], call: Call) -> None:
@@ -110,15 +114,19 @@ class ShardSet:
         self.shards = shards
         self.call = call
 
-    def select(self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None) -> list[int]:
+    def select(
+        self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None, projects: Sequence[str] | None = None
+    ) -> list[int]:
         """The shards that can hold a chunk passing these filters (catalog facts: kinds of
-        chunk, session ids, time range), in shard order."""
+        chunk, session ids, time range, projects), in shard order."""
         chosen = []
         for n in sorted(self.shards):
             r = self.records[n]
             if sources and not set(sources) & set(r.get("sources", ())):
                 continue
             if session_id is not None and session_id not in r.get("session_ids", ()):
+                continue
+            if projects is not None and "projects" in r and not set(projects) & set(r["projects"]):
                 continue
             if since is not None or until is not None:
                 lo, hi = r.get("ts_min"), r.get("ts_max")
@@ -148,16 +156,17 @@ class ShardSet:
         filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
         # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
         stats = self.term_stats(query)
-        chosen = self.select(sources, session_id, since, until)
+        selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
-        parts = self.call([self._bound(n, "candidates", query, request, stats) for n in chosen])
+        answered = [(n, p) for n, p in zip(selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])) if p is not None]
+        chosen, parts = [n for n, _ in answered], [p for _, p in answered]
         fused = _core.fuse_candidates(parts, k, candidates, fusion, vector_weight, threshold)
         owners: dict[int, list[int]] = {}
         for part, key, *_ in fused:
             owners.setdefault(chosen[part], []).append(key)
         order = list(owners)
         found = self.call([self._bound(n, "get", owners[n]) for n in order])
-        chunks = {c["key"]: c for batch in found for c in batch}
+        chunks = {c["key"]: c for batch in found if batch is not None for c in batch}
         hits = []
         for _, key, score, bm25, vec, coverage, relevance in fused:
             chunk = chunks.get(key)
@@ -168,14 +177,19 @@ class ShardSet:
 
     def term_stats(self, query: str) -> str:
         """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
-        return _core.merge_term_stats(self.call([self._bound(n, "term_stats", query) for n in sorted(self.shards)]))
+        shares = self.call([self._bound(n, "term_stats", query) for n in sorted(self.shards)])
+        return _core.merge_term_stats([s for s in shares if s is not None])
 
     def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
         """Each text's best passage for ``query``, terms weighed as one home would weigh them."""
         if not self.shards:
             return [None] * len(texts)
-        first = min(self.shards)
-        return self.call([self._bound(first, "passages", query, texts, max_chars, self.term_stats(query))])[0]
+        stats = self.term_stats(query)
+        for n in sorted(self.shards):  # any shard weighs terms alike with the corpus statistics
+            found = self.call([self._bound(n, "passages", query, texts, max_chars, stats)])[0]
+            if found is not None:
+                return found
+        return [None] * len(texts)
 
     def _bound(self, shard: int, method: str, *args: Any) -> Callable[[], Any]:
         target = getattr(self.shards[shard], method)
@@ -184,14 +198,26 @@ class ShardSet:
     def get(self, keys: list[int]) -> list[dict[str, Any]]:
         """Stored chunks by key, from whichever shard holds them."""
         every = sorted(self.shards)
-        found = {c["key"]: c for batch in self.call([self._bound(n, "get", keys) for n in every]) for c in batch}
+        found = {c["key"]: c for batch in self.call([self._bound(n, "get", keys) for n in every]) if batch is not None for c in batch}
         return [found[k] for k in keys if k in found]
 
     def windows(self, embedder_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Window vectors of these chunks from the shards' embedding caches."""
         out: dict[str, np.ndarray] = {}
         for part in self.call([self._bound(n, "windows", embedder_id, hashes) for n in sorted(self.shards)]):
-            out.update(part)
+            out.update(part or {})
+        return out
+
+    def records_projects(self) -> bool:
+        """Whether the shard versions record their chunks' projects (built since memlane does)."""
+        return all("projects" in r for r in self.records.values())
+
+    def projects(self) -> dict[str, int]:
+        """Project key → live chunks, summed over the shards' version records."""
+        out: dict[str, int] = {}
+        for r in self.records.values():
+            for key, n in r.get("projects", {}).items():
+                out[key] = out.get(key, 0) + n
         return out
 
     def meta(self) -> dict[str, Any]:
@@ -222,12 +248,10 @@ def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Pat
     return base / "index" / hashlib.sha256(uri.encode()).hexdigest()[:16]
 
 
-def load_shards(uri: str, catalog: cat.Catalog, root: Path) -> tuple[dict[int, dict[str, Any]], dict[int, Path]]:
-    """Download (once: versions never change) every shard version of ``catalog``; their
-    records and local homes."""
+def shard_records(uri: str, catalog: cat.Catalog) -> dict[int, dict[str, Any]]:
+    """The version record of every shard of ``catalog`` that holds data."""
     out = location(uri)
     records: dict[int, dict[str, Any]] = {}
-    homes: dict[int, Path] = {}
     for ref in catalog.shards:
         if ref.version is None:
             continue
@@ -235,8 +259,14 @@ def load_shards(uri: str, catalog: cat.Catalog, root: Path) -> tuple[dict[int, d
         if record is None:
             raise FileNotFoundError(f"{uri}: catalog {catalog.generation} names shard {ref.shard} version {ref.version}, which is missing")
         records[ref.shard] = record
-        homes[ref.shard] = cat.materialize(out, ref.shard, record, root / cat.shard_dir(ref.shard) / ref.version, root / "objects")
-    return records, homes
+    return records
+
+
+def shard_home(uri: str, record: dict[str, Any], root: Path, objects: Path) -> Path:
+    """A shard version laid out as a home under ``root`` (downloaded once: versions never
+    change; its files hard links into the object folder ``objects``)."""
+    shard, version = record["shard"], record["version"]
+    return cat.materialize(location(uri), shard, record, root / cat.shard_dir(shard) / version, objects)
 
 
 class ShardedIndex(Memory):
@@ -261,8 +291,13 @@ class ShardedIndex(Memory):
         catalog = cat.load(location(self.uri))
         if catalog is None:
             return None
-        records, homes = load_shards(self.uri, catalog, self._root)
-        return ShardSet(catalog, records, {n: LocalShard(h) for n, h in homes.items()}, threads(self._pool))
+        return self._open_shards(catalog, shard_records(self.uri, catalog))
+
+    def _open_shards(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]]) -> ShardSet:
+        """The shards of ``catalog``, downloaded and opened in this process (a served index
+        opens them in shard actors instead)."""
+        shards = {n: LocalShard(shard_home(self.uri, r, self._root, self._root / "objects")) for n, r in records.items()}
+        return ShardSet(catalog, records, shards, threads(self._pool))
 
     def _open_store(self, quantization: str) -> ShardSet:
         return self._shards

@@ -1,0 +1,180 @@
+"""A served index (``memlane serve``) seen from a client: ``memlane.connect(URL)``, ``--remote URL``.
+
+It speaks HTTP with the standard library's ``urllib`` (no Ray, no HTTP package: ``import
+memlane`` and a hook process stay light) and returns the same :class:`memlane.Hit` and
+:class:`memlane.recall.Recall` objects as a home. The bearer token comes from ``token`` or
+``MEMLANE_TOKEN``. Every failure — a wrong URL, a server down, a refused token — is one
+:class:`RemoteError` saying what to do.
+
+Example:
+    >>> mem = connect("http://127.0.0.1:9")  # nothing listens on port 9
+    >>> mem.status()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memlane.cluster.client.RemoteError: cannot reach a memlane server at http://127.0.0.1:9: ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from memlane.errors import MemlaneError
+from memlane.ranking.hit import Hit
+from memlane.recall import Recall, RecallItem
+
+__all__ = ["RemoteError", "RemoteMemory", "connect"]
+
+
+class RemoteError(MemlaneError):
+    """The served index could not answer (unreachable, token refused, bad request)."""
+
+
+class RemoteMemory:
+    """A served index with the reading part of the :class:`memlane.Memory` interface:
+    ``search``, ``recall``, ``status`` (and ``snippets`` for what ``search`` fetched).
+
+    After each call, ``missing_shards`` lists the shards that did not answer (the answer
+    came from the others: ``partial``).
+    """
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not a server URL: give http://HOST:PORT (what `memlane serve` printed)")
+        self.url = url.rstrip("/")
+        self.token = token if token is not None else os.environ.get("MEMLANE_TOKEN") or None
+        self.timeout = timeout
+        self.missing_shards: list[int] = []
+        self.generation: int | None = None
+        self._snippets: dict[tuple[str, str], str] = {}
+
+    def __enter__(self) -> RemoteMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release: every request is its own connection."""
+
+    @property
+    def partial(self) -> bool:
+        """Whether the last answer lacked some shards."""
+        return bool(self.missing_shards)
+
+    def _request(self, route: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode()
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(f"{self.url}/{route}", data=data, headers=headers, method="POST" if body is not None else "GET")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read()).get("error") or exc.reason
+            except (ValueError, AttributeError):
+                detail = exc.reason
+            if exc.code == 401:
+                hint = "the server refused the token" if self.token else "the server needs a token: set MEMLANE_TOKEN"
+                raise RemoteError(f"{self.url}: 401 unauthorized: {hint}") from None
+            raise RemoteError(f"{self.url}/{route}: HTTP {exc.code}: {detail}") from None
+        except urllib.error.URLError as exc:
+            raise RemoteError(f"cannot reach a memlane server at {self.url}: {exc.reason}") from None
+        except (TimeoutError, ConnectionError) as exc:
+            raise RemoteError(f"cannot reach a memlane server at {self.url}: {exc}") from None
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise RemoteError(f"{self.url} answered something other than JSON: is it a memlane server?") from None
+        if not isinstance(answer, dict):
+            raise RemoteError(f"{self.url} answered something other than a memlane answer: is it a memlane server?")
+        self.missing_shards = list(answer.get("missing_shards") or [])
+        self.generation = answer.get("generation")
+        return answer
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        sources: Sequence[str] | None = None,
+        session_id: str | None = None,
+        since: str | int | float | None = None,
+        until: str | int | float | None = None,
+        fusion: str = "weighted",
+        vector_weight: float = 0.6,
+        threshold: float | None = None,
+        recency: bool = True,
+        temporal: bool = True,
+        hierarchy: bool = True,
+        project: str | None = None,
+        branch: str | None = None,
+        show_secrets: bool = False,
+        snippet_chars: int = 0,
+    ) -> list[Hit]:
+        """Hits as :meth:`memlane.Memory.search` returns them, answered by the server (texts
+        masked unless ``show_secrets``; with ``snippet_chars`` the server also cuts each hit's
+        best passage, which :meth:`snippets` then returns)."""
+        body: dict[str, Any] = {
+            "query": query, "k": k, "sources": list(sources) if sources else None, "session_id": session_id, "since": since,
+            "until": until, "fusion": fusion, "vector_weight": vector_weight, "recency": recency, "temporal": temporal,
+            "hierarchy": hierarchy, "project": project, "branch": branch, "show_secrets": show_secrets,
+        }  # fmt: skip
+        if threshold is not None:
+            body["threshold"] = threshold
+        if snippet_chars:
+            body["snippet_chars"] = snippet_chars
+        answer = self._request("search", body)
+        hits = [Hit(**h) for h in answer["hits"]]
+        self._snippets = {(query, h.id): s for h, s in zip(hits, answer.get("snippets") or [])}
+        return hits
+
+    def snippets(self, query: str, hits: Sequence[Hit], max_chars: int = 300) -> list[str]:
+        """Each hit's passage as the server cut it for the last search (``snippet_chars``), else its beginning."""
+        return [self._snippets.get((query, h.id)) or " ".join(h.text[:max_chars].split()) for h in hits]
+
+    def recall(
+        self,
+        query: str,
+        max_tokens: int = 15_000,
+        *,
+        half_life_days: float | None = None,
+        include_brain: bool = True,
+        show_secrets: bool = False,
+        project: str | None = None,
+        branch: str | None = None,
+        label_projects: bool = False,
+    ) -> Recall:
+        """The recall block as :meth:`memlane.Memory.recall` builds it, answered by the server."""
+        answer = self._request("recall", {
+            "query": query, "max_tokens": max_tokens, "half_life_days": half_life_days, "include_brain": include_brain,
+            "show_secrets": show_secrets, "project": project, "branch": branch, "label_projects": label_projects,
+        })  # fmt: skip
+        return Recall(answer["query"], [RecallItem(**i) for i in answer["items"]], answer["text"], answer["tokens"])
+
+    def records_projects(self) -> bool:
+        """A served index answers project-scoped queries (the server says when it cannot)."""
+        return True
+
+    def status(self) -> dict[str, Any]:
+        """The served index's status (``memlane --index URI status --json``'s fields, plus
+        ``missing_shards``, ``shard_actors`` and the queries each shard answered)."""
+        return self._request("status")
+
+
+def connect(url: str, token: str | None = None, timeout: float = 30.0) -> RemoteMemory:
+    """A served index (``memlane serve``) at ``url``, with ``search``, ``recall`` and ``status``.
+
+    Example:
+        >>> connect("http://127.0.0.1:8765").url
+        'http://127.0.0.1:8765'
+    """
+    return RemoteMemory(url, token, timeout)

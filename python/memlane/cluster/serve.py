@@ -1,0 +1,473 @@
+"""Serving a sharded index over HTTP on Ray Serve: ``memlane serve --index URI --ray …``.
+
+Shape:
+
+- **Shard actors** (:class:`ShardActor`, plain Ray actors restarted by Ray when they die) each
+  hold the shards of one group (shard ``n`` is in group ``n % groups``), downloaded to local
+  disk and opened as homes (:class:`memlane.cluster.search.LocalShard`), read only.
+- **The router** (:class:`Router`, a Ray Serve deployment with ``--replicas`` replicas behind
+  Serve's HTTP proxy) is a :class:`memlane.cluster.search.ShardedIndex` whose shards are those
+  actors: it embeds the query once, sums the shards' term statistics, fans the query out, fuses
+  the union of candidates once with the core's fusion and applies the time-aware reordering —
+  the in-process code, nothing re-implemented (:class:`ServedIndex`).
+- **Fresh**: every router replica reads the catalog pointer every ``refresh_seconds``; on a new
+  version it has the shard actors open the new shard versions (kept beside the old ones), then
+  swaps its shard set in one assignment. Queries under way finish on the versions they started
+  with; none fails for the switch.
+- **Failures**: a shard call that fails or times out marks its actor down; until a probe
+  (``ping``) answers again — Ray restarts the actor — queries are answered from the other shards
+  with ``partial: true`` and ``missing_shards``.
+- **HTTP API** (read only): ``POST /search``, ``POST /recall`` (JSON bodies: the keyword
+  arguments of :meth:`memlane.Memory.search` and :meth:`~memlane.Memory.recall`), ``GET /status``.
+  A search answers ``{"hits": [...], "partial", "missing_shards", "generation"}`` with hits as
+  ``memlane search --json`` prints them; a recall, ``memlane recall --json``'s object plus the
+  same three fields. With a token every request needs ``Authorization: Bearer <token>`` (401).
+
+The client side (:mod:`memlane.cluster.client`, ``memlane.connect``) imports no Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+try:
+    import ray
+    from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+    # What a shard that does not answer raises (its actor died, is restarting, or is too slow).
+    _UNANSWERED: tuple[type[BaseException], ...] = (RayActorError, ActorUnavailableError, GetTimeoutError)
+except ImportError:  # the module still imports (docs, doctests); start() says what to install
+    ray = None
+    _UNANSWERED = ()
+
+from memlane.cluster import catalog as cat
+from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home
+from memlane.cluster.storage import location
+
+__all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "start"]
+
+NAMESPACE = "memlane"
+_LOG = logging.getLogger(__name__)
+# Versions of a shard a shard actor keeps open: the current one and the one queries started
+# before the last switch may still be reading.
+_KEEP_VERSIONS = 2
+_SEARCH_FIELDS = {"k", "sources", "session_id", "since", "until", "fusion", "vector_weight", "threshold", "recency", "temporal", "hierarchy", "project", "branch"}
+_RECALL_FIELDS = {"max_tokens", "half_life_days", "include_brain", "show_secrets", "project", "branch", "label_projects"}
+
+
+class ShardActor:
+    """A Ray actor holding the shard versions of one group of shards, opened as homes.
+
+    Versions open on first use, so an actor Ray restarted answers at once for the versions it is
+    asked about (from local disk: they were downloaded before); :meth:`prepare` opens a new
+    version before the router switches to it.
+    """
+
+    def __init__(self, uri: str, root: str, group: int) -> None:
+        self.uri = uri
+        self.root = Path(root)
+        # One object folder per actor: two actors never download the same object at once.
+        self.objects = self.root / f"objects-{group}"
+        self.open: dict[tuple[int, str], LocalShard] = {}
+        self.lock = threading.Lock()
+        self.queries: dict[int, int] = {}
+        self.pool: Any = None
+
+    def _shard(self, shard: int, version: str) -> LocalShard:
+        found = self.open.get((shard, version))
+        if found is not None:
+            return found
+        with self.lock:
+            if (shard, version) not in self.open:
+                record = cat.version_record(location(self.uri), shard, version)
+                if record is None:
+                    raise FileNotFoundError(f"{self.uri}: shard {shard} has no version {version}")
+                self.open[(shard, version)] = LocalShard(shard_home(self.uri, record, self.root, self.objects))
+                for old in [key for key in self.open if key[0] == shard][:-_KEEP_VERSIONS]:
+                    del self.open[old]  # a query still reading it holds its own reference
+            return self.open[(shard, version)]
+
+    def prepare(self, shard: int, version: str) -> None:
+        """Download and open a shard version (before the router sends it queries)."""
+        self._shard(shard, version)
+
+    def call(self, shard: int, version: str, method: str, *args: Any) -> Any:
+        """Run a :class:`LocalShard` method on one shard version."""
+        if method == "candidates":
+            self.queries[shard] = self.queries.get(shard, 0) + 1
+        return getattr(self._shard(shard, version), method)(*args)
+
+    def call_many(self, calls: list[tuple[int, str, str, tuple[Any, ...]]]) -> list[Any]:
+        """:meth:`call` for several shards at once, on threads (the core releases the GIL): one
+        round trip per actor and round of a query, whatever the shards it holds."""
+        if len(calls) == 1:
+            shard, version, method, args = calls[0]
+            return [self.call(shard, version, method, *args)]
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memlane-shard")
+        return list(self.pool.map(lambda c: self.call(c[0], c[1], c[2], *c[3]), calls))
+
+    def ping(self) -> bool:
+        """Alive (the router's probe of an actor it saw fail)."""
+        return True
+
+    def counts(self) -> dict[int, int]:
+        """Queries (candidate requests) each shard answered since the actor started."""
+        return dict(self.queries)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One shard call of a query round, sent by :meth:`ShardPool.call` with the others to its actor."""
+
+    shard: int
+    version: str
+    method: str
+    args: tuple[Any, ...]
+
+
+class ShardPool:
+    """The shard actors of a served index as a router sees them: calls fan out to every shard
+    at once; a shard whose actor fails or does not answer within ``timeout`` seconds is left
+    out (its actor probed until it answers again) and named in :meth:`missing`."""
+
+    def __init__(self, names: list[str], timeout: float) -> None:
+        self.names = names
+        self.timeout = timeout
+        self._actors: dict[int, Any] = {}
+        self._probes: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._request = threading.local()
+
+    def actor(self, group: int) -> Any:
+        """The handle of a group's actor."""
+        if group not in self._actors:
+            self._actors[group] = ray.get_actor(self.names[group], namespace=NAMESPACE)
+        return self._actors[group]
+
+    def group(self, shard: int) -> int:
+        """The group (actor) a shard lives in."""
+        return shard % len(self.names)
+
+    def up(self, group: int) -> bool:
+        """Whether a group's actor answers (a failed one is up again once its probe returns)."""
+        with self._lock:
+            probe = self._probes.get(group)
+            if probe is None:
+                return True
+            ready, _ = ray.wait([probe], timeout=0)
+            if not ready:
+                return False
+            try:
+                ray.get(probe)
+            except Exception:  # noqa: BLE001 - still dead: probe again
+                self._probes[group] = self.actor(group).ping.remote()
+                return False
+            del self._probes[group]
+            return True
+
+    def mark_down(self, group: int) -> None:
+        """Leave a group's actor out of queries until a probe finds it answering."""
+        with self._lock:
+            if group not in self._probes:
+                self._probes[group] = self.actor(group).ping.remote()
+
+    def call(self, calls: list[Any]) -> list[Any]:
+        """The ``call`` of a :class:`ShardSet`: results in order, None for a shard that did not
+        answer. The calls (:class:`_Call`) go to their actors in one message per actor."""
+        wanted: list[_Call] = [c() for c in calls]
+        by_group: dict[int, list[int]] = {}
+        for i, c in enumerate(wanted):
+            by_group.setdefault(self.group(c.shard), []).append(i)
+        sent = {
+            g: self.actor(g).call_many.remote([(wanted[i].shard, wanted[i].version, wanted[i].method, wanted[i].args) for i in idx])
+            for g, idx in by_group.items()
+            if self.up(g)
+        }
+        deadline = time.monotonic() + self.timeout
+        out: list[Any] = [None] * len(wanted)
+        for g, idx in by_group.items():
+            if g in sent:
+                try:
+                    for i, result in zip(idx, ray.get(sent[g], timeout=max(0.0, deadline - time.monotonic()))):
+                        out[i] = result
+                    continue
+                except _UNANSWERED:
+                    self.mark_down(g)
+            self._missing().update(wanted[i].shard for i in idx)
+        return out
+
+    def _missing(self) -> set[int]:
+        if not hasattr(self._request, "missing"):
+            self._request.missing = set()
+        return self._request.missing
+
+    def begin(self) -> None:
+        """Start a request on this thread (its missing shards are counted from here)."""
+        self._request.missing = set()
+
+    def missing(self) -> list[int]:
+        """The shards that did not answer this thread's request."""
+        return sorted(self._missing())
+
+    def down(self) -> list[int]:
+        """Groups whose actor is down now."""
+        return [g for g in range(len(self.names)) if not self.up(g)]
+
+
+class RemoteShard:
+    """A shard version in a shard actor, with the methods a :class:`ShardSet` calls; each
+    returns the call for :meth:`ShardPool.call` to send."""
+
+    def __init__(self, shard: int, version: str) -> None:
+        self.shard, self.version = shard, version
+
+    def term_stats(self, *args: Any) -> _Call:
+        """See :meth:`LocalShard.term_stats`."""
+        return _Call(self.shard, self.version, "term_stats", args)
+
+    def candidates(self, *args: Any) -> _Call:
+        """See :meth:`LocalShard.candidates`."""
+        return _Call(self.shard, self.version, "candidates", args)
+
+    def get(self, *args: Any) -> _Call:
+        """See :meth:`LocalShard.get`."""
+        return _Call(self.shard, self.version, "get", args)
+
+    def passages(self, *args: Any) -> _Call:
+        """See :meth:`LocalShard.passages`."""
+        return _Call(self.shard, self.version, "passages", args)
+
+    def windows(self, *args: Any) -> _Call:
+        """See :meth:`LocalShard.windows`."""
+        return _Call(self.shard, self.version, "windows", args)
+
+
+class ServedIndex(ShardedIndex):
+    """A :class:`ShardedIndex` whose shards live in shard actors (the router's index)."""
+
+    def __init__(self, uri: str, embedder: Any, pool: ShardPool, *, cache_dir: str | None = None) -> None:
+        self.actors = pool  # before the base class opens the catalog's shards through it
+        super().__init__(uri, embedder, cache_dir=cache_dir, workers=1)
+
+    def _open_shards(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]]) -> ShardSet:
+        # Every version is open in its actor before the first query reaches it.
+        ray.get([self.actors.actor(self.actors.group(n)).prepare.remote(n, r["version"]) for n, r in records.items()])
+        shards = {n: RemoteShard(n, r["version"]) for n, r in records.items()}
+        return ShardSet(catalog, records, shards, self.actors.call)
+
+    def status(self) -> dict[str, Any]:
+        """The index's status, the shards whose actor is down and the queries each shard answered."""
+        status = super().status()
+        down = set(self.actors.down())
+        counts: dict[str, int] = {}
+        for g in range(len(self.actors.names)):
+            if g in down:
+                continue
+            try:
+                counts.update({str(n): c for n, c in ray.get(self.actors.actor(g).counts.remote(), timeout=self.actors.timeout).items()})
+            except _UNANSWERED:
+                self.actors.mark_down(g)
+                down.add(g)
+        status["missing_shards"] = sorted(n for n in self._store.shards if self.actors.group(n) in down)
+        status["shard_queries"] = counts
+        status["shard_actors"] = len(self.actors.names)
+        return status
+
+
+class Router:
+    """The HTTP ingress, one Ray Serve deployment: ``POST /search``, ``POST /recall``, ``GET /status``."""
+
+    def __init__(self, uri: str, names: list[str], embedder: Any, token: str | None, refresh_seconds: float, cache_dir: str | None, timeout: float) -> None:
+        self.index = ServedIndex(uri, embedder, ShardPool(names, timeout), cache_dir=cache_dir)
+        self.token = token
+        threading.Thread(target=self._watch, args=(refresh_seconds,), daemon=True, name="memlane-catalog").start()
+
+    def _watch(self, every: float) -> None:
+        """Follow the catalog: a new version is opened in the actors, then searched."""
+        while True:
+            time.sleep(every)
+            try:
+                if self.index.refresh():
+                    _LOG.info("now serving catalog version %s", self.index.catalog.generation)
+            except Exception as exc:  # noqa: BLE001 - the old version keeps answering; try again
+                _LOG.warning("catalog refresh failed (still serving version %s): %s", self.index.catalog.generation, exc)
+
+    async def __call__(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        if self.token and not hmac.compare_digest(request.headers.get("authorization", "").encode(), f"Bearer {self.token}".encode()):
+            return JSONResponse({"error": "unauthorized: send Authorization: Bearer <token> (MEMLANE_TOKEN)"}, 401, {"WWW-Authenticate": "Bearer"})
+        route = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        expected = {"search": "POST", "recall": "POST", "status": "GET"}.get(route)
+        if expected is None:
+            return JSONResponse({"error": f"no such endpoint {request.url.path}: POST /search, POST /recall, GET /status"}, 404)
+        if request.method != expected:
+            return JSONResponse({"error": f"/{route} takes {expected}"}, 405)
+        body: Any = {}
+        if expected == "POST":
+            try:
+                body = await request.json()
+            except ValueError:
+                return JSONResponse({"error": "the body is not JSON"}, 400)
+            if not isinstance(body, dict):
+                return JSONResponse({"error": "the body must be a JSON object"}, 400)
+        try:
+            started = time.perf_counter()
+            answer = await asyncio.to_thread(self.answer, route, body)
+            # The router's own time, HTTP and the proxy excluded (what benches/bench_serve.py compares).
+            took = f"{route};dur={(time.perf_counter() - started) * 1000:.3f}"
+            return JSONResponse(answer, headers={"Server-Timing": took})
+        except (ValueError, TypeError, LookupError) as exc:
+            return JSONResponse({"error": str(exc) or type(exc).__name__}, 400)
+
+    def answer(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON answer of one request (run on a thread: the shard calls block)."""
+        from memlane import secrets
+
+        index = self.index
+        index.actors.begin()
+        generation = index.catalog.generation
+        if route == "status":
+            status = index.status()
+            return {**status, "partial": bool(status["missing_shards"])}
+        query = body.get("query")
+        if not isinstance(query, str):
+            raise ValueError("the body needs a query (a string)")
+        allowed = _SEARCH_FIELDS | {"show_secrets", "snippet_chars"} if route == "search" else _RECALL_FIELDS
+        unknown = sorted(set(body) - allowed - {"query"})
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}")
+        if route == "recall":
+            payload = index.recall(query, **{k: body[k] for k in _RECALL_FIELDS & set(body)}).to_dict()
+        else:
+            hits = index.search(query, **{k: body[k] for k in _SEARCH_FIELDS & set(body)})
+            show = bool(body.get("show_secrets"))
+            if not show:  # masked before the snippet is cut, as the command line does
+                hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
+            payload = {"hits": [h.to_dict() for h in hits]}
+            if chars := body.get("snippet_chars"):
+                payload["snippets"] = index.snippets(query, hits, int(chars))
+            if not show:
+                payload = secrets.mask_json(payload)
+        missing = index.actors.missing()
+        return {**payload, "partial": bool(missing), "missing_shards": missing, "generation": generation}
+
+
+def check_binding(host: str, token: str | None, insecure: bool) -> None:
+    """Refuse to serve beyond loopback without a token (unless ``insecure``).
+
+    Example:
+        >>> check_binding("127.0.0.1", None, False)
+        >>> check_binding("0.0.0.0", None, False)
+        Traceback (most recent call last):
+        ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure
+    """
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not token and not insecure:
+        raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure")
+
+
+@dataclass
+class Server:
+    """A running served index: its URL, shard actors and Serve application."""
+
+    url: str
+    app: str
+    actors: list[str]
+    """The shard actors' names (namespace ``memlane``)."""
+    generation: int
+    """The catalog version served when it started."""
+    handles: list[Any]
+
+    def stop(self) -> None:
+        """Delete the Serve application and its shard actors."""
+        from ray import serve
+
+        serve.delete(self.app)
+        for handle in self.handles:
+            ray.kill(handle)
+
+
+def start(
+    uri: str,
+    *,
+    ray_address: str = "local",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    replicas: int = 1,
+    token: str | None = None,
+    insecure: bool = False,
+    embedder: Any = "local",
+    shard_actors: int | None = None,
+    refresh_seconds: float = 2.0,
+    timeout: float = 2.0,
+    cache_dir: str | None = None,
+    app: str = "memlane",
+    route_prefix: str = "/",
+    **ray_init: Any,
+) -> Server:
+    """Serve the sharded index at ``uri`` over HTTP on a Ray cluster; returns once it answers.
+
+    Args:
+        uri: The index (``s3://…`` or a shared folder) ``memlane index --ray`` built.
+        ray_address: ``local``, ``auto`` or a cluster address.
+        host: Address to bind (default loopback; beyond it needs ``token`` or ``insecure``).
+        port: HTTP port (Serve's proxy: one per cluster, fixed when Serve first starts).
+        replicas: Router replicas.
+        token: Bearer token every request must carry.
+        insecure: Allow binding beyond loopback without a token.
+        embedder: Query embedder of an index with vectors (``local``, an embedder object …).
+        shard_actors: Shard actors (default: one per shard with data, at most one per CPU of the cluster).
+        refresh_seconds: How often each router reads the catalog pointer.
+        timeout: Seconds a router waits for a shard before answering without it.
+        cache_dir: Where the actors keep downloaded shards (default: memlane's cache folder).
+        app: Serve application name; ``route_prefix``: its URL prefix.
+        **ray_init: Passed to ``ray.init`` for a local cluster (e.g. ``num_cpus``).
+    """
+    from memlane.cluster.index import init_ray
+
+    check_binding(host, token, insecure)
+    if ray is None:
+        raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
+    catalog = cat.load(location(uri))
+    if catalog is None:
+        raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
+    uri = location(uri).uri
+    init_ray(ray_address, **ray_init)
+    from ray import serve
+
+    with_data = sum(1 for s in catalog.shards if s.version)
+    # A round of a query costs one message per actor, and an actor answers for its shards on
+    # threads: more actors than cores only adds messages.
+    groups = shard_actors or max(1, min(with_data, int(ray.cluster_resources().get("CPU", 1))))
+    tag = hashlib.sha256(f"{uri}\0{app}".encode()).hexdigest()[:10]
+    names = [f"memlane-shards-{tag}-{g}" for g in range(groups)]
+    root = str(local_root(uri, cache_dir) / "serve")
+    actor = ray.remote(ShardActor)
+    # Owned by this process (their handles live in the Server): they go when it goes.
+    handles = [
+        actor.options(name=name, namespace=NAMESPACE, max_restarts=-1, max_task_retries=0, max_concurrency=32, num_cpus=0, get_if_exists=True)
+        .remote(uri, root, g)
+        for g, name in enumerate(names)
+    ]
+    ray.get([h.ping.remote() for h in handles])
+    serve.start(http_options={"host": host, "port": port})
+    deployment = serve.deployment(Router, name="router", num_replicas=replicas, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64)
+    serve.run(deployment.bind(uri, names, embedder, token, refresh_seconds, cache_dir, timeout), name=app, route_prefix=route_prefix)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return Server(f"http://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles)

@@ -1,0 +1,262 @@
+"""Serving a sharded index on Ray Serve (issue 23): over HTTP equal to one home, fresh across
+a re-index without a failed request, partial while a shard actor is down, token and binding
+rules, project-scoped queries that touch only the project's shards.
+
+A local Ray cluster (2 CPUs) and a moto S3 server on 127.0.0.1, as in tests/test_cluster.py
+(whose fixtures it reuses); skipped without the ``ray`` extra or ``moto[server]``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from test_cluster import (  # noqa: F401 - fixtures
+    BUCKET,
+    OUT_BUCKET,
+    QUERIES,
+    _free_port,
+    _one_home,
+    _same_up_to_ties,
+    _synthetic,
+    _upload,
+    cluster,
+    corpus,
+    s3,
+)
+from test_projects import claude_lines
+
+from conftest import FakeEmbedder, generic_session, write_jsonl
+
+with warnings.catch_warnings():  # Ray Serve's own models use deprecated pydantic options on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import ray.serve  # noqa: F401
+
+import memlane  # noqa: E402
+from memlane.cli import main  # noqa: E402
+from memlane.cluster.client import RemoteError  # noqa: E402
+from memlane.cluster.index import index_sources  # noqa: E402
+
+TOKEN = "s3cret-token"
+PROJECT_QUERY = "which database does billing use"
+
+
+def _projects(root: Path) -> None:
+    """Sessions written in two repositories, each under its own top folder (one shard each)."""
+    for name, db in (("alpha", "Postgres 16"), ("beta", "MySQL 8")):
+        turns = [(PROJECT_QUERY + "?", f"Billing in {name} stores invoices in {db}, backed up nightly.", f"/src/{name}", "main")]
+        write_jsonl(root / f"team-{name}" / f"{name}.jsonl", claude_lines(f"{name}-1", turns))
+
+
+@pytest.fixture(scope="module")
+def served(cluster, s3, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One hybrid index (fake vectors) in 4 shards partitioned by top folder, served twice:
+    ``bm25`` (no query embedder, no token) and ``hybrid`` (the fake embedder, a token)."""
+    root = tmp_path_factory.mktemp("served-corpus")
+    import shutil
+
+    shutil.copytree(corpus, root, dirs_exist_ok=True)
+    _projects(root)
+    _upload(s3, root, "serve")
+    out = f"s3://{OUT_BUCKET}/served/"
+    report = index_sources([f"s3://{BUCKET}/serve/"], out, shards=4, partition_depth=1, embed=FakeEmbedder())
+    assert report.generation == 1
+    from memlane.cluster import serve as srv
+
+    port = _free_port()
+    cache = str(tmp_path_factory.mktemp("serve-cache"))
+    bm25 = srv.start(out, port=port, embedder="none", shard_actors=2, refresh_seconds=0.5, cache_dir=cache, app="bm25", route_prefix="/bm25")
+    hybrid = srv.start(out, port=port, embedder=FakeEmbedder(), token=TOKEN, shard_actors=2, cache_dir=cache, app="hybrid", route_prefix="/hybrid")
+    yield {"root": root, "out": out, "bm25": bm25, "hybrid": hybrid, "report": report}
+    from ray import serve
+
+    serve.shutdown()
+
+
+def _hits(hits) -> list[tuple[str, float]]:
+    return [(h.id, h.score) for h in hits]
+
+
+def test_remote_search_equals_one_home(served, tmp_path: Path) -> None:
+    one = _one_home(tmp_path / "one", served["root"], embedder=FakeEmbedder())
+    keywords = memlane.open(tmp_path / "one", embedder="none")
+    bm25 = memlane.connect(served["bm25"].url)
+    hybrid = memlane.connect(served["hybrid"].url, token=TOKEN)
+    assert bm25.status()["chunks"] == one.status()["chunks"] == served["report"].chunks
+    for query in QUERIES + [PROJECT_QUERY]:
+        # BM25 only: identical ids and scores, in order.
+        assert _hits(bm25.search(query, k=10)) == _hits(keywords.search(query, k=10)), query
+        assert not bm25.partial
+        # Hybrid, the same query vector on both sides: identical up to ties.
+        got = [(h.id, h.score) for h in hybrid.search(query, k=10)]
+        want = [(h.id, h.score) for h in one.search(query, k=10)]
+        _same_up_to_ties(got, want)
+    got_recall, want_recall = hybrid.recall(PROJECT_QUERY, max_tokens=2000), one.recall(PROJECT_QUERY, max_tokens=2000)
+    assert [i.id for i in got_recall.items] == [i.id for i in want_recall.items] and got_recall.text == want_recall.text
+
+
+def test_cli_remote_search_json_is_the_home_s(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    home = tmp_path / "one"
+    _one_home(home, served["root"])
+    assert main(["--home", str(home), "--json", "search", "deploy failed with exit code 137", "--embed", "none"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(["--remote", served["bm25"].url, "--json", "search", "deploy failed with exit code 137"]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    # The same hits field by field; paths name the S3 objects the shards were built from, and
+    # a project taken from a file's folder (aider) is that of the worker's staged copy.
+    root, staged = str(served["root"]), os.path.realpath(os.environ["MEMLANE_STAGE_DIR"]) + f"/s3/{BUCKET}/serve"
+    for hit in local:
+        hit["path"] = f"s3://{BUCKET}/serve" + hit["path"].removeprefix(root)
+        hit["project"] = hit["project"].replace(root, staged)
+    assert remote == local and remote
+    assert main(["--remote", served["bm25"].url, "search", "deploy failed with exit code 137", "-k", "2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("1. [") and "exit code 137" in text
+
+
+def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import urllib.error
+    import urllib.request
+
+    url = served["hybrid"].url
+    monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{url}/status")
+    assert refused.value.code == 401
+    with pytest.raises(RemoteError, match="401 unauthorized: the server needs a token"):
+        memlane.connect(url).search("deploy")
+    with pytest.raises(RemoteError, match="refused the token"):
+        memlane.connect(url, token="wrong").status()
+    assert main(["--remote", url, "search", "deploy"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "401" in err and "Traceback" not in err
+    monkeypatch.setenv("MEMLANE_TOKEN", TOKEN)  # the client reads the same variable
+    assert memlane.connect(url).status()["generation"] == 1
+    # A client process never imports Ray (nor an HTTP package beyond the standard library's).
+    code = f"import sys, memlane; memlane.connect({url!r}).search('deploy'); print(sorted({{'ray', 'requests', 'httpx'}} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MEMLANE_TOKEN": TOKEN}, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
+    assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(_free_port())]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refusing to serve on 0.0.0.0" in err and "--insecure" in err
+    # A server that is not there: one line, no traceback.
+    assert main(["--remote", f"http://127.0.0.1:{_free_port()}", "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot reach a memlane server" in err
+
+
+def test_project_scoped_query_touches_only_the_project_s_shards(served, tmp_path: Path) -> None:
+    remote = memlane.connect(served["bm25"].url)
+    status = remote.status()
+    before = status["shard_queries"]
+    home = memlane.open(tmp_path / "one", embedder="none")
+    home.index([str(served["root"])], embed=False)
+    hits = remote.search(PROJECT_QUERY, project="alpha")
+    assert hits and {h.project for h in hits} == {"/src/alpha"}
+    assert _hits(hits) == _hits(home.search(PROJECT_QUERY, project="alpha"))
+    after = remote.status()["shard_queries"]
+    touched = {n for n in after if after[n] != before.get(n, 0)}
+    catalog = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "cache")
+    holding = {str(n) for n, r in catalog._store.records.items() if "/src/alpha" in r["projects"]}
+    assert touched == holding and len(holding) < status["shards_with_data"]
+    assert _hits(catalog.search(PROJECT_QUERY, project="alpha")) == _hits(hits)  # in process: the same select
+
+
+def test_a_killed_shard_actor_gives_partial_answers_then_recovers(served) -> None:
+    import ray
+
+    from memlane.cluster.serve import NAMESPACE
+
+    remote = memlane.connect(served["bm25"].url)
+    query = "postgres migration billing"
+    full = _hits(remote.search(query))
+    assert full and not remote.partial
+    ray.kill(ray.get_actor(served["bm25"].actors[0], namespace=NAMESPACE), no_restart=False)
+    seen: list[list[int]] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        hits = remote.search(query)  # never fails
+        if remote.partial:
+            seen.append(remote.missing_shards)
+        elif seen:
+            assert _hits(hits) == full  # restarted by Ray: the whole answer again
+            break
+        time.sleep(0.05)
+    assert seen, "no answer was partial while the actor was down"
+    assert all(m == [0, 2] for m in seen)  # group 0 of 2 actors holds shards 0 and 2
+    assert not remote.partial
+
+
+def test_a_new_catalog_version_is_served_without_a_failed_request(served, s3, tmp_path: Path) -> None:
+    remote = memlane.connect(served["bm25"].url)
+    query = "keepalive timeout proxy"
+    errors: list[BaseException] = []
+    generations: list[int] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        client = memlane.connect(served["bm25"].url)
+        while not stop.is_set():
+            try:
+                client.search(query)
+                assert not client.partial
+                generations.append(client.generation)
+            except BaseException as exc:  # noqa: BLE001 - every failure is the test's finding
+                errors.append(exc)
+
+    extra = tmp_path / "extra"
+    _synthetic(extra, 6, seed=99)
+    write_jsonl(extra / "proj-9" / "new.jsonl", generic_session("fresh-1", [("keepalive timeout proxy again?", "the proxy keepalive timeout is now 75s")]))
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        _upload(s3, extra, "serve/extra")
+        report = index_sources([f"s3://{BUCKET}/serve/"], served["out"], embed=FakeEmbedder())
+        assert report.generation == 2 and report.files_indexed == 7
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not generations or generations[-1] != 2):
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors[:3]
+    assert generations[0] == 1 and generations[-1] == 2 and generations == sorted(generations)
+    one = memlane.open(tmp_path / "one", embedder="none")
+    one.index([str(served["root"]), str(extra)], embed=False)
+    assert _hits(remote.search(query)) == _hits(one.search(query))
+
+
+def test_mcp_and_hooks_recall_from_the_served_index(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from mcp import Client
+    from test_mcp import server_params, text
+
+    from memlane.agents.hooks import user_prompt_submit
+
+    url = served["bm25"].url
+    home = tmp_path / "home"  # an empty home: every memory comes from the server
+
+    async def session() -> tuple[list[str], str]:
+        async with Client(server_params(home, "--remote", url)) as client:
+            tools = sorted(t.name for t in (await client.list_tools()).tools)
+            return tools, text(await client.call_tool("recall", {"query": PROJECT_QUERY, "project": "/src/alpha"}))
+
+    tools, recalled = asyncio.run(session())
+    assert tools == ["recall", "status"]  # the brain and chunk look-ups are a home's
+    assert "Postgres 16" in recalled and "MySQL 8" not in recalled
+    monkeypatch.setenv("MEMLANE_REMOTE", url)
+    out = user_prompt_submit(home, {"session_id": "s-1", "cwd": "/src/beta", "prompt": PROJECT_QUERY})
+    assert out is not None and "MySQL 8" in out and "Postgres 16" not in out
