@@ -930,6 +930,9 @@ pub struct Writer {
     purge: bool,
     /// Project keys of the working directories and library folders met so far.
     projects: Projects,
+    /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
+    /// a commit must not write a manifest naming chunks that never reached the disk.
+    detached: bool,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -979,6 +982,7 @@ impl Writer {
             removed_paths: Vec::new(),
             purge: false,
             projects: Projects::default(),
+            detached: false,
             report: IndexReport::default(),
         })
     }
@@ -1437,14 +1441,22 @@ impl Writer {
         let placeholder = tantivy::Index::create_in_ram(self.tantivy.index().schema())
             .writer_with_num_threads(1, PLACEHOLDER_MEMORY)?;
         let settled = std::mem::replace(&mut self.tantivy, placeholder);
+        self.detached = true;
         // It stops waiting at the first indexing thread that failed, before the merges;
         // the loop in `discard_uncommitted` covers that case.
         let _ = settled.wait_merging_threads();
         self.tantivy = tantivy_writer(&self.store)?;
+        self.detached = false;
         Ok(())
     }
 
     fn commit_unguarded(&mut self) -> Result<()> {
+        if self.detached {
+            return Err(Error::Tantivy(tantivy::TantivyError::SystemError(
+                "the keyword index writer could not be reopened after a failed write: run it again"
+                    .into(),
+            )));
+        }
         if self.manifest_dirty {
             let orphans: Vec<u64> = self
                 .present
