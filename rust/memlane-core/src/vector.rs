@@ -78,6 +78,45 @@ fn widen_f16(bits: &[i16], out: &mut [f32]) {
     }
 }
 
+/// Reads window vectors as single precision into one buffer. Half-precision vectors are read
+/// as stored and widened here: usearch widens one number at a time, which cost more than the
+/// similarities computed from them.
+struct WindowReader<'a> {
+    index: &'a Index,
+    buffer: Vec<f32>,
+    /// The stored bits, when the index holds half precision.
+    bits: Option<Vec<i16>>,
+}
+
+impl<'a> WindowReader<'a> {
+    fn new(vectors: &'a VectorIndex) -> Self {
+        let half = vectors.index.scalar_kind() == ScalarKind::F16;
+        WindowReader {
+            index: &vectors.index,
+            buffer: vec![0f32; vectors.dim],
+            bits: half.then(|| vec![0i16; vectors.dim]),
+        }
+    }
+
+    /// Window `key`'s vector; `Some(None)` when there is none, None on a usearch error.
+    fn read(&mut self, key: u64) -> Option<Option<&[f32]>> {
+        let found = match &mut self.bits {
+            Some(bits) => {
+                let found = self
+                    .index
+                    .get(key, usearch::f16::from_mut_i16s(bits))
+                    .ok()?;
+                if found > 0 {
+                    widen_f16(bits, &mut self.buffer);
+                }
+                found
+            }
+            None => self.index.get(key, &mut self.buffer).ok()?,
+        };
+        Some((found > 0).then_some(self.buffer.as_slice()))
+    }
+}
+
 /// The dot product of `a` and `b` and the squared norm of `a`, summed in eight lanes (a fixed
 /// order, so the same on every machine) that the compiler turns into SIMD: a sequential sum
 /// cannot be reordered and runs one element at a time.
@@ -317,51 +356,23 @@ impl VectorIndex {
     /// (None for a chunk without vectors), with one scratch buffer for all of them.
     #[must_use]
     pub fn similarities(&self, keys: &[u64], query: &[f32]) -> Vec<Option<f32>> {
-        let mut buffer = vec![0f32; self.dim];
-        let mut bits = vec![0i16; self.dim];
+        let mut reader = WindowReader::new(self);
         keys.iter()
-            .map(|&key| self.similarity_with(key, query, &mut buffer, &mut bits))
+            .map(|&key| {
+                let mut best: Option<f32> = None;
+                for w in 0..MAX_WINDOWS as u64 {
+                    // `get` answers "absent" itself: one key-table probe per window instead
+                    // of a `contains` before it.
+                    let Some(window) = reader.read(key << 8 | w)? else {
+                        break;
+                    };
+                    let (dot, norm) = dot_and_norm(window, query);
+                    let sim = dot / norm.sqrt().max(f32::EPSILON);
+                    best = Some(best.map_or(sim, |b| b.max(sim)));
+                }
+                best
+            })
             .collect()
-    }
-
-    /// Window `key`'s vector into `buffer`; false when there is none. Half-precision vectors
-    /// are read as stored and widened here: usearch widens one number at a time, which cost
-    /// more than the similarities themselves.
-    fn window(&self, key: u64, buffer: &mut [f32], bits: &mut [i16]) -> Option<bool> {
-        if self.index.scalar_kind() == ScalarKind::F16 {
-            if self
-                .index
-                .get(key, usearch::f16::from_mut_i16s(bits))
-                .ok()?
-                == 0
-            {
-                return Some(false);
-            }
-            widen_f16(bits, buffer);
-            return Some(true);
-        }
-        Some(self.index.get(key, buffer).ok()? > 0)
-    }
-
-    fn similarity_with(
-        &self,
-        key: u64,
-        query: &[f32],
-        buffer: &mut [f32],
-        bits: &mut [i16],
-    ) -> Option<f32> {
-        let mut best: Option<f32> = None;
-        for w in 0..MAX_WINDOWS as u64 {
-            // `get` answers "absent" itself: one key-table probe per window instead of a
-            // `contains` before it.
-            if !self.window(key << 8 | w, buffer, bits)? {
-                break;
-            }
-            let (dot, norm) = dot_and_norm(buffer, query);
-            let sim = dot / norm.sqrt().max(f32::EPSILON);
-            best = Some(best.map_or(sim, |b| b.max(sim)));
-        }
-        best
     }
 
     /// Save durably: write a sibling temp file, check its size (usearch does not report a
@@ -421,12 +432,12 @@ impl VectorIndex {
     #[must_use]
     pub fn windows(&self, key: u64) -> Vec<f32> {
         let mut out = Vec::new();
-        let mut buffer = vec![0f32; self.dim];
+        let mut reader = WindowReader::new(self);
         for w in 0..MAX_WINDOWS as u64 {
-            if self.index.get(key << 8 | w, &mut buffer).unwrap_or(0) == 0 {
-                break;
+            match reader.read(key << 8 | w) {
+                Some(Some(window)) => out.extend_from_slice(window),
+                _ => break,
             }
-            out.extend_from_slice(&buffer);
         }
         out
     }
