@@ -560,3 +560,134 @@ def test_import_memlane_does_not_import_ray_or_boto3() -> None:
     code = "import sys, memlane; memlane.open_index; import memlane.cluster.search; print(sorted(m for m in ('ray', 'boto3') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- Bedrock batch inference for a sharded index (memlane.cluster.batch) ----------------------
+
+class QueryTitan:
+    """Titan's vectors as the simulated batch service makes them (unit ``raw_vector``), for
+    queries only: the shards' vectors must all come from the batch jobs."""
+
+    dim, max_window_tokens = 256, 8192
+    id = "bedrock/amazon.titan-embed-text-v2:0/256"
+
+    def embed_query(self, text: str) -> np.ndarray:
+        from test_embed_bedrock_batch import raw_vector, unit
+
+        return unit(raw_vector(text, self.dim)).astype(np.float32)
+
+    def embed_documents(self, texts):
+        raise AssertionError("only the batch jobs embed documents")
+
+
+def _interrupt(_: float) -> None:
+    raise KeyboardInterrupt
+
+
+def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybrid(cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from botocore.stub import ANY, Stubber
+    from test_embed_batch_backfill import LONG_REPLY
+    from test_embed_bedrock import no_sleep, runtime_client
+    from test_embed_bedrock_batch import BUCKET as BATCH_BUCKET
+    from test_embed_bedrock_batch import ROLE, arn, description, raw_vector, simulate_service, unit
+
+    import boto3
+    from memlane.cluster.batch import PLAN_FILE, embed_index_batch
+    from memlane.embed.batch_backfill import STATE_FILE
+    from memlane.embed.bedrock import BedrockEmbedder
+
+    root = tmp_path / "src"
+    for f in range(3):
+        pairs = [(f"question {f}-{i}: why did service {i} fail?", f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY) for i in range(40)]
+        write_jsonl(root / f"p{f}" / f"s{f}.jsonl", generic_session(f"batch-{f}", pairs))
+    _upload(s3, root, "batch")
+    out = f"s3://{OUT_BUCKET}/batch/"
+    assert index_sources([f"s3://{BUCKET}/batch/"], out, shards=3, embed="none").chunks == 120
+    s3.create_bucket(Bucket=BATCH_BUCKET)
+    batch_uri, state = f"s3://{BATCH_BUCKET}/memlane/batch", tmp_path / "state"
+    emb = BedrockEmbedder(dimensions=256, client=runtime_client(), retry=no_sleep(), concurrency=1)
+    bedrock = boto3.client("bedrock", region_name="us-east-1")
+    with Stubber(emb.client) as online, Stubber(bedrock) as control:  # no online response: any call fails
+        # Run 1: 120 texts -> jobs of 50 and 50, 20 left over (below the minimum of 30);
+        # the driver is interrupted while it polls the first job.
+        control.add_response("create_model_invocation_job", {"jobArn": arn(0)}, {
+            "jobName": ANY, "clientRequestToken": ANY, "roleArn": ROLE, "modelId": ANY,
+            "inputDataConfig": ANY, "outputDataConfig": ANY,
+        })  # fmt: skip
+        control.add_response("create_model_invocation_job", {"jobArn": arn(1)})
+        control.add_response("get_model_invocation_job", description(arn(0), "InProgress"), {"jobIdentifier": arn(0)})
+        with pytest.raises(KeyboardInterrupt):
+            embed_index_batch(out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt,
+                              max_records_per_job=50, min_records_per_job=30, poll_seconds=1)  # fmt: skip
+        saved = json.loads((state / STATE_FILE).read_text())
+        assert [j["arn"] for j in saved["jobs"]] == [arn(0), arn(1)] and len(saved["leftover"]) == 20
+        assert (state / PLAN_FILE).exists() and cat.load(location(out)).generation == 1
+
+        # The service finishes both jobs. Run 2, the same command: polled, never submitted again
+        # (the Stubber has no create response), read, shared, shards filled, one catalog swap.
+        simulate_service(s3)
+        control.add_response("get_model_invocation_job", description(arn(0), "Completed"), {"jobIdentifier": arn(0)})
+        control.add_response("get_model_invocation_job", description(arn(1), "Completed"), {"jobIdentifier": arn(1)})
+        report = embed_index_batch(out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt)
+        control.assert_no_pending_responses()
+        online.assert_no_pending_responses()
+    assert report.resumed and (report.jobs, report.records, report.embedded, report.leftover) == (2, 100, 100, 20)
+    assert (report.chunks_embedded, report.chunks_pending, report.embedded_on_demand) == (100, 20, 0)
+    assert report.generation == 2 and report.packs == report.shards_filled > 0 and not state.exists()
+    catalog = cat.load(location(out))
+    assert catalog.embedder_id == emb.id and catalog.dim == 256
+    packs = [o.key for o in location(out).list("shards") if "/vectors/" in o.key]
+    assert len(packs) == report.packs
+
+    # The same vectors joined to the same chunks as one home given the vectors of the texts the
+    # jobs were sent: hybrid search over the shards equals it up to ties.
+    sent = [
+        json.loads(line)["modelInput"]["inputText"]
+        for key in sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BATCH_BUCKET)["Contents"] if o["Key"].endswith(".jsonl"))
+        for line in s3.get_object(Bucket=BATCH_BUCKET, Key=key)["Body"].read().decode().splitlines()
+    ]
+    assert len(sent) == 100
+    one = memlane.open(tmp_path / "one", embedder=QueryTitan())
+    one.index([str(root)], embed=False)
+    with one._store.writer() as writer:
+        rows = writer.chunk_texts([int(k) for k in writer.pending_vectors()])
+    one.cache.put_many(QueryTitan.id, {h: unit(raw_vector(t, 256))[None, :] for _, h, t in rows if t in set(sent)})
+    assert one.embed_pending(cache_only=True) == 100
+    index = memlane.open_index(out, embedder=QueryTitan(), cache_dir=tmp_path / "cache")
+    assert index.status()["chunks"] == 120
+    for query in [*QUERIES[:4], sent[3], "why did service 7 fail"]:
+        kw = {"vector": np.ascontiguousarray(QueryTitan().embed_query(query)), "embedder_id": QueryTitan.id}
+        got, want = _raw(index._store, query, **kw), _raw(one._store, query, **kw)
+        _same_up_to_ties(got, want)
+        assert any(v > 0 for *_, v in got) or not got
+    top = index.search(sent[3], k=1)[0]
+    assert top.text.strip() == sent[3].strip() and top.scores["vector"] > 0.99
+
+    # The 20 left over go in a later run (a job of 20 now allowed); the 100 are not sent again.
+    before = len(sent)
+    control = Stubber(bedrock)
+    control.add_response("create_model_invocation_job", {"jobArn": arn(2)})
+    control.add_response("get_model_invocation_job", description(arn(2), "InProgress"), {"jobIdentifier": arn(2)})
+    with control, pytest.raises(KeyboardInterrupt):
+        embed_index_batch(out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt,
+                          min_records_per_job=10, poll_seconds=1)  # fmt: skip
+    simulate_service(s3)
+    control = Stubber(bedrock)
+    control.add_response("get_model_invocation_job", description(arn(2), "Completed"), {"jobIdentifier": arn(2)})
+    with control:
+        again = embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    inputs = [o["Key"] for o in s3.list_objects_v2(Bucket=BATCH_BUCKET)["Contents"] if o["Key"].endswith(".jsonl")]
+    assert (again.records, again.chunks_embedded, again.chunks_pending, again.generation) == (20, 20, 0, 3)
+    assert before == 100 and len(inputs) == 3
+    final = cat.load(location(out))
+    records = [cat.version_record(location(out), s.shard, s.version) for s in final.shards if s.version]
+    assert sum(r["chunks"] for r in records) == 120 and all(r["report"]["chunks_pending"] == 0 for r in records)
+    with pytest.raises(ValueError, match="no batch run to resume"):
+        embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    # The CLI: `memlane --index URI embed` with no run saved and no --batch says so in one line.
+    from memlane.cli import main
+
+    capsys.readouterr()
+    assert main(["--index", out, "embed", "--embed", "bedrock:256"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "no batch run to resume for this index" in err and "\n" not in err

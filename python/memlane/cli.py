@@ -300,6 +300,9 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
     from memlane.embed.batch_backfill import BatchRun
 
+    if args.index:
+        return _embed_batch_index(args)
+
     saved = BatchRun.load(Path(args.home).expanduser())
     if args.embed is None:
         # A batch run in progress names its embedder; resuming should not need it spelled out again.
@@ -342,6 +345,49 @@ def _embed_batch(args: argparse.Namespace) -> int:
         f"{report.input_tokens:,} tokens, about ${report.estimated_cost_usd:.4f} at the batch list price\n"
         f"index: {report.chunks_embedded} chunks embedded ({report.embedded_on_demand} on demand), "
         f"{report.chunks_pending} still pending, in {report.seconds:.1f}s"
+    )
+    emit(args, report.to_dict(), text)
+    return 0
+
+
+def _embed_batch_index(args: argparse.Namespace) -> int:
+    """``memlane --index URI embed --batch S3_URI --batch-role ARN``: a sharded index's bulk backfill on Ray."""
+    from memlane.cluster import batch
+    from memlane.cluster.storage import location
+    from memlane.embed import make_embedder
+    from memlane.embed.bedrock_batch import make_batch_clients
+
+    # A sharded index is always filled from the cache alone: --batch-only changes nothing here.
+    if args.embed is None:
+        # A run in progress names its embedder; resuming should not need it spelled out again.
+        from memlane.cluster.search import local_root
+
+        saved = batch.saved_embedder(local_root(location(args.index).uri) / "batch")
+        args.embed = f"bedrock:{saved.rsplit('/', 1)[-1]}" if saved else "bedrock"
+    if not args.embed.startswith("bedrock"):
+        raise ValueError(f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
+    embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
+    s3, bedrock = make_batch_clients(args.aws_region or embedder.region, args.aws_profile)
+    last: dict[str, str] = {}
+
+    def on_status(job: Any, description: dict[str, Any]) -> None:
+        status = description.get("status", "")
+        if not args.json and last.get(job.name) != status:
+            last[job.name] = status
+            sys.stderr.write(f"batch job {job.name} ({job.records} records): {status}\n")
+
+    report = batch.embed_index_batch(
+        args.index, args.batch, args.batch_role, embedder=embedder, ray_address=args.ray, s3=s3, bedrock=bedrock,
+        poll_seconds=args.poll_seconds, on_status=on_status,
+    )  # fmt: skip
+    published = f"published catalog version {report.generation}" if report.generation else "no shard to fill: catalog left as it was"
+    text = (
+        f"{'resumed' if report.resumed else 'ran'} {report.jobs} batch jobs: {report.records} records, "
+        f"{report.embedded} vectors, {len(report.failed)} failed, {report.leftover} left over; "
+        f"{report.input_tokens:,} tokens, about ${report.estimated_cost_usd:.4f} at the batch list price\n"
+        f"index: {report.packs} vector packs shared, {report.shards_filled} shards filled "
+        f"({report.shards_resumed} resumed), {report.chunks_embedded} chunks embedded from the cache, "
+        f"{report.chunks_pending} still pending; {published} in {report.seconds:.1f}s"
     )
     emit(args, report.to_dict(), text)
     return 0
@@ -578,6 +624,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-role", metavar="ARN", help="IAM service role Bedrock assumes to read and write the --batch location")
     p.add_argument("--batch-only", action="store_true", help="leave records the batch failed pending instead of embedding them on demand")
     p.add_argument("--poll-seconds", type=float, default=60.0, help="pause between batch job status checks (default 60)")
+    p.add_argument("--ray", metavar="ADDRESS", default="local", help="with --index: the Ray cluster that reads and fills the shards: local (default), auto or an address")
     p.set_defaults(func=_cmd_embed)
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")

@@ -360,8 +360,11 @@ class Memory:
         self.events.append("remove_sources", paths=gone, chunks_removed=removed)
         return removed
 
-    def embed_pending(self, progress: Progress | None = None) -> int:
+    def embed_pending(self, progress: Progress | None = None, *, cache_only: bool = False) -> int:
         """Embed every chunk that has no vector yet (resumes an interrupted backfill).
+
+        ``cache_only`` gives vectors only to the chunks the embedding cache has, with no call
+        to the embedder (a sharded index's batch backfill); the others stay pending.
 
         Returns:
             Chunks embedded (including cache hits).
@@ -369,7 +372,7 @@ class Memory:
         if self.embedder is None:
             return 0
         with self._store.writer() as writer:
-            done, _ = self._backfill(writer, self.embedder, progress)
+            done, _ = self._backfill(writer, self.embedder, progress, cache_only=cache_only)
             writer.commit()
         return done
 

@@ -29,7 +29,7 @@ from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
 
-__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "may_be_bedrock", "stage_path"]
+__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "local_spec", "may_be_bedrock", "stage_path"]
 
 # Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
 # spread one shard's backlog over every actor.
@@ -115,41 +115,46 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
         embed = embedder != "none"
         report = mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed) if job.index else IndexReport()
         mem.close()
-        # The core's own counts: Memory.status would also load the embedding backends' modules.
-        store = _core.Store(str(home))
-        status, summary = store.status(), store.summary()
-        info = {
-            "chunks": status["chunks"],
-            "source_files": status["files"],
-            "sessions": status["sessions"],
-            "embedder_id": status["embedder_id"],
-            "dim": status["dim"],
-            "docs": summary["docs"],
-            "tokens": summary["tokens"],
-            "ts_min": summary["ts_min"],
-            "ts_max": summary["ts_max"],
-            "sources": summary["sources"],
-            "session_ids": summary["sessions"],
-            # Project key → chunks: a project-scoped query skips the shards without it.
-            "projects": dict(store.projects()),
-            "partitions": sorted(job.partitions),
-            "report": {
-                "files_indexed": report.files_indexed,
-                "bytes_parsed": report.bytes_parsed,
-                "chunks_added": report.chunks_added,
-                "chunks_removed": report.chunks_removed + removed,
-                "chunks_embedded": report.chunks_embedded,
-                "embed_cache_hits": report.embed_cache_hits,
-                "records_skipped": report.records_skipped,
-                "seconds": report.seconds,
-            },
-        }
+        info = _shard_info(home, job.partitions, {
+            "files_indexed": report.files_indexed,
+            "bytes_parsed": report.bytes_parsed,
+            "chunks_added": report.chunks_added,
+            "chunks_removed": report.chunks_removed + removed,
+            "chunks_embedded": report.chunks_embedded,
+            "embed_cache_hits": report.embed_cache_hits,
+            "records_skipped": report.records_skipped,
+            "seconds": report.seconds,
+        })  # fmt: skip
         info["cpu_seconds"] = time.process_time() - cpu  # the build's own, upload excluded
         return cat.upload_home(home, out, job.shard, job.version, info)
     finally:
         for path in staged:
             path.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _shard_info(home: Path, partitions: Sequence[str], report: dict[str, Any]) -> dict[str, Any]:
+    """What a shard version's record says of the home beside its files: the core's own counts
+    (Memory.status would also load the embedding backends' modules) and the build's report."""
+    store = _core.Store(str(home))
+    status, summary = store.status(), store.summary()
+    return {
+        "chunks": status["chunks"],
+        "source_files": status["files"],
+        "sessions": status["sessions"],
+        "embedder_id": status["embedder_id"],
+        "dim": status["dim"],
+        "docs": summary["docs"],
+        "tokens": summary["tokens"],
+        "ts_min": summary["ts_min"],
+        "ts_max": summary["ts_max"],
+        "sources": summary["sources"],
+        "session_ids": summary["sessions"],
+        # Project key → chunks: a project-scoped query skips the shards without it.
+        "projects": dict(store.projects()),
+        "partitions": sorted(partitions),
+        "report": report,
+    }
 
 
 class RateLimiter:
@@ -214,6 +219,40 @@ def may_be_bedrock(spec: Any) -> bool:
     return str(getattr(spec, "id", "bedrock/")).startswith("bedrock/")  # a factory: not known yet
 
 
+def _gpu_ids() -> list[Any]:
+    """The GPUs Ray assigned to this worker (none outside Ray)."""
+    import ray
+
+    return list(ray.get_gpu_ids()) if ray.is_initialized() else []
+
+
+def local_spec(spec: str, index_embedder_id: str | None, gpu: bool) -> str:
+    """The local embedder spec embedding actors run: plain ``local`` means the graph of the
+    vectors the index holds, and on GPU actors of a new index the fp32 graph.
+
+    q8 is built for CPUs: each product quantises its activations per batch
+    (DynamicQuantizeLinear, which has CPU and DirectML kernels in onnxruntime but no CUDA one),
+    so on the CUDA provider 20 nodes would run on the CPU with activations copied there and
+    back every layer. The fp32 graph is plain MatMul/LayerNormalization that CUDA runs whole,
+    and its vectors are the exact model's, the ones ``local:fp32`` makes on any CPU, so
+    queries embedded on a laptop match (fp16 would be faster still but is another vector
+    space). An index that already holds q8 vectors keeps q8 (vector spaces never mix).
+
+    Example:
+        >>> local_spec("local", None, gpu=True), local_spec("local", None, gpu=False)
+        ('local:fp32', 'local')
+        >>> local_spec("local", "local/all-MiniLM-L6-v2/q8/384", gpu=True)
+        'local'
+    """
+    from memlane.embed import spec_for_home
+
+    if spec != "local":
+        return spec
+    if index_embedder_id:
+        return spec_for_home(spec, index_embedder_id)
+    return "local:fp32" if gpu else spec
+
+
 class EmbedWorker:
     """One embedding actor: an embedder loaded once, fed batches of texts.
 
@@ -222,7 +261,7 @@ class EmbedWorker:
     zero-argument callable that builds one in the actor (for an embedder whose client cannot
     be pickled, e.g. Bedrock on a session of its own). Local ONNX actors
     run with a fixed number of threads so that several share a node's cores without
-    oversubscribing them. A Bedrock embedder asks ``limiter`` (a :class:`RateLimiter` actor)
+    oversubscribing them; an actor Ray gave a GPU runs onnxruntime's CUDA provider. A Bedrock embedder asks ``limiter`` (a :class:`RateLimiter` actor)
     before each batch and reports the batches Bedrock throttled.
     """
 
@@ -230,7 +269,11 @@ class EmbedWorker:
         if isinstance(spec, str):
             from memlane.embed import make_embedder
 
-            kw: dict[str, Any] = {"threads": threads} if spec.startswith("local") and threads else {}
+            kw: dict[str, Any] = {}
+            if spec.startswith("local"):
+                kw = {"threads": threads} if threads else {}
+                if _gpu_ids():  # Ray gave this actor a GPU (num_gpus=1)
+                    kw["device"] = "gpu"
             self.embedder = make_embedder(spec, **kw, **(options or {}))
         elif hasattr(spec, "embed_documents"):
             self.embedder = spec

@@ -24,10 +24,10 @@ from typing import Any
 
 from memlane import _core
 from memlane.cluster import catalog as cat
-from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, may_be_bedrock
+from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, local_spec, may_be_bedrock
 from memlane.cluster.storage import location
 
-__all__ = ["ClusterReport", "index_sources", "init_ray"]
+__all__ = ["ClusterReport", "index_sources", "init_ray", "shard_ref"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -89,6 +89,15 @@ def init_ray(address: str, **kwargs: Any) -> Any:
     return ray
 
 
+def shard_ref(shard: int, record: dict[str, Any]) -> cat.ShardRef:
+    """The catalog's entry for a committed shard version."""
+    return cat.ShardRef(
+        shard, record["version"], chunks=record["chunks"], files=record["source_files"], sessions=record["sessions"],
+        docs=record["docs"], tokens=record["tokens"], bytes=sum(f["size"] for f in record["files"].values()),
+        ts_min=record["ts_min"], ts_max=record["ts_max"], sources=record["sources"], partitions=record["partitions"],
+    )  # fmt: skip
+
+
 def _version_id(shard: int, base: str | None, index: list[tuple[str, str]], remove: list[str], embedder: str | None) -> str:
     """A shard version's id: a hash of everything that decides its content."""
     what = json.dumps([_BUILD_FORMAT, shard, base, sorted(index), sorted(remove), embedder], separators=(",", ":"))
@@ -111,20 +120,21 @@ def _listing(roots: Sequence[str], format: str | None) -> dict[str, tuple[str, i
     return found
 
 
-def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
+def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None, index_embedder_id: str | None = None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
     """The embedding actors, what they write (embedder id, dimension, window; None for
     keyword-only) and the Bedrock rate limiter they share (None when not Bedrock)."""
     if embed == "none" or embed is None:
         return [], None, None
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
+    if isinstance(embed, str) and embed.startswith("local"):
+        embed = local_spec(embed, index_embedder_id, gpu=bool(gpus))
     limiter = None
     if may_be_bedrock(embed):
         limiter = ray.remote(RateLimiter).options(num_cpus=0, max_restarts=-1, max_task_retries=-1).remote(requests_per_second or 20.0)
     options: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
     if gpus and isinstance(embed, str) and embed.startswith("local"):
-        # One actor per GPU. (The local embedder runs onnxruntime's CPU provider today, so
-        # this places the work but does not yet use the GPU.)
+        # One actor per GPU; each runs onnxruntime's CUDA provider (EmbedWorker).
         options["num_gpus"], count = 1, gpus
     elif isinstance(embed, str) and embed.startswith("bedrock"):
         options["num_cpus"], count = 0, actors or 4  # network-bound: no core each
@@ -265,7 +275,9 @@ def index_sources(
         return report
 
     ray = init_ray(ray_address, **ray_init)
-    actors, described, limiter = _embedding(ray, embed, embed_options, embed_actors, embed_threads, requests_per_second)
+    actors, described, limiter = _embedding(
+        ray, embed, embed_options, embed_actors, embed_threads, requests_per_second, previous.embedder_id if previous else None
+    )
     embedder_id = described[0] if described else None
     if previous is not None and previous.embedder_id and embedder_id and embedder_id != previous.embedder_id:
         raise ValueError(f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)")
@@ -314,11 +326,7 @@ def index_sources(
         report.chunks_embedded += r.get("chunks_embedded", 0)
         for reason, n in r.get("records_skipped", {}).items():
             report.records_skipped[reason] = report.records_skipped.get(reason, 0) + n
-        refs.append(cat.ShardRef(
-            shard, record["version"], chunks=record["chunks"], files=record["source_files"], sessions=record["sessions"],
-            docs=record["docs"], tokens=record["tokens"], bytes=sum(f["size"] for f in record["files"].values()),
-            ts_min=record["ts_min"], ts_max=record["ts_max"], sources=record["sources"], partitions=record["partitions"],
-        ))  # fmt: skip
+        refs.append(shard_ref(shard, record))
     report.shards_built -= report.shards_resumed
     ids = {r.get("embedder_id") for r in records.values()} - {None}
     catalog = cat.Catalog(

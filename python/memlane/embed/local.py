@@ -13,7 +13,10 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 * a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
 All run in one onnxruntime session per model and process, with as many intra-op threads as
-usable cores, on batches of windows sorted by length.
+usable cores, on batches of windows sorted by length. ``device="gpu"`` (a cluster's GPU
+actor) runs the session on onnxruntime's CUDAExecutionProvider when the installed onnxruntime
+offers it (the ``onnxruntime-gpu`` wheel, ``memlane[gpu]``, in place of ``onnxruntime``),
+else on the CPU with one warning line.
 
 Example:
     >>> emb = LocalEmbedder()  # doctest: +SKIP
@@ -23,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -100,14 +104,50 @@ _RUNTIMES: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 _RUNTIMES_LOCK = threading.Lock()
 
 
-def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, Any]:
+log = logging.getLogger("memlane.embed.local")
+DEVICES = ("cpu", "gpu")
+_CUDA = "CUDAExecutionProvider"
+_CPU = "CPUExecutionProvider"
+
+
+def execution_providers(device: str) -> list[str]:
+    """onnxruntime's providers for ``device``: CUDA first on a GPU when this onnxruntime has it
+    (the ``onnxruntime-gpu`` wheel), else the CPU with one warning line.
+
+    Example:
+        >>> execution_providers("cpu")
+        ['CPUExecutionProvider']
+    """
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; accepted: {', '.join(DEVICES)}")
+    if device == "cpu":
+        return [_CPU]
+    import onnxruntime as ort
+
+    if _CUDA in ort.get_available_providers():
+        return [_CUDA, _CPU]  # CPU for the nodes CUDA has no kernel for
+    # memlane depends on the CPU wheel; with both wheels installed the CPU one shadows the GPU one.
+    _no_gpu("this onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu in place of onnxruntime)")
+    return [_CPU]
+
+
+def _no_gpu(why: str) -> None:
+    if why not in _WARNED:  # one line per process and cause, not one per embedder
+        _WARNED.add(why)
+        log.warning("memlane: a GPU was assigned but %s: embedding on the CPU", why)
+
+
+_WARNED: set[str] = set()
+
+
+def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int, providers: Sequence[str] = (_CPU,)) -> tuple[Any, Any]:
     """The process's one ``(tokenizer, InferenceSession)`` for a model, loaded on first use.
 
     Every embedder of the same model shares them (a session is thread-safe and holds the
     weights once), so opening several homes, or one per benchmark conversation, loads nothing twice.
     """
     # Size and mtime in the key: a model file replaced on disk is loaded afresh, never served stale.
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (tokenizer_path, onnx_path)) + (threads,)
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (tokenizer_path, onnx_path)) + (threads, tuple(providers))
     with _RUNTIMES_LOCK:
         if key not in _RUNTIMES:
             # Imported here so that importing memlane stays fast for code that never embeds.
@@ -130,9 +170,12 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int) -> tuple[Any, 
             # same batches (and was no faster) on the shared 2-core machine this was measured on.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
-                session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=list(providers))
             except Exception as exc:  # onnxruntime's load errors have no common base class
                 raise ValueError(f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
+            if _CUDA in providers and _CUDA not in session.get_providers():
+                # onnxruntime-gpu without the CUDA or cuDNN libraries it needs falls back on its own.
+                _no_gpu("onnxruntime could not start CUDA (are CUDA 12 and cuDNN 9 installed?)")
             _RUNTIMES[key] = (tokenizer, session)
         return _RUNTIMES[key]
 
@@ -200,6 +243,7 @@ class LocalEmbedder:
         batch_size: int = 32,
         *,
         model_dir: str | os.PathLike[str] | None = None,
+        device: str = "cpu",
     ) -> None:
         """Load the tokenizer and the ONNX model (building and caching a graph from safetensors on first use).
 
@@ -211,6 +255,8 @@ class LocalEmbedder:
             batch_size: Windows per inference call.
             model_dir: A sentence-embedding model directory to use instead of MiniLM
                 (see :mod:`memlane.embed.model_dir`).
+            device: ``"cpu"``, or ``"gpu"`` for CUDA when onnxruntime offers it (see
+                :func:`execution_providers`; the graph is ``mode``'s either way).
 
         Raises:
             ValueError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
@@ -248,7 +294,7 @@ class LocalEmbedder:
 
                 quantize = mode == "q8"
                 onnx_path = ensure_bert_onnx(model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ())
-        tokenizer, session = _runtime(model.tokenizer, onnx_path, threads or _available_cores())
+        tokenizer, session = _runtime(model.tokenizer, onnx_path, threads or _available_cores(), execution_providers(device))
         self._tokenizer = tokenizer
         self._session = session
         self._prefix, self._suffix = _special_tokens(tokenizer)
@@ -266,6 +312,7 @@ class LocalEmbedder:
         else:
             self.id = f"local/{model.name}@{model.fingerprint()}/{dim}"
         self.mode = mode if model_dir is None else "dir"
+        self.providers = list(session.get_providers())
         self.dim = dim
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
