@@ -674,10 +674,32 @@ def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybr
     simulate_service(s3)
     control = Stubber(bedrock)
     control.add_response("get_model_invocation_job", description(arn(2), "Completed"), {"jobIdentifier": arn(2)})
-    with control:
-        again = embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    publish = cat.publish
+
+    def die(before: bool):
+        def publish_then_die(out_loc, catalog):
+            if not before:
+                publish(out_loc, catalog)
+            raise KeyboardInterrupt
+
+        return publish_then_die
+
+    # The driver dies with the filled shards committed but no catalog published, then again
+    # right after publishing: the same command finishes each time without building anything twice.
+    with control, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cat, "publish", die(before=True))
+        with pytest.raises(KeyboardInterrupt):
+            embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    assert cat.load(location(out)).generation == 2
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cat, "publish", die(before=False))
+        with pytest.raises(KeyboardInterrupt):
+            embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    filled = embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
+    assert (filled.generation, filled.shards_filled, filled.records) == (3, 0, 20) and not state.exists()
+    again = cat.load(location(out))
+    assert again.generation == 3
     inputs = [o["Key"] for o in s3.list_objects_v2(Bucket=BATCH_BUCKET)["Contents"] if o["Key"].endswith(".jsonl")]
-    assert (again.records, again.chunks_embedded, again.chunks_pending, again.generation) == (20, 20, 0, 3)
     assert before == 100 and len(inputs) == 3
     final = cat.load(location(out))
     records = [cat.version_record(location(out), s.shard, s.version) for s in final.shards if s.version]

@@ -28,6 +28,7 @@ submitted again, committed shard versions are not built again. Texts too few for
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,8 @@ __all__ = ["CacheOnlyEmbedder", "ClusterBatchReport", "FillJob", "embed_index_ba
 PLAN_FILE = "cluster-batch.json"
 _PENDING_FILE = "pending.sqlite"
 _RUN_CACHE = "vectors.sqlite"
+# Hashes looked up per SQLite statement (its parameter limit is 999 on old builds).
+_SLICE = 900
 
 
 def packs_dir(shard: int) -> str:
@@ -213,36 +217,42 @@ def saved_embedder(folder: Path) -> str | None:
 
 
 def _wanted(folder: Path) -> sqlite3.Connection:
-    """Which content hashes each shard waits for (one row each: far more than a JSON file holds well)."""
+    """Which content hashes each shard waits for, on disk: a backfill's hashes outgrow memory."""
     db = sqlite3.connect(folder / _PENDING_FILE, isolation_level=None)
     db.execute("CREATE TABLE IF NOT EXISTS wanted (shard INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (shard, hash)) WITHOUT ROWID")
+    db.execute("CREATE INDEX IF NOT EXISTS wanted_hash ON wanted (hash)")
     return db
 
 
-def _collect(ray: Any, out: Location, catalog: cat.Catalog, embedder_id: str, folder: Path, cache: Any) -> tuple[_Plan, list[tuple[str, str]]]:
-    """Every shard's pending texts (Ray tasks), saved as the plan; the distinct texts to embed."""
-    shards = [s for s in catalog.shards if s.version]
+def _collect(ray: Any, out: Location, catalog: cat.Catalog, plan: _Plan, folder: Path, cache: Any) -> Iterator[tuple[str, str]]:
+    """Every shard's pending texts (one Ray task a shard), recorded in ``plan`` and on disk;
+    yields each distinct text to embed once, one shard at a time (a shard's texts in memory,
+    not the index's)."""
     task = ray.remote(shard_pending).options(num_cpus=1, max_retries=5, retry_exceptions=False)
-    refs = {task.remote(out.uri, s.shard, cat.version_record(out, s.shard, s.version), embedder_id): s for s in shards}
-    plan = _Plan(out.uri, catalog.generation, embedder_id, bases={})
-    texts: dict[str, str] = {}
+    refs = [(s, task.remote(out.uri, s.shard, cat.version_record(out, s.shard, s.version), plan.embedder_id))
+            for s in catalog.shards if s.version]  # fmt: skip
     (folder / _PENDING_FILE).unlink(missing_ok=True)
     db = _wanted(folder)
     try:
-        for ref, ref_shard in refs.items():
+        while refs:
+            ref_shard, ref = refs.pop(0)
             pending, found = ray.get(ref)
+            del ref  # its texts leave the object store
             if not pending:
                 continue
             plan.bases[str(ref_shard.shard)] = str(ref_shard.version)
             plan.pending[str(ref_shard.shard)] = pending
             plan.needed[str(ref_shard.shard)] = len(found)
-            db.executemany("INSERT OR IGNORE INTO wanted VALUES (?, ?)", [(ref_shard.shard, h) for h, _ in found])
-            for h, text in found:
-                texts.setdefault(h, text)
+            for start in range(0, len(found), _SLICE):
+                part = dict(found[start : start + _SLICE])
+                marks = ",".join("?" * len(part))
+                # Another shard's text already yielded, or one an earlier run read into the run's cache.
+                skip = {h for (h,) in db.execute(f"SELECT hash FROM wanted WHERE hash IN ({marks})", list(part))}
+                skip |= cache.known(plan.embedder_id, part)
+                db.executemany("INSERT OR IGNORE INTO wanted VALUES (?, ?)", [(ref_shard.shard, h) for h in part])
+                yield from ((h, t) for h, t in part.items() if h not in skip)
     finally:
         db.close()
-    known = cache.known(embedder_id, texts)  # in the run's own cache: an earlier run read them
-    return plan, [(h, t) for h, t in texts.items() if h not in known]
 
 
 def _share(out: Location, folder: Path, embedder_id: str, cache: Any) -> dict[int, str]:
@@ -345,20 +355,17 @@ def embed_index_batch(
         if fresh and not (s3_uri and role_arn):
             raise ValueError("no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one")
         ray = init_ray(ray_address, **ray_init)
+        if s3 is None or bedrock is None:
+            built_s3, built_bedrock = make_batch_clients(embedder.region)
+            s3, bedrock = s3 or built_s3, bedrock or built_bedrock
         if fresh:
-            plan, texts = _collect(ray, out, catalog, embedder.id, folder, cache)
-            plan.save(folder)
-            if s3 is None or bedrock is None:
-                built_s3, built_bedrock = make_batch_clients(embedder.region)
-                s3, bedrock = s3 or built_s3, bedrock or built_bedrock
+            plan = _Plan(out.uri, catalog.generation, embedder.id, bases={})
+            texts = _collect(ray, out, catalog, plan, folder, cache)
             BatchRun.start(folder, embedder, s3_uri, role_arn, texts=texts, cache=cache, s3=s3, **start_options)
-            plan.started = True
+            plan.started = True  # saved after the run's jobs: an interruption before collects again
             plan.save(folder)
         run = BatchRun.load(folder)  # None once every job was read
         if run is not None:
-            if s3 is None or bedrock is None:
-                built_s3, built_bedrock = make_batch_clients(embedder.region)
-                s3, bedrock = s3 or built_s3, bedrock or built_bedrock
             batch = run.wait(cache=cache, s3=s3, bedrock=bedrock, **options)
             plan.batch = {k: v for k, v in asdict(batch).items() if k in ("jobs", "records", "embedded", "failed", "leftover", "input_tokens")}
             plan.save(folder)
@@ -366,27 +373,29 @@ def embed_index_batch(
             setattr(report, name, value)
         packs = _share(out, folder, embedder.id, cache)
         report.packs = len(packs)
+        # A shard gains vectors from this run's pack, or from hits in the caches it had.
+        fills = {int(n): _fill_version(int(n), base, embedder.id, packs.get(int(n))) for n, base in plan.bases.items()
+                 if int(n) in packs or plan.pending[n] > plan.needed.get(n, 0)}  # fmt: skip
         if catalog.generation != plan.generation:
-            # The shards were collected from another catalog version: their vectors are shared
-            # now, and a new collection from the current version finds them there.
-            (folder / PLAN_FILE).unlink()
-            raise ValueError(
-                f"{out.uri} changed while the batch ran (catalog version {catalog.generation}, the run "
-                f"started on {plan.generation}): run the command again to fill the new version from the cache"
-            )
+            if fills and all(s.version == fills.get(s.shard, s.version) for s in catalog.shards):
+                report.generation = catalog.generation  # the driver died after publishing: done
+                fills = {}
+            else:
+                # Collected from another catalog version: the vectors are shared now, and a new
+                # collection from the current version finds them there.
+                (folder / PLAN_FILE).unlink()
+                raise ValueError(
+                    f"{out.uri} changed while the batch ran (catalog version {catalog.generation}, the run "
+                    f"started on {plan.generation}): run the command again to fill the new version from the cache"
+                )
 
         task = ray.remote(fill_shard).options(num_cpus=1, max_retries=5, retry_exceptions=False)
-        refs = {}
         described = (embedder.id, int(embedder.dim), int(embedder.max_window_tokens))
-        for shard, base in sorted(plan.bases.items(), key=lambda kv: int(kv[0])):
-            n = int(shard)
-            # A shard gains vectors from this run's pack or from hits in the caches it had.
-            if n not in packs and plan.pending[shard] == plan.needed.get(shard, 0):
-                continue
-            version = _fill_version(n, base, embedder.id, packs.get(n))
+        refs = {}
+        for n, version in sorted(fills.items()):
             if cat.version_record(out, n, version) is not None:
                 report.shards_resumed += 1
-            refs[task.remote(FillJob(n, version, out.uri, cat.version_record(out, n, base), described))] = n
+            refs[task.remote(FillJob(n, version, out.uri, cat.version_record(out, n, plan.bases[str(n)]), described))] = n
         records: dict[int, dict[str, Any]] = {}
         for ref, shard in refs.items():
             records[shard] = ray.get(ref)
@@ -409,6 +418,10 @@ def embed_index_batch(
             report.generation = current.generation
     finally:
         cache.close()
-    shutil.rmtree(folder, ignore_errors=True)
+    # Done: the run's files go (only its own: the folder may be the caller's).
+    for name in (PLAN_FILE, _PENDING_FILE, _RUN_CACHE, f"{_RUN_CACHE}-wal", f"{_RUN_CACHE}-shm"):
+        (folder / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
     report.seconds = time.perf_counter() - started
     return report
