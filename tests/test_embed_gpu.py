@@ -92,3 +92,44 @@ def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning
     ]
     text = "the deploy failed with exit code 137"
     assert (gpu.embed_query(text) == cpu.embed_query(text)).all()
+
+
+class _FakeRay:
+    """Ray's calls ``_embedding`` makes, recording the actors it asks for."""
+
+    def __init__(self, resources: dict[str, float]) -> None:
+        self.resources, self.actors = resources, []
+
+    def cluster_resources(self) -> dict[str, float]:
+        return self.resources
+
+    def remote(self, cls):
+        ray = self
+
+        class Remote:
+            def options(self, **options):
+                self.opts = options
+                return self
+
+            def remote(self, *args):
+                ray.actors.append((cls.__name__, self.opts, args))
+                describe = type("M", (), {"remote": staticmethod(lambda: (f"{args[0]}-id", 384, 256))})
+                return type("Actor", (), {"describe": describe})()
+
+        return Remote()
+
+    def get(self, ref):
+        return ref
+
+
+@pytest.mark.parametrize(("gpus", "index_id", "spec"), [(2, None, "local:fp32"), (2, Q8, "local"), (0, None, "local")])
+def test_the_cluster_places_one_actor_per_gpu_with_the_graph_for_it(gpus: int, index_id, spec: str) -> None:
+    from memlane.cluster.index import _embedding
+
+    ray = _FakeRay({"CPU": 2.0, "GPU": float(gpus)})
+    pool, described, limiter = _embedding(ray, "local", None, None, 1, None, index_id)
+    assert {a[2][0] for a in ray.actors} == {spec} and described == (f"{spec}-id", 384, 256) and limiter is None
+    if gpus:
+        assert len(pool) == gpus and all(a[1]["num_gpus"] == 1 for a in ray.actors)
+    else:
+        assert all("num_gpus" not in a[1] for a in ray.actors)

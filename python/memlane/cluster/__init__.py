@@ -6,6 +6,8 @@ function runs.
 
 - :func:`index_sources` (``memlane index SOURCES --ray … --out URI``): build or update a
   sharded index from S3 prefixes or folders (:mod:`memlane.cluster.index`).
+- :func:`memlane.cluster.batch.embed_index_batch` (``memlane --index URI embed --batch …``):
+  its bulk vector backfill through Bedrock batch inference (:mod:`memlane.cluster.batch`).
 - :func:`open_index` (``memlane --index URI search …``): search it in this process, with the
   same hits and scores as one home built from the same files (:mod:`memlane.cluster.search`).
 - :func:`memlane.cluster.serve.start` (``memlane serve --index URI --ray …``): serve it over

@@ -47,7 +47,7 @@ from memlane.cluster import catalog as cat
 from memlane.cluster.storage import Location, location
 from memlane.embed.batch_backfill import BatchBackfillReport, BatchRun, pending_texts
 
-__all__ = ["CacheOnlyEmbedder", "ClusterBatchReport", "FillJob", "embed_index_batch", "fill_shard", "saved_embedder", "shard_pending"]
+__all__ = ["CacheOnlyEmbedder", "ClusterBatchReport", "FillJob", "embed_index_batch", "fill_shard", "packs_dir", "saved_embedder", "shard_pending"]
 
 PLAN_FILE = "cluster-batch.json"
 _PENDING_FILE = "pending.sqlite"
@@ -87,9 +87,11 @@ class CacheOnlyEmbedder:
         self.id, self.dim, self.max_window_tokens = embedder_id, dim, max_window_tokens
 
     def embed_documents(self, texts: Any) -> list[np.ndarray]:
+        """Never called: ``embed_pending(cache_only=True)`` takes vectors from the cache only."""
         raise RuntimeError(f"a shard filled from the vector cache asked to embed {len(texts)} texts online")
 
     def embed_query(self, text: str) -> np.ndarray:
+        """Never called: a shard being filled answers no query."""
         raise RuntimeError("a shard being filled embeds no query")
 
 
@@ -156,7 +158,7 @@ def fill_shard(job: FillJob) -> dict[str, Any]:
     """A Ray task: give the shard's chunks the vectors the cache has and commit the result as
     version ``job.version``; returns its record. Idempotent like a shard build."""
     from memlane import _core
-    from memlane.cluster.build import _shard_info
+    from memlane.cluster.build import shard_info
     from memlane.memory import Memory
 
     out = location(job.out)
@@ -171,7 +173,7 @@ def fill_shard(job: FillJob) -> dict[str, Any]:
         mem.close()
         with _core.Store(str(home)).writer() as writer:
             pending = len(writer.pending_vectors())
-        info = _shard_info(home, job.base.get("partitions", []), {"chunks_embedded": embedded, "chunks_pending": pending})
+        info = shard_info(home, job.base.get("partitions", []), {"chunks_embedded": embedded, "chunks_pending": pending})
         return cat.upload_home(home, out, job.shard, job.version, info)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -325,6 +327,14 @@ def embed_index_batch(
             the catalog changed while the run waited (run the command again).
         EmbedderMismatchError: The index holds another embedder's vectors.
         BatchJobError: A job failed (resubmitted on the next run) or timed out.
+
+    Example:
+        >>> from memlane.embed import make_embedder
+        >>> report = embed_index_batch(  # doctest: +SKIP
+        ...     "s3://team-memory/index/", "s3://team-memory/batch", "arn:aws:iam::123456789012:role/BedrockBatch",
+        ...     embedder=make_embedder("bedrock:1024"), ray_address="auto")
+        >>> report.chunks_embedded, report.chunks_pending, report.generation  # doctest: +SKIP
+        (224812, 188, 7)
     """
     from memlane.cluster.index import init_ray, shard_ref
     from memlane.cluster.search import local_root

@@ -29,7 +29,7 @@ from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
 
-__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "local_spec", "may_be_bedrock", "stage_path"]
+__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "local_spec", "may_be_bedrock", "shard_info", "stage_path"]
 
 # Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
 # spread one shard's backlog over every actor.
@@ -115,7 +115,7 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
         embed = embedder != "none"
         report = mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed) if job.index else IndexReport()
         mem.close()
-        info = _shard_info(home, job.partitions, {
+        info = shard_info(home, job.partitions, {
             "files_indexed": report.files_indexed,
             "bytes_parsed": report.bytes_parsed,
             "chunks_added": report.chunks_added,
@@ -133,7 +133,7 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _shard_info(home: Path, partitions: Sequence[str], report: dict[str, Any]) -> dict[str, Any]:
+def shard_info(home: Path, partitions: Sequence[str], report: dict[str, Any]) -> dict[str, Any]:
     """What a shard version's record says of the home beside its files: the core's own counts
     (Memory.status would also load the embedding backends' modules) and the build's report."""
     store = _core.Store(str(home))
@@ -261,8 +261,9 @@ class EmbedWorker:
     zero-argument callable that builds one in the actor (for an embedder whose client cannot
     be pickled, e.g. Bedrock on a session of its own). Local ONNX actors
     run with a fixed number of threads so that several share a node's cores without
-    oversubscribing them; an actor Ray gave a GPU runs onnxruntime's CUDA provider. A Bedrock embedder asks ``limiter`` (a :class:`RateLimiter` actor)
-    before each batch and reports the batches Bedrock throttled.
+    oversubscribing them; an actor Ray gave a GPU runs onnxruntime's CUDA provider. A Bedrock
+    embedder asks ``limiter`` (a :class:`RateLimiter` actor) before each batch and reports the
+    batches Bedrock throttled.
     """
 
     def __init__(self, spec: Any, threads: int | None = None, limiter: Any = None, options: dict[str, Any] | None = None) -> None:
