@@ -11,7 +11,8 @@ waited for, requeued when the service fails them, outputs joined by content hash
 2. **Embed**: one batch run on the driver; the vectors land in the run's local cache.
 3. **Share**: each shard's vectors go to the index's vector cache,
    ``shards/shard-0007/vectors/<pack>.sqlite`` — immutable embedding-cache files (SQLite, the
-   format of every home's cache) that any worker building the shard later merges in.
+   format of every home's cache) that the fill tasks read on whatever node they run (the
+   driver's cache is out of their reach) and that a later collection counts as embedded.
 4. **Fill** (one Ray task per affected shard): the shard's version, its packs merged into its
    cache, gets its vectors from the cache alone (:meth:`memlane.Memory.embed_pending` with
    ``cache_only``; the task has no Bedrock client, so no online call can happen) and is
