@@ -706,9 +706,21 @@ def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybr
     assert sum(r["chunks"] for r in records) == 120 and all(r["report"]["chunks_pending"] == 0 for r in records)
     with pytest.raises(ValueError, match="no batch run to resume"):
         embed_index_batch(out, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock)
-    # The CLI: `memlane --index URI embed` with no run saved and no --batch says so in one line.
+    # The CLI, with nothing left to embed: no job, no shard filled, nothing published.
+    import memlane.embed.bedrock_batch as bedrock_batch
     from memlane.cli import main
 
+    with pytest.MonkeyPatch.context() as mp, Stubber(bedrock):
+        mp.setattr(bedrock_batch, "make_batch_clients", lambda region, profile=None: (s3, bedrock))
+        capsys.readouterr()
+        argv = ["--index", out, "--json", "embed", "--batch", batch_uri, "--batch-role", ROLE, "--embed", "bedrock:256"]
+        assert main(argv) == 0
+        done = json.loads(capsys.readouterr().out)
+        assert main([a for a in argv if a != "--json"]) == 0
+    assert (done["jobs"], done["records"], done["shards_filled"], done["generation"]) == (0, 0, 0, None)
+    assert "ran 0 batch jobs" in capsys.readouterr().out
+    assert cat.load(location(out)).generation == 3
+    # With no run saved and no --batch it says so in one line.
     capsys.readouterr()
     assert main(["--index", out, "embed", "--embed", "bedrock:256"]) != 0
     err = capsys.readouterr().err.strip()
