@@ -189,6 +189,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the archive, home and sharded index")
     ap.add_argument("--out", type=Path, default=Path("bench-results/serve.json"))
     ap.add_argument("--ingress", choices=("direct", "proxy"), default="direct", help="HTTP from the router replica itself (memlane serve's default) or through Serve's proxy")
+    ap.add_argument("--shard-actors", type=int, default=None, help="shard actors (default as memlane serve: 0 on one machine, the shards in the router)")
     args = ap.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-serve-"))
@@ -224,7 +225,7 @@ def main() -> None:
     from memlane.cluster.serve import start
 
     t = time.perf_counter()
-    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"))
+    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"), shard_actors=args.shard_actors)
     results["serve_start_s"] = round(time.perf_counter() - t, 1)
     results["ingress"] = server.ingress
     results["shard_actors"] = len(server.actors)

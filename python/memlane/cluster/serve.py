@@ -394,11 +394,11 @@ class Router:
             payload = index.recall(query, **{k: body[k] for k in _RECALL_FIELDS & set(body)}).to_dict()
         else:
             hits = index.search(query, **{k: body[k] for k in _SEARCH_FIELDS & set(body)})
-            show = bool(body.get("show_secrets"))
-            if not show:  # masked before the snippet is cut, as the command line does
+            show, chars = bool(body.get("show_secrets")), body.get("snippet_chars")
+            if chars and not show:  # masked before the snippet is cut, as the command line does
                 hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
             payload = {"hits": [h.to_dict() for h in hits]}
-            if chars := body.get("snippet_chars"):
+            if chars:
                 payload["snippets"] = index.snippets(query, hits, int(chars))
             if not show:
                 payload = secrets.mask_json(payload)
