@@ -188,6 +188,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None, help="where to build (default: a temp dir, deleted after)")
     ap.add_argument("--keep", action="store_true", help="keep the archive, home and sharded index")
     ap.add_argument("--out", type=Path, default=Path("bench-results/serve.json"))
+    ap.add_argument("--ingress", choices=("direct", "proxy"), default="direct", help="HTTP from the router replica itself (memlane serve's default) or through Serve's proxy")
+    ap.add_argument("--shard-actors", type=int, default=None, help="shard actors (default as memlane serve: 0 on one machine, the shards in the router)")
     args = ap.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-serve-"))
@@ -199,7 +201,10 @@ def main() -> None:
         results |= build_home(archive, home)
         print(f"one home built: {results}", file=sys.stderr)
     from memlane.cluster.index import init_ray
+    from memlane.cluster.serve import direct_ingress
 
+    if args.ingress == "direct":  # as `memlane serve` starts its cluster
+        os.environ.update(direct_ingress(args.port))
     # The router unpickles the bench's query embedder (bench_pipeline.GivenVectors).
     init_ray("local", num_cpus=os.cpu_count(), runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
     if cat.load(location(out)) is None:
@@ -220,8 +225,9 @@ def main() -> None:
     from memlane.cluster.serve import start
 
     t = time.perf_counter()
-    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"))
+    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"), shard_actors=args.shard_actors)
     results["serve_start_s"] = round(time.perf_counter() - t, 1)
+    results["ingress"] = server.ingress
     results["shard_actors"] = len(server.actors)
     results["refresh_s"] = args.refresh
     results["chunks"] = memlane.connect(server.url).status()["chunks"]

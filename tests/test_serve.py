@@ -260,3 +260,54 @@ def test_mcp_and_hooks_recall_from_the_served_index(served, tmp_path: Path, monk
     monkeypatch.setenv("MEMLANE_REMOTE", url)
     out = user_prompt_submit(home, {"session_id": "s-1", "cwd": "/src/beta", "prompt": PROJECT_QUERY})
     assert out is not None and "MySQL 8" in out and "Postgres 16" not in out
+
+
+def test_known_statistics_save_a_round_not_answers(served, tmp_path: Path) -> None:
+    index = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "cache")
+    store = index._store
+    asked = []
+    for shard in store.shards.values():
+        shard.term_stats = lambda query, inner=shard.term_stats: asked.append(query) or inner(query)
+    fresh = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "cache")
+    query = "deploy failed with exit code 137"
+    assert _hits(index.search(query)) == _hits(fresh.search(query)) != []
+    assert len(asked) == len(store.shards)
+    # Every token known (the words in another order and case): no statistics round, the same answer.
+    again = "Exit code 137: DEPLOY failed with"
+    assert _hits(index.search(again)) == _hits(fresh.search(again))
+    assert len(asked) == len(store.shards)
+    # One new token: asked again, and from then on known as well.
+    for q in (query + " postgres", "postgres " + query, *QUERIES):
+        assert _hits(index.search(q)) == _hits(fresh.search(q)), q
+    assert asked.count(query + " postgres") == len(store.shards) and "postgres " + query not in asked
+
+
+def test_memlane_serve_serves_from_its_router_replica(served, tmp_path: Path) -> None:
+    """The command as a user runs it: its own local Ray cluster, one router replica listening on
+    the port itself (Serve's direct ingress), answers equal to the index searched in process."""
+    import signal
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
+    env["MEMLANE_CACHE_DIR"] = str(tmp_path / "cache")
+    command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port), "--refresh", "60"]
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as server:  # closes its pipe, waits
+        try:
+            said = []
+            while not said or not said[-1].startswith("serving "):  # Ray may warn first
+                said.append(server.stderr.readline())
+                assert said[-1], "".join(said)  # it exited without serving
+            assert f"shards in the router, 1 router replicas) at http://127.0.0.1:{port}:" in said[-1], said[-1]
+            remote = memlane.connect(f"http://127.0.0.1:{port}")
+            index = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "in-process")
+            for query in QUERIES:
+                assert _hits(remote.search(query)) == _hits(index.search(query)), query
+            status = remote.status()
+            assert status["generation"] == index.catalog.generation
+            assert (status["ingress"], status["shard_actors"], status["partial"]) == ("direct", 0, False)
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=60) == 0
+            assert "memlane serve: stopped" in server.stderr.read()
+        finally:
+            if server.poll() is None:
+                server.kill()

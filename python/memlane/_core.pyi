@@ -146,6 +146,9 @@ def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int
 def is_candidate(path: str | PathLike[str], format: str | None = None) -> bool:
     """Whether a folder walk would index this file (by its name)."""
 
+def query_tokens(query: str) -> list[str]:
+    """The distinct tokens BM25 looks up for ``query`` (the keys of ``term_stats``'s ``doc_freqs``)."""
+
 def merge_term_stats(parts: list[str]) -> str:
     """The sum of shards' ``Store.term_stats`` for one query."""
 

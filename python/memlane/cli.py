@@ -465,8 +465,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         insecure=args.insecure, embedder=args.embed, shard_actors=args.shard_actors, refresh_seconds=args.refresh,
     )  # fmt: skip
     auth = ", token required" if args.token else ""
+    shards = f"{len(server.actors)} shard actors" if server.actors else "shards in the router"
     sys.stderr.write(
-        f"serving {args.index} (catalog version {server.generation}, {len(server.actors)} shard actors, "
+        f"serving {args.index} (catalog version {server.generation}, {shards}, "
         f"{args.replicas} router replicas{auth}) at {server.url}: POST /search, POST /recall, GET /status; Ctrl-C stops\n"
     )
     try:
@@ -638,7 +639,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
     p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
     p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
-    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors (default: one per shard with data, at most one per CPU of the cluster)")
+    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)")
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="how often the router looks for a new catalog version (default 2)")
     p.set_defaults(func=_cmd_serve)
 

@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -220,6 +221,18 @@ def materialize(out: Location, shard: int, record: dict[str, Any], dest: Path, o
     done = dest / ".complete"
     if done.exists():
         return dest
+    # Processes of one machine (router replicas, shard actors, searches) may lay out the same
+    # version or download the same object at once: one at a time.
+    lock = (objects or dest.parent) / ".materialize.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not done.exists():
+            _lay_out(out, shard, record, dest, objects)
+    return dest
+
+
+def _lay_out(out: Location, shard: int, record: dict[str, Any], dest: Path, objects: Path | None) -> None:
     tmp = dest.with_name(dest.name + ".part")
     shutil.rmtree(tmp, ignore_errors=True)
     base = shard_dir(shard)
@@ -240,4 +253,3 @@ def materialize(out: Location, shard: int, record: dict[str, Any], dest: Path, o
     (tmp / ".complete").touch()
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
-    return dest

@@ -1,10 +1,11 @@
 """Searching a sharded index as one home: global BM25 statistics, one fusion, one reordering.
 
-A query runs in three rounds over the shards of one catalog version:
+A query runs in up to three rounds over the shards of one catalog version:
 
 1. every shard reports its share of the query's BM25 statistics (documents, text tokens, the
-   documents holding each query term: term-dictionary look-ups, no postings read), and the
-   shares are summed;
+   documents holding each query token: term-dictionary look-ups, no postings read), and the
+   shares are summed — skipped when every token of the query was asked about before (the
+   sums are kept per catalog version: its shards never change);
 2. the shards that can hold a match (scoped queries skip the others: see :meth:`ShardSet.select`)
    rank their keyword candidates with the summed statistics, so every chunk scores exactly
    as it would in one home holding all of them, and their vector candidates with exact
@@ -24,6 +25,7 @@ answered from the others.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -39,6 +41,9 @@ from memlane.cluster.storage import location
 from memlane.memory import Memory
 
 __all__ = ["LocalShard", "ShardSet", "ShardedIndex", "open_index"]
+
+# Tokens whose whole-index statistics a shard set keeps (~100 bytes each) before starting over.
+_KNOWN_TOKENS = 200_000
 
 
 class LocalShard:
@@ -106,6 +111,9 @@ class ShardSet:
     of zero-argument calls, one per shard, and returns their results in order, None for a
     shard that did not answer (a served index whose shard actor is down: the answer comes
     from the others).
+
+    A shard version never changes, so the whole index's statistics of every token a query
+    asked about are kept: a query whose tokens were all seen skips the statistics round.
     """
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, Any], call: Call) -> None:
@@ -113,6 +121,7 @@ class ShardSet:
         self.records = records
         self.shards = shards
         self.call = call
+        self._stats: dict[str, Any] | None = None
 
     def select(
         self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None, projects: Sequence[str] | None = None
@@ -177,8 +186,24 @@ class ShardSet:
 
     def term_stats(self, query: str) -> str:
         """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
+        known = self._stats
+        if known is not None:
+            tokens = _core.query_tokens(query)
+            if all(t in known["doc_freqs"] for t in tokens):
+                return json.dumps({**known, "doc_freqs": {t: known["doc_freqs"][t] for t in tokens}})
         shares = self.call([self._bound(n, "term_stats", query) for n in sorted(self.shards)])
-        return _core.merge_term_stats([s for s in shares if s is not None])
+        answered = [s for s in shares if s is not None]
+        merged = _core.merge_term_stats(answered)
+        if len(answered) == len(shares):  # a partial sum is this query's answer only
+            self._remember(json.loads(merged))
+        return merged
+
+    def _remember(self, stats: dict[str, Any]) -> None:
+        known = self._stats
+        if known is None or len(known["doc_freqs"]) > _KNOWN_TOKENS:
+            self._stats = stats
+        else:
+            known["doc_freqs"].update(stats["doc_freqs"])
 
     def passages(self, query: str, texts: list[str], max_chars: int = 300) -> list[tuple[bool, str, bool] | None]:
         """Each text's best passage for ``query``, terms weighed as one home would weigh them."""

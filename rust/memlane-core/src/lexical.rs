@@ -229,6 +229,23 @@ fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(CodeTokenizer::default()).build()
 }
 
+/// The distinct tokens the text field's analyzer makes of a query, in order of appearance
+/// (the words BM25 looks up).
+#[must_use]
+pub fn query_tokens(query: &str) -> Vec<String> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(query);
+    let mut seen = HashSet::new();
+    let mut tokens = Vec::new();
+    while stream.advance() {
+        let text = &stream.token().text;
+        if seen.insert(text.clone()) {
+            tokens.push(text.clone());
+        }
+    }
+    tokens
+}
+
 /// The stored `meta` of a transcript chunk. Serialised from borrowed fields rather than
 /// through a `serde_json::Value` (a tree of copies per chunk), in the sorted key order such
 /// a value has, so the stored text is the same.
@@ -680,17 +697,10 @@ impl Lexical {
     /// Analyze a query into its distinct index terms.
     #[must_use]
     pub fn query_terms(&self, query: &str) -> Vec<Term> {
-        let mut analyzer = analyzer();
-        let mut stream = analyzer.token_stream(query);
-        let mut seen = HashSet::new();
-        let mut terms = Vec::new();
-        while stream.advance() {
-            let text = &stream.token().text;
-            if seen.insert(text.clone()) {
-                terms.push(Term::from_field_text(self.fields.text, text));
-            }
-        }
-        terms
+        query_tokens(query)
+            .iter()
+            .map(|token| Term::from_field_text(self.fields.text, token))
+            .collect()
     }
 
     fn filter_clauses(&self, filters: &Filters) -> Vec<(Occur, Box<dyn Query>)> {

@@ -11,10 +11,9 @@
 
 use crate::error::{Error, Result};
 use crate::hybrid::{fuse, Fused, Fusion};
-use crate::lexical::Lexical;
+use crate::lexical::{query_tokens, Lexical};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocSet, Searcher, Term, TERMINATED};
@@ -26,17 +25,9 @@ pub struct TermStats {
     pub docs: u64,
     /// Text tokens (key: the field id), each text counted as long as its field norm says.
     pub tokens: BTreeMap<u32, u64>,
-    /// Documents holding each of the query's terms (key: the serialized term, hex).
+    /// Documents holding each of the query's tokens in the text field (key: the token, as
+    /// [`crate::lexical::query_tokens`] makes it: a caller can keep them per token).
     pub doc_freqs: BTreeMap<String, u64>,
-}
-
-fn term_key(term: &Term) -> String {
-    let bytes = term.serialized_term();
-    let mut key = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(key, "{b:02x}");
-    }
-    key
 }
 
 impl TermStats {
@@ -56,10 +47,11 @@ impl TermStats {
             tokens: BTreeMap::from([(text.field_id(), lexical.norm_tokens(searcher)?)]),
             ..TermStats::default()
         };
-        for term in lexical.query_terms(query) {
+        for token in query_tokens(query) {
+            let term = Term::from_field_text(text, &token);
             stats
                 .doc_freqs
-                .insert(term_key(&term), live_doc_freq(searcher, &term)?);
+                .insert(token, live_doc_freq(searcher, &term)?);
         }
         Ok(stats)
     }
@@ -105,7 +97,13 @@ impl Bm25StatisticsProvider for TermStats {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        Ok(self.doc_freqs.get(&term_key(term)).copied().unwrap_or(0))
+        // Only the text field is scored: its id is the one key of `tokens`.
+        if !self.tokens.contains_key(&term.field().field_id()) {
+            return Ok(0);
+        }
+        let value = term.value();
+        let token = value.as_str().unwrap_or_default();
+        Ok(self.doc_freqs.get(token).copied().unwrap_or(0))
     }
 }
 
@@ -391,5 +389,26 @@ mod tests {
         assert_eq!(a.tokens, BTreeMap::from([(1, 4), (2, 40)]));
         assert_eq!(a.doc_freqs["aa"], 3);
         assert_eq!(a.doc_freqs["bb"], 1);
+    }
+
+    #[test]
+    fn stats_are_kept_per_token_of_the_text_field_only() {
+        let text = Field::from_field_id(2);
+        let stats = TermStats {
+            docs: 10,
+            tokens: BTreeMap::from([(2, 100)]),
+            doc_freqs: query_tokens("Deploy failed: exit 137")
+                .into_iter()
+                .zip(1..)
+                .collect(),
+        };
+        assert_eq!(
+            stats.doc_freqs.keys().collect::<Vec<_>>(),
+            ["137", "deploy", "exit", "fail"]
+        );
+        let df = |field, token| stats.doc_freq(&Term::from_field_text(field, token)).unwrap();
+        assert_eq!(df(text, "fail"), 2);
+        assert_eq!(df(text, "failed"), 0); // only the analyzer's token is a key
+        assert_eq!(df(Field::from_field_id(1), "fail"), 0); // a filter field is never scored
     }
 }

@@ -29,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
     m.add_function(wrap_pyfunction!(store::merge_term_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(store::query_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(store::is_candidate, m)?)?;
     m.add_function(wrap_pyfunction!(store::fuse_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(store::project_of, m)?)?;

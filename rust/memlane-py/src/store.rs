@@ -173,6 +173,13 @@ pub fn is_candidate(path: PathBuf, format: Option<&str>) -> PyResult<bool> {
     Ok(parse::is_candidate(&path, parse_format(format)?))
 }
 
+/// The distinct tokens BM25 looks up for `query` (the keys of `Store.term_stats`'s
+/// `doc_freqs`), in order of appearance.
+#[pyfunction]
+pub fn query_tokens(query: &str) -> Vec<String> {
+    memlane_core::lexical::query_tokens(query)
+}
+
 /// The sum of shards' `Store.term_stats` for one query (JSON in, JSON out).
 #[pyfunction]
 pub fn merge_term_stats(parts: Vec<String>) -> PyResult<String> {
