@@ -282,7 +282,7 @@ def test_known_statistics_save_a_round_not_answers(served, tmp_path: Path) -> No
     assert asked.count(query + " postgres") == len(store.shards) and "postgres " + query not in asked
 
 
-def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path) -> None:
+def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The command as a user runs it: its own local Ray cluster, one router replica listening on
     the port itself (Serve's direct ingress) with the shards open in it, answers equal to the
     index searched in process, and a new catalog version served without a failed request."""
@@ -306,6 +306,8 @@ def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path
             status = remote.status()
             assert status["generation"] == index.catalog.generation
             assert (status["ingress"], status["shard_actors"], status["partial"]) == ("direct", 0, False)
+            assert main(["--remote", f"http://127.0.0.1:{port}", "status"]) == 0
+            assert "shards in the router, direct ingress, shards down: none" in capsys.readouterr().out
             extra = tmp_path / "extra"
             write_jsonl(extra / "proj-9" / "late.jsonl", generic_session("late-1", [("quokka gateway timeout?", "the quokka gateway times out after 30s")]))
             _upload(s3, extra, "serve/late")
