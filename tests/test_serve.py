@@ -282,15 +282,16 @@ def test_known_statistics_save_a_round_not_answers(served, tmp_path: Path) -> No
     assert asked.count(query + " postgres") == len(store.shards) and "postgres " + query not in asked
 
 
-def test_memlane_serve_serves_from_its_router_replica(served, tmp_path: Path) -> None:
+def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The command as a user runs it: its own local Ray cluster, one router replica listening on
-    the port itself (Serve's direct ingress), answers equal to the index searched in process."""
+    the port itself (Serve's direct ingress) with the shards open in it, answers equal to the
+    index searched in process, and a new catalog version served without a failed request."""
     import signal
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
     env["MEMLANE_CACHE_DIR"] = str(tmp_path / "cache")
-    command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port), "--refresh", "60"]
+    command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port), "--refresh", "0.5"]
     with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as server:  # closes its pipe, waits
         try:
             said = []
@@ -305,6 +306,17 @@ def test_memlane_serve_serves_from_its_router_replica(served, tmp_path: Path) ->
             status = remote.status()
             assert status["generation"] == index.catalog.generation
             assert (status["ingress"], status["shard_actors"], status["partial"]) == ("direct", 0, False)
+            assert main(["--remote", f"http://127.0.0.1:{port}", "status"]) == 0
+            assert "shards in the router, direct ingress, shards down: none" in capsys.readouterr().out
+            extra = tmp_path / "extra"
+            write_jsonl(extra / "proj-9" / "late.jsonl", generic_session("late-1", [("quokka gateway timeout?", "the quokka gateway times out after 30s")]))
+            _upload(s3, extra, "serve/late")
+            assert index_sources([f"s3://{BUCKET}/serve/"], served["out"], embed=FakeEmbedder()).files_indexed == 1
+            deadline = time.monotonic() + 60
+            while not remote.search("quokka gateway") and time.monotonic() < deadline:  # never fails meanwhile
+                assert not remote.partial
+                time.sleep(0.1)
+            assert remote.status()["generation"] == index.catalog.generation + 1
             server.send_signal(signal.SIGINT)
             assert server.wait(timeout=60) == 0
             assert "memlane serve: stopped" in server.stderr.read()

@@ -404,13 +404,19 @@ def _weights(embedder_id: str | None) -> str | None:
     return minilm_source()
 
 
+def _served_shards(status: dict) -> str:
+    """Where a server keeps its shards and how it takes HTTP, for ``status``."""
+    where = f"{status['shard_actors']} shard actors" if status["shard_actors"] else "shards in the router"
+    return where + (f", {status['ingress']} ingress" if "ingress" in status else "")
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, "none")
     status = mem.status()
     if args.index or args.remote:
         text = (
-            (f"server      {args.remote}: {status['shard_actors']} shard actors, shards down: "
+            (f"server      {args.remote}: {_served_shards(status)}, shards down: "
              f"{', '.join(map(str, status['missing_shards'])) or 'none'}\n" if args.remote else "")
             + f"index       {status['index']} (catalog version {status['generation']}, {status['created']})\n"
             f"shards      {status['shards_with_data']} of {status['shards']} hold data" + ("" if args.remote else f", kept at {status['local']}") + "\n"

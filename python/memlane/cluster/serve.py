@@ -15,12 +15,12 @@ Shape:
   the same process instead of a message to another.
 - **Fresh**: every router replica reads the catalog pointer every ``refresh_seconds``; on a new
   version it opens the new shard versions (in its shard actors, kept beside the old ones, or
-  in itself), then swaps its shard set in one assignment. Queries under way finish on the versions they started
-  with; none fails for the switch.
+  in itself), then swaps its shard set in one assignment. Queries under way finish on the
+  versions they started with; none fails for the switch.
 - **Failures**: Serve restarts a router replica that dies. A shard call that fails or times
-  out marks its shard actor down; until a probe
-  (``ping``) answers again — Ray restarts the actor — queries are answered from the other shards
-  with ``partial: true`` and ``missing_shards``.
+  out marks its shard actor down; until a probe (``ping``) answers again — Ray restarts the
+  actor — queries are answered from the other shards with ``partial: true`` and
+  ``missing_shards``.
 - **HTTP ingress**: with one replica on a cluster this process starts (``memlane serve``'s
   default) the replica itself listens on the port — Serve's direct ingress, see
   :func:`direct_ingress` — instead of Serve's HTTP proxy, one process hop less (a bare request
@@ -550,7 +550,7 @@ def start(
         for g, name in enumerate(names)
     ]
     ray.get([h.ping.remote() for h in handles])
-    # No access log: a log line per request costs more than a keyword search.
+    # No access log: a line written per request is work on every query that nothing reads.
     quiet = {"enable_access_log": False}
     # Under direct ingress the replica takes the port; Serve's proxy (started all the same) must not.
     serve.start(http_options={"host": host, "port": 0 if direct else port}, logging_config=quiet)
