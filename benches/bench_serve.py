@@ -9,13 +9,14 @@ chunk a user/assistant pair) as
   cluster (keyword only), then the same synthetic vectors added to each shard's home and
   committed as a new shard version and catalog (the bench's stand-in for embedding).
 
-Then it serves the index (``memlane.cluster.serve.start``, one router replica, one shard actor a
-shard, on loopback) and measures, each query asked three ways interleaved (so a busy machine
-weighs on all three alike), without query embedding (pre-made query vectors):
+Then it serves the index (``memlane.cluster.serve.start`` as ``memlane serve`` does: one router
+replica taking HTTP itself, the shards in it — or ``--shard-actors N``, ``--ingress proxy``) on
+loopback and measures, each query asked three ways interleaved (so a busy machine weighs on all
+three alike), without query embedding (pre-made query vectors):
 
 - one home in process (``Memory.search``), the sharded index in process
   (``memlane.open_index``), and over HTTP (``memlane.connect(url).search``): p50/p99; beside
-  them the router's own time (its ``Server-Timing`` header: HTTP and Serve's proxy excluded);
+  them the router's own time (its ``Server-Timing`` header: HTTP excluded);
 - queries per second with 1, 4 and 16 concurrent clients (threads, one HTTP request each);
 - a new catalog version (one new file indexed by ``index_sources``) to the first answer that
   comes from it, with the router reading the pointer every ``--refresh`` seconds.

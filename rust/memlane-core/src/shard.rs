@@ -406,7 +406,11 @@ mod tests {
             stats.doc_freqs.keys().collect::<Vec<_>>(),
             ["137", "deploy", "exit", "fail"]
         );
-        let df = |field, token| stats.doc_freq(&Term::from_field_text(field, token)).unwrap();
+        let df = |field, token| {
+            stats
+                .doc_freq(&Term::from_field_text(field, token))
+                .unwrap()
+        };
         assert_eq!(df(text, "fail"), 2);
         assert_eq!(df(text, "failed"), 0); // only the analyzer's token is a key
         assert_eq!(df(Field::from_field_id(1), "fail"), 0); // a filter field is never scored
