@@ -320,13 +320,8 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embed_batch(args: argparse.Namespace) -> int:
-    from memlane.embed.bedrock_batch import make_batch_clients
-
-    if not args.embed.startswith("bedrock"):
-        raise ValueError(f"--batch runs Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
-    mem = _open(args, args.embed)
-    s3, bedrock = make_batch_clients(args.aws_region or mem.embedder.region, args.aws_profile)
+def _job_status_lines(args: argparse.Namespace) -> Any:
+    """A batch run's ``on_status``: one line on stderr each time a job's status changes."""
     last: dict[str, str] = {}
 
     def on_status(job: Any, description: dict[str, Any]) -> None:
@@ -335,6 +330,17 @@ def _embed_batch(args: argparse.Namespace) -> int:
             last[job.name] = status
             sys.stderr.write(f"batch job {job.name} ({job.records} records): {status}\n")
 
+    return on_status
+
+
+def _embed_batch(args: argparse.Namespace) -> int:
+    from memlane.embed.bedrock_batch import make_batch_clients
+
+    if not args.embed.startswith("bedrock"):
+        raise ValueError(f"--batch runs Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
+    mem = _open(args, args.embed)
+    s3, bedrock = make_batch_clients(args.aws_region or mem.embedder.region, args.aws_profile)
+    on_status = _job_status_lines(args)
     report = mem.embed_batch(
         args.batch, args.batch_role, fill_on_demand=not args.batch_only, s3=s3, bedrock=bedrock,
         progress=_Bar(enabled=sys.stderr.isatty() and not args.json), poll_seconds=args.poll_seconds, on_status=on_status,
@@ -368,14 +374,7 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         raise ValueError(f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
     embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
     s3, bedrock = make_batch_clients(args.aws_region or embedder.region, args.aws_profile)
-    last: dict[str, str] = {}
-
-    def on_status(job: Any, description: dict[str, Any]) -> None:
-        status = description.get("status", "")
-        if not args.json and last.get(job.name) != status:
-            last[job.name] = status
-            sys.stderr.write(f"batch job {job.name} ({job.records} records): {status}\n")
-
+    on_status = _job_status_lines(args)
     report = batch.embed_index_batch(
         args.index, args.batch, args.batch_role, embedder=embedder, ray_address=args.ray, s3=s3, bedrock=bedrock,
         poll_seconds=args.poll_seconds, on_status=on_status,
