@@ -11,7 +11,7 @@ function runs.
 - :func:`open_index` (``memlane --index URI search …``): search it in this process, with the
   same hits and scores as one home built from the same files (:mod:`memlane.cluster.search`).
 - :func:`memlane.cluster.serve.start` (``memlane serve --index URI --ray …``): serve it over
-  HTTP on Ray Serve, shards in actors, the same answers (:mod:`memlane.cluster.serve`).
+  HTTP on Ray Serve, the same answers (:mod:`memlane.cluster.serve`).
 - :func:`connect` (``memlane --remote URL search …``): a served index from a client, with the
   reading part of the ``Memory`` interface; imports no Ray (:mod:`memlane.cluster.client`).
 """

@@ -45,7 +45,9 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,7 @@ except ImportError:  # the module still imports (docs, doctests); start() says w
     _UNANSWERED = ()
 
 from memlane.cluster import catalog as cat
-from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home
+from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
 from memlane.cluster.storage import location
 
 __all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "direct_ingress", "start"]
@@ -85,12 +87,14 @@ class ShardActor:
     def __init__(self, uri: str, root: str, group: int) -> None:
         self.uri = uri
         self.root = Path(root)
-        # One object folder per actor: two actors never download the same object at once.
+        # One object folder per actor: the actors download in parallel, each under its own
+        # folder's lock (see memlane.cluster.catalog.materialize).
         self.objects = self.root / f"objects-{group}"
         self.open: dict[tuple[int, str], LocalShard] = {}
         self.lock = threading.Lock()
         self.queries: dict[int, int] = {}
-        self.pool: Any = None
+        # Threads start on first use: the pool costs nothing until a round holds two shards.
+        self.run = threads(ThreadPoolExecutor(max_workers=8, thread_name_prefix="memlane-shard"))
 
     def _shard(self, shard: int, version: str) -> LocalShard:
         found = self.open.get((shard, version))
@@ -119,14 +123,7 @@ class ShardActor:
     def call_many(self, calls: list[tuple[int, str, str, tuple[Any, ...]]]) -> list[Any]:
         """:meth:`call` for several shards at once, on threads (the core releases the GIL): one
         round trip per actor and round of a query, whatever the shards it holds."""
-        if len(calls) == 1:
-            shard, version, method, args = calls[0]
-            return [self.call(shard, version, method, *args)]
-        if self.pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memlane-shard")
-        return list(self.pool.map(lambda c: self.call(c[0], c[1], c[2], *c[3]), calls))
+        return self.run([partial(self.call, shard, version, method, *args) for shard, version, method, args in calls])
 
     def ping(self) -> bool:
         """Alive (the router's probe of an actor it saw fail)."""
