@@ -320,12 +320,19 @@ class PoolEmbedder:
         """Window vectors of each text, in order (batches go to the actors round robin)."""
         import ray
 
-        batches = [list(texts[i : i + _EMBED_BATCH]) for i in range(0, len(texts), _EMBED_BATCH)]
+        # Texts of like length go together: a model pads each batch to its longest window.
+        # Batches cut in arrival order cost Ray +17.5% / +15.4% CPU over one process on 1 / 2
+        # cores (which sorts the 256 texts of a call at once); sorted, +12.6% / +2.4%.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [[texts[i] for i in order[b : b + _EMBED_BATCH]] for b in range(0, len(order), _EMBED_BATCH)]
         # Each call starts where the last one stopped, so calls of one batch do not all
         # land on the first actor; shards start at different actors (see build_shard).
         first, self.next = self.next, self.next + len(batches)
         refs = [self.actors[(first + i) % len(self.actors)].embed.remote(b) for i, b in enumerate(batches)]
-        return [v for part in ray.get(refs) for v in part]
+        out: list[np.ndarray] = [np.empty(0)] * len(texts)
+        for i, vectors in zip(order, (v for part in ray.get(refs) for v in part)):
+            out[i] = vectors
+        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         raise RuntimeError("a shard build embeds documents only")
