@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -90,5 +90,24 @@ class Hit:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the CLI's ``--json`` shape)."""
-        return asdict(self)
+        """A JSON-ready dict (the CLI's ``--json`` shape), sharing nothing with the hit.
+
+        Field by field: ``dataclasses.asdict`` deep-copies through ``copy.deepcopy`` and cost
+        ~0.1 ms a hit, a tenth of a served search's own time.
+        """
+        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        out["scores"] = dict(self.scores)
+        out["meta"] = _copied(self.meta)
+        return out
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Hit))
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts and lists copied all the way down)."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copied(v) for v in value]
+    return value
