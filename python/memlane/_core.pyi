@@ -83,7 +83,8 @@ class Store:
     ) -> list[tuple[bool, str, bool] | None]:
         """Per text, its best passage for ``query``: ``(cut before, passage, cut after)``, or None when no term occurs;
         terms weighed by ``stats`` (the whole corpus's, from ``merge_term_stats``) when given."""
-    def get(self, keys: list[int]) -> list[dict[str, Any]]: ...
+    def get(self, keys: list[int], reload: bool = True) -> list[dict[str, Any]]:
+        """Stored chunks by key; ``reload=False`` reads as of the commit last seen (a home no one writes)."""
     def keys(self) -> npt.NDArray[np.uint64]:
         """Keys of every live chunk, ascending."""
     def status(self) -> dict[str, Any]: ...

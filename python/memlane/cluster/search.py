@@ -64,8 +64,8 @@ class LocalShard:
         return self.store.candidates(query, stats=stats, **request)
 
     def get(self, keys: list[int]) -> list[dict[str, Any]]:
-        """Stored chunks by key."""
-        return self.store.get(keys)
+        """Stored chunks by key (a shard version never changes: no reload)."""
+        return self.store.get(keys, reload=False)
 
     def passages(self, query: str, texts: list[str], max_chars: int, stats: str) -> list[tuple[bool, str, bool] | None]:
         """Each text's best passage for ``query``, terms weighed by the corpus statistics ``stats``."""

@@ -796,9 +796,21 @@ impl Store {
     /// # Errors
     /// Index errors.
     pub fn get(&self, keys: &[u64]) -> Result<Vec<StoredChunk>> {
+        self.get_as_of(keys, true)
+    }
+
+    /// Load chunks by key; with `reload` false, as of the commit the reader last saw (a home
+    /// no one writes, such as a shard version, need not read the index's meta again: ~85 µs
+    /// a call).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn get_as_of(&self, keys: &[u64], reload: bool) -> Result<Vec<StoredChunk>> {
         let lexical = self.lexical()?;
         guarded(&self.lexical_dir(), || {
-            lexical.reload()?;
+            if reload {
+                lexical.reload()?;
+            }
             lexical.get(keys)
         })
     }

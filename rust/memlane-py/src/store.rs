@@ -344,9 +344,17 @@ impl PyStore {
         Ok(PyBytes::new(py, &found.to_bytes()))
     }
 
-    fn get<'py>(&self, py: Python<'py>, keys: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+    /// Stored chunks by key; `reload=False` reads as of the commit last seen (a home no one
+    /// writes: a shard version).
+    #[pyo3(signature = (keys, reload = true))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<u64>,
+        reload: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
         let inner = &self.inner;
-        let chunks = detached(py, || inner.get(&keys))?;
+        let chunks = detached(py, || inner.get_as_of(&keys, reload))?;
         let list = PyList::empty(py);
         for c in &chunks {
             list.append(chunk_dict(py, c)?)?;
