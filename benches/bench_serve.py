@@ -11,12 +11,13 @@ chunk a user/assistant pair) as
 
 Then it serves the index (``memlane.cluster.serve.start`` as ``memlane serve`` does: one router
 replica taking HTTP itself, the shards in it — or ``--shard-actors N``, ``--ingress proxy``) on
-loopback and measures, each query asked three ways interleaved (so a busy machine weighs on all
-three alike), without query embedding (pre-made query vectors):
+loopback and measures, each query asked four ways interleaved (so a busy machine weighs on all
+of them alike), without query embedding (pre-made query vectors):
 
 - one home in process (``Memory.search``), the sharded index in process
-  (``memlane.open_index``), and over HTTP (``memlane.connect(url).search``): p50/p99; beside
-  them the router's own time (its ``Server-Timing`` header: HTTP excluded);
+  (``memlane.open_index``), over HTTP (a new connection per request, ``urllib``) and through
+  the product's client (``memlane.connect(url).search``: a kept connection, hits parsed):
+  p50/p99; beside them the router's own time (its ``Server-Timing`` header: HTTP excluded);
 - queries per second with 1, 4 and 16 concurrent clients (threads, one HTTP request each);
 - a new catalog version (one new file indexed by ``index_sources``) to the first answer that
   comes from it, with the router reading the pointer every ``--refresh`` seconds.
@@ -104,11 +105,13 @@ def _timed_post(url: str, body: dict) -> tuple[float, float]:
 def latency(home: Path, out: Path, url: str, queries: list[str], embedder: GivenVectors) -> dict:
     one = memlane.Memory(home, embedder=embedder)
     sharded = memlane.open_index(str(out), embedder=embedder, cache_dir=out.parent / "cache")
-    for q in queries[:20]:  # warm all three
+    client = memlane.connect(url)  # the product's client: a kept connection, Hit objects back
+    for q in queries[:20]:  # warm all four
         one.search(q, k=10)
         sharded.search(q, k=10)
         _timed_post(url, {"query": q, "k": 10})
-    rows: dict[str, list[float]] = {"home": [], "sharded_in_process": [], "http": [], "router": []}
+        client.search(q, k=10)
+    rows: dict[str, list[float]] = {"home": [], "sharded_in_process": [], "http": [], "router": [], "client": []}
     cpu = {"home": 0.0, "sharded_in_process": 0.0}
     for q in queries:
         for name, mem in (("home", one), ("sharded_in_process", sharded)):
@@ -119,6 +122,9 @@ def latency(home: Path, out: Path, url: str, queries: list[str], embedder: Given
         wall, server = _timed_post(url, {"query": q, "k": 10})
         rows["http"].append(wall)
         rows["router"].append(server)
+        t = time.perf_counter()
+        client.search(q, k=10)
+        rows["client"].append((time.perf_counter() - t) * 1000)
     out_rows = {f"{k}_ms_p50": round(pct(v, 0.5), 2) for k, v in rows.items()}
     out_rows |= {f"{k}_ms_p99": round(pct(v, 0.99), 2) for k, v in rows.items()}
     out_rows |= {f"{k}_cpu_ms": round(v * 1000 / len(queries), 2) for k, v in cpu.items()}
@@ -126,6 +132,7 @@ def latency(home: Path, out: Path, url: str, queries: list[str], embedder: Given
     out_rows["router_over_home_p50"] = round(out_rows["router_ms_p50"] / out_rows["home_ms_p50"], 2)
     out_rows["router_over_sharded_in_process_p50"] = round(out_rows["router_ms_p50"] / out_rows["sharded_in_process_ms_p50"], 2)
     sharded.close()
+    client.close()
     return out_rows
 
 
