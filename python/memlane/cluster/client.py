@@ -2,8 +2,8 @@
 
 It speaks HTTP with the standard library's ``http.client`` (no Ray, no HTTP package: ``import
 memlane`` and a hook process stay light), keeping its connections open for the next request
-(a new connection per request cost ~0.5-1.6 ms on loopback), and returns the same :class:`memlane.Hit` and
-:class:`memlane.recall.Recall` objects as a home. The bearer token comes from ``token`` or
+(a new connection costs ~0.5 ms more on loopback), and returns the same :class:`memlane.Hit`
+and :class:`memlane.recall.Recall` objects as a home. The bearer token comes from ``token`` or
 ``MEMLANE_TOKEN``. Every failure — a wrong URL, a server down, a refused token — is one
 :class:`RemoteError` saying what to do.
 
