@@ -282,6 +282,37 @@ def test_known_statistics_save_a_round_not_answers(served, tmp_path: Path) -> No
     assert asked.count(query + " postgres") == len(store.shards) and "postgres " + query not in asked
 
 
+def test_two_router_replicas_each_hold_the_shards_and_answer_alike(served, tmp_path: Path) -> None:
+    """``--replicas 2`` on one machine: Serve's proxy spreads the requests over both replicas,
+    each with every shard open in it (no shard actors), and every answer equals the index
+    searched in process."""
+    from ray import serve
+
+    from memlane.cluster import serve as srv
+
+    port = int(served["bm25"].url.rsplit(":", 1)[1].split("/")[0])
+    server = srv.start(served["out"], port=port, embedder="none", replicas=2, shard_actors=0, cache_dir=str(tmp_path / "cache"), app="replicas", route_prefix="/replicas")
+    try:
+        assert (server.ingress, server.actors) == ("proxy", [])
+        remote = memlane.connect(server.url)
+        index = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "in-process")
+        replicas = set()
+        for query in QUERIES:
+            for _ in range(3):
+                assert _hits(remote.search(query)) == _hits(index.search(query)), query
+                assert not remote.partial
+            status = remote.status()
+            assert (status["shard_actors"], status["chunks"], status["generation"]) == (0, index.status()["chunks"], index.catalog.generation)
+            replicas.add(status["replica"])
+        for _ in range(50):  # the proxy picks a replica per request, at random when both are idle
+            if len(replicas) == 2:
+                break
+            replicas.add(remote.status()["replica"])
+        assert len(replicas) == 2, replicas  # both answered
+    finally:
+        serve.delete(server.app)
+
+
 def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The command as a user runs it: its own local Ray cluster, one router replica listening on
     the port itself (Serve's direct ingress) with the shards open in it, answers equal to the
@@ -298,7 +329,7 @@ def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path
             while not said or not said[-1].startswith("serving "):  # Ray may warn first
                 said.append(server.stderr.readline())
                 assert said[-1], "".join(said)  # it exited without serving
-            assert f"shards in the router, 1 router replicas) at http://127.0.0.1:{port}:" in said[-1], said[-1]
+            assert f"shards in the router, 1 router replica) at http://127.0.0.1:{port}:" in said[-1], said[-1]
             remote = memlane.connect(f"http://127.0.0.1:{port}")
             index = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "in-process")
             for query in QUERIES:

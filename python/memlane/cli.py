@@ -473,7 +473,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     shards = f"{len(server.actors)} shard actors" if server.actors else "shards in the router"
     sys.stderr.write(
         f"serving {args.index} (catalog version {server.generation}, {shards}, "
-        f"{args.replicas} router replicas{auth}) at {server.url}: POST /search, POST /recall, GET /status; Ctrl-C stops\n"
+        f"{args.replicas} router replica{'s' if args.replicas > 1 else ''}{auth}) at {server.url}: POST /search, POST /recall, GET /status; Ctrl-C stops\n"
     )
     try:
         while True:

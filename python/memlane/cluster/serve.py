@@ -330,6 +330,7 @@ class Router:
             self.index = ReplicaIndex(uri, embedder, cache_dir=cache_dir)
         self.token = token
         self.ingress = ingress
+        self.replica = _replica_id()
         threading.Thread(target=self._watch, args=(refresh_seconds,), daemon=True, name="memlane-catalog").start()
 
     def _watch(self, every: float) -> None:
@@ -379,7 +380,7 @@ class Router:
         generation = index.catalog.generation
         if route == "status":
             status = index.status()
-            return {**status, "ingress": self.ingress, "partial": bool(status["missing_shards"])}
+            return {**status, "ingress": self.ingress, "replica": self.replica, "partial": bool(status["missing_shards"])}
         query = body.get("query")
         if not isinstance(query, str):
             raise ValueError("the body needs a query (a string)")
@@ -401,6 +402,17 @@ class Router:
                 payload = secrets.mask_json(payload)
         missing = index.missing()
         return {**payload, "partial": bool(missing), "missing_shards": missing, "generation": generation}
+
+
+def _replica_id() -> str | None:
+    """Which Serve replica this router is (``GET /status`` says, so an operator can tell the
+    replicas' answers apart); None outside a Serve replica."""
+    from ray import serve
+
+    try:
+        return serve.get_replica_context().replica_id.unique_id
+    except Exception:  # noqa: BLE001 - RayServeException: not in a replica
+        return None
 
 
 def direct_ingress(port: int) -> dict[str, str]:
