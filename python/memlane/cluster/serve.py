@@ -408,10 +408,11 @@ def _replica_id() -> str | None:
     """Which Serve replica this router is (``GET /status`` says, so an operator can tell the
     replicas' answers apart); None outside a Serve replica."""
     from ray import serve
+    from ray.serve.exceptions import RayServeException
 
     try:
         return serve.get_replica_context().replica_id.unique_id
-    except Exception:  # noqa: BLE001 - RayServeException: not in a replica
+    except RayServeException:  # not in a replica
         return None
 
 
