@@ -10,7 +10,8 @@ chunk a user/assistant pair) as
   committed as a new shard version and catalog (the bench's stand-in for embedding).
 
 Then it serves the index (``memlane.cluster.serve.start`` as ``memlane serve`` does: one router
-replica taking HTTP itself, the shards in it — or ``--shard-actors N``, ``--ingress proxy``) on
+replica taking HTTP itself, the shards in it — or ``--shard-actors N``, ``--ingress proxy``,
+``--replicas N`` behind the proxy) on
 loopback and measures, each query asked four ways interleaved (so a busy machine weighs on all
 of them alike), without query embedding (pre-made query vectors):
 
@@ -198,6 +199,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench-results/serve.json"))
     ap.add_argument("--ingress", choices=("direct", "proxy"), default="direct", help="HTTP from the router replica itself (memlane serve's default) or through Serve's proxy")
     ap.add_argument("--shard-actors", type=int, default=None, help="shard actors (default as memlane serve: 0 on one machine, the shards in the router)")
+    ap.add_argument("--replicas", type=int, default=1, help="router replicas (more than one: behind Serve's proxy)")
     args = ap.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-serve-"))
@@ -211,7 +213,7 @@ def main() -> None:
     from memlane.cluster.index import init_ray
     from memlane.cluster.serve import direct_ingress
 
-    if args.ingress == "direct":  # as `memlane serve` starts its cluster
+    if args.ingress == "direct" and args.replicas == 1:  # as `memlane serve` starts its cluster
         os.environ.update(direct_ingress(args.port))
     # The router unpickles the bench's query embedder (bench_pipeline.GivenVectors).
     init_ray("local", num_cpus=os.cpu_count(), runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
@@ -233,10 +235,11 @@ def main() -> None:
     from memlane.cluster.serve import start
 
     t = time.perf_counter()
-    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"), shard_actors=args.shard_actors)
+    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"), shard_actors=args.shard_actors, replicas=args.replicas)
     results["serve_start_s"] = round(time.perf_counter() - t, 1)
     results["ingress"] = server.ingress
     results["shard_actors"] = len(server.actors)
+    results["replicas"] = args.replicas
     results["refresh_s"] = args.refresh
     results["chunks"] = memlane.connect(server.url).status()["chunks"]
     results |= latency(home, out, server.url, queries[: args.queries], embedder)
