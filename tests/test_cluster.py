@@ -585,11 +585,11 @@ def _interrupt(_: float) -> None:
 
 
 def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybrid(cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from botocore.stub import ANY, Stubber
+    from botocore.stub import Stubber
     from test_embed_batch_backfill import LONG_REPLY
     from test_embed_bedrock import no_sleep, runtime_client
     from test_embed_bedrock_batch import BUCKET as BATCH_BUCKET
-    from test_embed_bedrock_batch import ROLE, arn, description, raw_vector, simulate_service, unit
+    from test_embed_bedrock_batch import ROLE, arn, description, expect_two_jobs_then_polling, raw_vector, simulate_service, unit
 
     import boto3
     from memlane.cluster.batch import PLAN_FILE, embed_index_batch
@@ -610,12 +610,7 @@ def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybr
     with Stubber(emb.client) as online, Stubber(bedrock) as control:  # no online response: any call fails
         # Run 1: 120 texts -> jobs of 50 and 50, 20 left over (below the minimum of 30);
         # the driver is interrupted while it polls the first job.
-        control.add_response("create_model_invocation_job", {"jobArn": arn(0)}, {
-            "jobName": ANY, "clientRequestToken": ANY, "roleArn": ROLE, "modelId": ANY,
-            "inputDataConfig": ANY, "outputDataConfig": ANY,
-        })  # fmt: skip
-        control.add_response("create_model_invocation_job", {"jobArn": arn(1)})
-        control.add_response("get_model_invocation_job", description(arn(0), "InProgress"), {"jobIdentifier": arn(0)})
+        expect_two_jobs_then_polling(control)
         with pytest.raises(KeyboardInterrupt):
             embed_index_batch(out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt,
                               max_records_per_job=50, min_records_per_job=30, poll_seconds=1)  # fmt: skip

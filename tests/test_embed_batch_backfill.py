@@ -26,6 +26,7 @@ from test_embed_bedrock_batch import (  # noqa: E402
     arn,
     aws,  # noqa: F401  (the fixture: moto S3 with one bucket, and the stubbed control plane)
     description,
+    expect_two_jobs_then_polling,
     raw_vector,
     simulate_service,
     unit,
@@ -94,12 +95,7 @@ def test_batch_backfill_interrupted_resumed_with_failed_record_on_demand(aws, ru
     mem.cache.put_many(emb.id, seeded)
 
     # Run 1: 115 texts -> jobs of 50 and 50 (15 left: below the minimum of 20); interrupted while polling.
-    control.add_response("create_model_invocation_job", {"jobArn": arn(0)}, {
-        "jobName": ANY, "clientRequestToken": ANY, "roleArn": ROLE, "modelId": ANY,
-        "inputDataConfig": ANY, "outputDataConfig": ANY,
-    })  # fmt: skip
-    control.add_response("create_model_invocation_job", {"jobArn": arn(1)})
-    control.add_response("get_model_invocation_job", description(arn(0), "InProgress"), {"jobIdentifier": arn(0)})
+    expect_two_jobs_then_polling(control)
     with pytest.raises(KeyboardInterrupt):
         mem.embed_batch(S3_URI, ROLE, s3=s3, bedrock=bedrock, sleep=interrupt, **SMALL_JOBS)
     state = json.loads((home_with_chunks / STATE_FILE).read_text())

@@ -124,6 +124,19 @@ def arn(n: int) -> str:
     return f"arn:aws:bedrock:{REGION}:123456789012:model-invocation-job/job{n:04d}"
 
 
+def expect_two_jobs_then_polling(control: Any) -> None:
+    """The control plane's answers (a Stubber's) to a backfill run that submits two jobs, the
+    first with the caller's role, and is then polling the first, still in progress."""
+    from botocore.stub import ANY
+
+    control.add_response("create_model_invocation_job", {"jobArn": arn(0)}, {
+        "jobName": ANY, "clientRequestToken": ANY, "roleArn": ROLE, "modelId": ANY,
+        "inputDataConfig": ANY, "outputDataConfig": ANY,
+    })  # fmt: skip
+    control.add_response("create_model_invocation_job", {"jobArn": arn(1)})
+    control.add_response("get_model_invocation_job", description(arn(0), "InProgress"), {"jobIdentifier": arn(0)})
+
+
 # -- input ------------------------------------------------------------------------------------
 
 
