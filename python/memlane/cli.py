@@ -306,7 +306,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     saved = BatchRun.load(Path(args.home).expanduser())
     if args.embed is None:
         # A batch run in progress names its embedder; resuming should not need it spelled out again.
-        args.embed = f"bedrock:{saved.embedder_id.rsplit('/', 1)[-1]}" if saved else "local"
+        args.embed = _batch_spec(saved.embedder_id) if saved else "local"
     if args.batch or (saved and args.embed.startswith("bedrock")):
         return _embed_batch(args)
     if args.batch_role or args.batch_only:
@@ -318,6 +318,11 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
     return 0
+
+
+def _batch_spec(embedder_id: str) -> str:
+    """The ``--embed`` spec of a saved batch run's embedder (``bedrock/<model>/<dims>``)."""
+    return f"bedrock:{embedder_id.rsplit('/', 1)[-1]}"
 
 
 def _job_status_lines(args: argparse.Namespace) -> Any:
@@ -369,7 +374,7 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         from memlane.cluster.search import local_root
 
         saved = batch.saved_embedder(local_root(location(args.index).uri) / "batch")
-        args.embed = f"bedrock:{saved.rsplit('/', 1)[-1]}" if saved else "bedrock"
+        args.embed = _batch_spec(saved) if saved else "bedrock"
     if not args.embed.startswith("bedrock"):
         raise ValueError(f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
     embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
