@@ -40,7 +40,7 @@ from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
 from memlane.memory import Memory
 
-__all__ = ["LocalShard", "ShardSet", "ShardedIndex", "open_index"]
+__all__ = ["LocalShard", "LocalShardSet", "ShardSet", "ShardedIndex", "open_index"]
 
 # Tokens whose whole-index statistics a shard set keeps (~100 bytes each) before starting over.
 _KNOWN_TOKENS = 200_000
@@ -100,6 +100,11 @@ def threads(pool: ThreadPoolExecutor) -> Call:
         return list(pool.map(lambda c: c(), calls))
 
     return run
+
+
+def inline(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run shard calls one after another in the caller's thread."""
+    return [c() for c in calls]
 
 
 class ShardSet:
@@ -167,7 +172,7 @@ class ShardSet:
         stats = self.term_stats(query)
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
-        answered = [(n, p) for n, p in zip(selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])) if p is not None]
+        answered = [(n, p) for n, p in zip(selected, self._candidates(selected, query, request, stats)) if p is not None]
         chosen, parts = [n for n, _ in answered], [p for _, p in answered]
         fused = _core.fuse_candidates(parts, k, candidates, fusion, vector_weight, threshold)
         owners: dict[int, list[int]] = {}
@@ -183,6 +188,10 @@ class ShardSet:
                 chunk["path"] = self.catalog.display_path(chunk["path"])
                 hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance})
         return hits
+
+    def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
+        """Each selected shard's candidates (None for a shard that did not answer)."""
+        return self.call([self._bound(n, "candidates", query, request, stats) for n in selected])
 
     def term_stats(self, query: str) -> str:
         """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
@@ -265,6 +274,22 @@ class ShardSet:
         }
 
 
+class LocalShardSet(ShardSet):
+    """The shards of one catalog version open in this process (:class:`LocalShard`).
+
+    Calls run in the caller's thread, one shard after another: a shard's statistics or stored
+    chunks take tens of µs, less than handing them to a thread and back. The candidates round,
+    the query's real work, is one core call that searches every shard side by side
+    (``_core.candidates_across``).
+    """
+
+    def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, LocalShard]) -> None:
+        super().__init__(catalog, records, shards, inline)
+
+    def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
+        return _core.candidates_across([self.shards[n].store for n in selected], query, stats, **request)
+
+
 def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where an index's shards are kept on this machine (one folder per index URI)."""
     from memlane._paths import default_cache_dir
@@ -303,10 +328,9 @@ class ShardedIndex(Memory):
     is the cluster's job: ``memlane index SOURCES --ray … --out URI``.
     """
 
-    def __init__(self, uri: str, embedder: Any = "local", *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 8) -> None:
+    def __init__(self, uri: str, embedder: Any = "local", *, cache_dir: str | os.PathLike[str] | None = None) -> None:
         self.uri = location(uri).uri
         self._root = local_root(self.uri, cache_dir)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memlane-shard")
         self._shards = self._load()
         if self._shards is None:
             raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
@@ -322,7 +346,7 @@ class ShardedIndex(Memory):
         """The shards of ``catalog``, downloaded and opened in this process (a served index
         opens them in shard actors instead)."""
         shards = {n: LocalShard(shard_home(self.uri, r, self._root, self._root / "objects")) for n, r in records.items()}
-        return ShardSet(catalog, records, shards, threads(self._pool))
+        return LocalShardSet(catalog, records, shards)
 
     def _open_store(self, quantization: str) -> ShardSet:
         return self._shards
@@ -367,11 +391,6 @@ class ShardedIndex(Memory):
         raise ValueError(f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`")
 
     index = embed_pending = embed_batch = remove_sources = forget = repair = verify = secrets = _read_only  # type: ignore[assignment]
-
-    def close(self) -> None:
-        """Release the embedding cache and the shard threads."""
-        super().close()
-        self._pool.shutdown(wait=False)
 
 
 def open_index(uri: str, embedder: Any = "local", **kwargs: Any) -> ShardedIndex:

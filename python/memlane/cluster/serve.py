@@ -266,7 +266,7 @@ class ServedIndex(ShardedIndex):
 
     def __init__(self, uri: str, embedder: Any, pool: ShardPool, *, cache_dir: str | None = None) -> None:
         self.actors = pool  # before the base class opens the catalog's shards through it
-        super().__init__(uri, embedder, cache_dir=cache_dir, workers=1)
+        super().__init__(uri, embedder, cache_dir=cache_dir)
 
     def _open_shards(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]]) -> ShardSet:
         # Every version is open in its actor before the first query reaches it.

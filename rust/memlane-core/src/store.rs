@@ -685,6 +685,24 @@ impl Store {
         })
     }
 
+    /// The candidates of `req` in each of `stores` (the shards of a sharded index open in one
+    /// process), BM25 scored with the whole corpus's `stats`: every shard's keyword and vector
+    /// searches share the thread pool in one call, instead of a caller's thread per shard each
+    /// waiting for its own (~0.2 ms a shard in thread hand-offs).
+    ///
+    /// # Errors
+    /// The first shard's error, as [`Store::candidates`].
+    pub fn candidates_across(
+        stores: &[&Store],
+        req: &SearchRequest,
+        stats: &TermStats,
+    ) -> Result<Vec<Candidates>> {
+        stores
+            .par_iter()
+            .map(|store| store.candidates(req, Some(stats)))
+            .collect()
+    }
+
     /// The candidates of `req` in `searcher`, with the document address of each keyword hit.
     fn gather(
         &self,

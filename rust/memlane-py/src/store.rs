@@ -234,6 +234,70 @@ pub fn fuse_candidates(
         .collect())
 }
 
+/// A request for a shard's unfused candidates (fusion happens in `fuse_candidates`).
+fn candidates_request(
+    query: String,
+    k: usize,
+    vector: Option<PyReadonlyArray1<'_, f32>>,
+    embedder_id: Option<String>,
+    filters: Filters,
+    candidates: usize,
+) -> PyResult<SearchRequest> {
+    Ok(SearchRequest {
+        query,
+        vector: query_vector(vector)?,
+        embedder_id,
+        k,
+        filters,
+        fusion: Fusion::default(),
+        threshold: 0.0,
+        candidates,
+    })
+}
+
+/// `Store.candidates` of every store in `stores` (the shards of one sharded index open in
+/// this process) in one call, the shards searched side by side; one bytes object per store,
+/// in order. `stats` is the whole corpus's (JSON from `merge_term_stats`).
+#[pyfunction]
+#[pyo3(signature = (stores, query, stats, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
+                    since = None, until = None, candidates = 50, projects = None, branch = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn candidates_across<'py>(
+    py: Python<'py>,
+    stores: Vec<PyRef<'py, PyStore>>,
+    query: String,
+    stats: &str,
+    k: usize,
+    vector: Option<PyReadonlyArray1<'py, f32>>,
+    embedder_id: Option<String>,
+    sources: Option<Vec<String>>,
+    session_id: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
+    candidates: usize,
+    projects: Option<Vec<String>>,
+    branch: Option<String>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let stats = parse_stats(Some(stats))?.unwrap_or_default();
+    let req = candidates_request(
+        query,
+        k,
+        vector,
+        embedder_id,
+        filters(sources, session_id, since, until, projects, branch),
+        candidates,
+    )?;
+    let stores: Vec<Arc<Store>> = stores.iter().map(|s| Arc::clone(&s.inner)).collect();
+    let found = detached(py, || {
+        let refs: Vec<&Store> = stores.iter().map(AsRef::as_ref).collect();
+        Store::candidates_across(&refs, &req, &stats)
+    })?;
+    Ok(found
+        .iter()
+        .map(|c| PyBytes::new(py, &c.to_bytes()))
+        .collect())
+}
+
 /// Read side of a memlane home.
 #[pyclass(name = "Store", module = "memlane._core", frozen)]
 pub struct PyStore {
@@ -329,16 +393,14 @@ impl PyStore {
         branch: Option<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let stats = parse_stats(stats)?;
-        let req = SearchRequest {
+        let req = candidates_request(
             query,
-            vector: query_vector(vector)?,
-            embedder_id,
             k,
-            filters: filters(sources, session_id, since, until, projects, branch),
-            fusion: Fusion::default(),
-            threshold: 0.0,
+            vector,
+            embedder_id,
+            filters(sources, session_id, since, until, projects, branch),
             candidates,
-        };
+        )?;
         let inner = &self.inner;
         let found = detached(py, || inner.candidates(&req, stats.as_ref()))?;
         Ok(PyBytes::new(py, &found.to_bytes()))
