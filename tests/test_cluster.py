@@ -264,6 +264,9 @@ def test_bm25_sharded_equals_one_home(cluster, s3, corpus: Path, tmp_path: Path)
         assert all(h.path.startswith(f"s3://{BUCKET}/claude/") for h in hits)
         assert index.snippets(query, hits, 80) == one.snippets(query, want, 80)
     assert compared >= 25  # most query × filter pairs have hits: the comparison is not vacuous
+    # Its local folder is a cache: searches leave no events log there to grow without bound.
+    assert not list((tmp_path / "cache").rglob("events.jsonl"))
+    assert (tmp_path / "one" / "events.jsonl").exists()  # one home does keep it
     # A scoped query asks only the shards that can hold its session.
     assert len(index._store.select(None, "deploy-1", None, None)) == 1
 

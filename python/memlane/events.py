@@ -67,6 +67,23 @@ class EventLog:
         return list(_iter_events(self.path))
 
 
+class NoEventLog(EventLog):
+    """An events log that keeps nothing: for an index whose local folder is a cache (a
+    sharded index, searched in process or served), where no one reads a log and a line per
+    search would grow without bound (a server at 100 queries/s: ~1 GB a day).
+    """
+
+    def __init__(self) -> None:  # noqa: D107 - no file
+        pass
+
+    def append(self, type: str, **fields: Any) -> None:  # noqa: A002, ARG002 - EventLog's signature
+        """Keep nothing."""
+
+    def read(self) -> list[dict[str, Any]]:
+        """No events."""
+        return []
+
+
 def _iter_events(path: Path) -> Any:
     try:
         fh = open(path, encoding="utf-8")

@@ -38,6 +38,7 @@ import numpy as np
 from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
+from memlane.events import NoEventLog
 from memlane.memory import Memory
 
 __all__ = ["LocalShard", "LocalShardSet", "ShardSet", "ShardedIndex", "open_index"]
@@ -178,9 +179,7 @@ class ShardSet:
         owners: dict[int, list[int]] = {}
         for part, key, *_ in fused:
             owners.setdefault(chosen[part], []).append(key)
-        order = list(owners)
-        found = self.call([self._bound(n, "get", owners[n]) for n in order])
-        chunks = {c["key"]: c for batch in found if batch is not None for c in batch}
+        chunks = {c["key"]: c for batch in self._fetch(owners) if batch is not None for c in batch}
         hits = []
         for _, key, score, bm25, vec, coverage, relevance in fused:
             chunk = chunks.get(key)
@@ -192,6 +191,10 @@ class ShardSet:
     def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
         """Each selected shard's candidates (None for a shard that did not answer)."""
         return self.call([self._bound(n, "candidates", query, request, stats) for n in selected])
+
+    def _fetch(self, owners: dict[int, list[int]]) -> list[list[dict[str, Any]] | None]:
+        """The stored chunks of each shard's keys (None for a shard that did not answer)."""
+        return self.call([self._bound(n, "get", keys) for n, keys in owners.items()])
 
     def term_stats(self, query: str) -> str:
         """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
@@ -277,10 +280,10 @@ class ShardSet:
 class LocalShardSet(ShardSet):
     """The shards of one catalog version open in this process (:class:`LocalShard`).
 
-    Calls run in the caller's thread, one shard after another: a shard's statistics or stored
-    chunks take tens of µs, less than handing them to a thread and back. The candidates round,
-    the query's real work, is one core call that searches every shard side by side
-    (``_core.candidates_across``).
+    A query's two rounds, its candidates and the stored chunks of its hits, are one core call
+    each that reads every shard side by side (``_core.candidates_across``,
+    ``_core.get_across``). Other calls run in the caller's thread, one shard after another: a
+    shard's statistics take tens of µs, less than handing them to a thread and back.
     """
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, LocalShard]) -> None:
@@ -288,6 +291,9 @@ class LocalShardSet(ShardSet):
 
     def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
         return _core.candidates_across([self.shards[n].store for n in selected], query, stats, **request)
+
+    def _fetch(self, owners: dict[int, list[int]]) -> list[list[dict[str, Any]] | None]:
+        return _core.get_across([self.shards[n].store for n in owners], list(owners.values()))
 
 
 def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -335,6 +341,7 @@ class ShardedIndex(Memory):
         if self._shards is None:
             raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
         super().__init__(self._root / "home", embedder=embedder if self._shards.catalog.embedder_id else "none", cache_dir=cache_dir)
+        self.events = NoEventLog()
 
     def _load(self) -> ShardSet | None:
         catalog = cat.load(location(self.uri))

@@ -3,6 +3,7 @@
 use crate::chunk::Chunk;
 use crate::error::Result;
 use crate::tokenize::CodeTokenizer;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
@@ -1025,13 +1026,17 @@ impl Lexical {
     /// tantivy errors.
     pub fn get(&self, keys: &[u64]) -> Result<Vec<StoredChunk>> {
         let searcher = self.searcher();
-        let mut out = Vec::with_capacity(keys.len());
-        for &key in keys {
-            if let Some(addr) = self.address(&searcher, key)? {
-                out.push(self.fetch(&searcher, addr)?);
-            }
-        }
-        Ok(out)
+        // Each chunk is a term lookup and a block of the doc store to read and decompress
+        // (~70 µs when not in the cache): on every core at once.
+        let found = keys
+            .par_iter()
+            .map(|&key| {
+                self.address(&searcher, key)?
+                    .map(|addr| self.fetch(&searcher, addr))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     fn stored(&self, doc: &TantivyDocument) -> StoredChunk {

@@ -298,6 +298,43 @@ pub fn candidates_across<'py>(
         .collect())
 }
 
+/// Stored chunks of several stores (the shards of one sharded index open in this process)
+/// in one call, each store's `keys` read as of the commit it last saw, the stores side by
+/// side; one list of chunk dicts per store, in order.
+#[pyfunction]
+pub fn get_across<'py>(
+    py: Python<'py>,
+    stores: Vec<PyRef<'py, PyStore>>,
+    keys: Vec<Vec<u64>>,
+) -> PyResult<Vec<Bound<'py, PyList>>> {
+    if stores.len() != keys.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} stores and {} key lists: give one key list per store",
+            stores.len(),
+            keys.len()
+        )));
+    }
+    let stores: Vec<Arc<Store>> = stores.iter().map(|s| Arc::clone(&s.inner)).collect();
+    let found = detached(py, || {
+        let parts: Vec<(&Store, &[u64])> = stores
+            .iter()
+            .zip(&keys)
+            .map(|(s, k)| (s.as_ref(), k.as_slice()))
+            .collect();
+        Store::get_across(&parts)
+    })?;
+    found
+        .iter()
+        .map(|chunks| {
+            let list = PyList::empty(py);
+            for c in chunks {
+                list.append(chunk_dict(py, c)?)?;
+            }
+            Ok(list)
+        })
+        .collect()
+}
+
 /// Read side of a memlane home.
 #[pyclass(name = "Store", module = "memlane._core", frozen)]
 pub struct PyStore {
