@@ -173,28 +173,32 @@ class ShardSet:
         stats = self.term_stats(query)
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
-        answered = [(n, p) for n, p in zip(selected, self._candidates(selected, query, request, stats)) if p is not None]
+        hits = self._ranked(selected, query, stats, request, fusion, vector_weight, threshold)
+        for hit in hits:
+            hit["path"] = self.catalog.display_path(hit["path"])
+        return hits
+
+    def _ranked(
+        self, selected: list[int], query: str, stats: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+    ) -> list[dict[str, Any]]:
+        """The hits of the selected shards, fused as one home's: a round of candidates from
+        every shard, then a round that reads each hit's chunk from its shard (a shard that
+        does not answer, None from ``call``, is left out)."""
+        answered = [(n, p) for n, p in zip(selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])) if p is not None]
         chosen, parts = [n for n, _ in answered], [p for _, p in answered]
+        k, candidates = request["k"], request["candidates"]
         fused = _core.fuse_candidates(parts, k, candidates, fusion, vector_weight, threshold)
         owners: dict[int, list[int]] = {}
         for part, key, *_ in fused:
             owners.setdefault(chosen[part], []).append(key)
-        chunks = {c["key"]: c for batch in self._fetch(owners) if batch is not None for c in batch}
+        found = self.call([self._bound(n, "get", keys) for n, keys in owners.items()])
+        chunks = {c["key"]: c for batch in found if batch is not None for c in batch}
         hits = []
         for _, key, score, bm25, vec, coverage, relevance in fused:
             chunk = chunks.get(key)
             if chunk is not None:
-                chunk["path"] = self.catalog.display_path(chunk["path"])
                 hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance})
         return hits
-
-    def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
-        """Each selected shard's candidates (None for a shard that did not answer)."""
-        return self.call([self._bound(n, "candidates", query, request, stats) for n in selected])
-
-    def _fetch(self, owners: dict[int, list[int]]) -> list[list[dict[str, Any]] | None]:
-        """The stored chunks of each shard's keys (None for a shard that did not answer)."""
-        return self.call([self._bound(n, "get", keys) for n, keys in owners.items()])
 
     def term_stats(self, query: str) -> str:
         """The whole index's BM25 statistics for ``query`` (every shard's, summed)."""
@@ -280,20 +284,20 @@ class ShardSet:
 class LocalShardSet(ShardSet):
     """The shards of one catalog version open in this process (:class:`LocalShard`).
 
-    A query's two rounds, its candidates and the stored chunks of its hits, are one core call
-    each that reads every shard side by side (``_core.candidates_across``,
-    ``_core.get_across``). Other calls run in the caller's thread, one shard after another: a
-    shard's statistics take tens of µs, less than handing them to a thread and back.
+    A query is one core call that searches every shard and reads every hit side by side, as
+    a home's search does (``_core.search_across``). Other calls run in the caller's thread,
+    one shard after another: a shard's statistics take tens of µs, less than handing them to
+    a thread and back.
     """
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, LocalShard]) -> None:
         super().__init__(catalog, records, shards, inline)
 
-    def _candidates(self, selected: list[int], query: str, request: dict[str, Any], stats: str) -> list[bytes | None]:
-        return _core.candidates_across([self.shards[n].store for n in selected], query, stats, **request)
-
-    def _fetch(self, owners: dict[int, list[int]]) -> list[list[dict[str, Any]] | None]:
-        return _core.get_across([self.shards[n].store for n in owners], list(owners.values()))
+    def _ranked(
+        self, selected: list[int], query: str, stats: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+    ) -> list[dict[str, Any]]:
+        stores = [self.shards[n].store for n in selected]
+        return _core.search_across(stores, query, stats, fusion=fusion, vector_weight=vector_weight, threshold=threshold, **request)
 
 
 def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -18,12 +18,12 @@
 
 use crate::chunk::{chunk_parsed, rechunk_start, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
-use crate::hybrid::Fusion;
+use crate::hybrid::{Fused, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
 use crate::model::{Format, ParsedFile, Turn};
 use crate::parse::{self, ResumePoint};
 use crate::project::Projects;
-use crate::shard::{Candidates, Summary, TermStats};
+use crate::shard::{fuse_parts, Candidates, Summary, TermStats};
 use crate::vector::{Quantization, VectorIndex};
 use fs4::fs_std::FileExt;
 use rayon::prelude::*;
@@ -625,27 +625,84 @@ impl Store {
         // from the same commit.
         let searcher = self.lexical.searcher();
         let (candidates, addresses) = self.gather(&searcher, req, None)?;
-        // Stored fields only for the final hits; keyword hits already know their document.
-        // Each is a block of the doc store to read and decompress: on every core at once.
+        // Stored fields only for the final hits, each a block of the doc store to read and
+        // decompress: on every core at once.
         let hits = candidates
             .fuse(req.fusion, req.threshold, req.k)
             .into_par_iter()
-            .map(|f| {
-                let addr = match addresses.get(&f.key) {
-                    Some(addr) => Some(*addr),
-                    None => self.lexical.address(&searcher, f.key)?,
-                };
-                addr.map(|addr| {
-                    Ok(Hit {
-                        chunk: self.lexical.fetch(&searcher, addr)?,
-                        score: f.score,
-                        bm25: f.bm25,
-                        vector: f.vector,
-                        coverage: f.coverage,
-                        relevance: f.relevance,
-                    })
+            .map(|f| self.hit(&searcher, &addresses, f))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(hits.into_iter().flatten().collect())
+    }
+
+    /// A fused candidate with its stored chunk (None when it is gone); keyword hits already
+    /// know their document.
+    fn hit(
+        &self,
+        searcher: &tantivy::Searcher,
+        addresses: &HashMap<u64, tantivy::DocAddress>,
+        f: Fused,
+    ) -> Result<Option<Hit>> {
+        let addr = match addresses.get(&f.key) {
+            Some(addr) => Some(*addr),
+            None => self.lexical.address(searcher, f.key)?,
+        };
+        addr.map(|addr| {
+            Ok(Hit {
+                chunk: self.lexical.fetch(searcher, addr)?,
+                score: f.score,
+                bm25: f.bm25,
+                vector: f.vector,
+                coverage: f.coverage,
+                relevance: f.relevance,
+            })
+        })
+        .transpose()
+    }
+
+    /// Hybrid search over several stores (the shards of a sharded index open in one process)
+    /// as one home holding all their chunks would answer it: each store's candidates scored
+    /// with the whole corpus's BM25 `stats` ([`TermStats::add`]), merged and fused
+    /// ([`fuse_parts`]), the hits' chunks read from the store holding each. Every store is
+    /// searched side by side and every hit read side by side on the thread pool: one call for
+    /// what would otherwise be a round of calls per store and two rounds a query.
+    ///
+    /// # Errors
+    /// The first store's error, as [`Store::search`].
+    pub fn search_across(
+        stores: &[&Store],
+        req: &SearchRequest,
+        stats: &TermStats,
+    ) -> Result<Vec<Hit>> {
+        let gathered = stores
+            .par_iter()
+            .map(|store| {
+                store.lexical()?;
+                guarded(&store.lexical_dir(), || {
+                    let searcher = store.lexical.searcher();
+                    let (candidates, addresses) = store.gather(&searcher, req, Some(stats))?;
+                    Ok((searcher, candidates, addresses))
                 })
-                .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut parts = Vec::with_capacity(gathered.len());
+        let mut readers = Vec::with_capacity(gathered.len());
+        for (searcher, candidates, addresses) in gathered {
+            parts.push(candidates);
+            readers.push((searcher, addresses));
+        }
+        let fused = fuse_parts(
+            &parts,
+            req.candidates.max(req.k),
+            req.fusion,
+            req.threshold,
+            req.k,
+        );
+        let hits = fused
+            .into_par_iter()
+            .map(|(part, f)| {
+                let (store, (searcher, addresses)) = (stores[part], &readers[part]);
+                guarded(&store.lexical_dir(), || store.hit(searcher, addresses, f))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(hits.into_iter().flatten().collect())
@@ -688,37 +745,6 @@ impl Store {
         guarded(&self.lexical_dir(), || {
             Ok(self.gather(&self.lexical.searcher(), req, stats)?.0)
         })
-    }
-
-    /// The candidates of `req` in each of `stores` (the shards of a sharded index open in one
-    /// process), BM25 scored with the whole corpus's `stats`: every shard's keyword and vector
-    /// searches share the thread pool in one call, instead of a caller's thread per shard each
-    /// waiting for its own (~0.2 ms a shard in thread hand-offs).
-    ///
-    /// # Errors
-    /// The first shard's error, as [`Store::candidates`].
-    pub fn candidates_across(
-        stores: &[&Store],
-        req: &SearchRequest,
-        stats: &TermStats,
-    ) -> Result<Vec<Candidates>> {
-        stores
-            .par_iter()
-            .map(|store| store.candidates(req, Some(stats)))
-            .collect()
-    }
-
-    /// Stored chunks of several stores (the shards of a sharded index open in one process),
-    /// each store's `keys` as of the commit it last saw ([`Store::get_as_of`]), every store's
-    /// read side by side: one call for a query's fetch round instead of one per shard.
-    ///
-    /// # Errors
-    /// The first store's error.
-    pub fn get_across(parts: &[(&Store, &[u64])]) -> Result<Vec<Vec<StoredChunk>>> {
-        parts
-            .par_iter()
-            .map(|(store, keys)| store.get_as_of(keys, false))
-            .collect()
     }
 
     /// The candidates of `req` in `searcher`, with the document address of each keyword hit.

@@ -32,8 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::query_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(store::is_candidate, m)?)?;
     m.add_function(wrap_pyfunction!(store::fuse_candidates, m)?)?;
-    m.add_function(wrap_pyfunction!(store::candidates_across, m)?)?;
-    m.add_function(wrap_pyfunction!(store::get_across, m)?)?;
+    m.add_function(wrap_pyfunction!(store::search_across, m)?)?;
     m.add_function(wrap_pyfunction!(store::project_of, m)?)?;
     m.add_function(wrap_pyfunction!(store::repository_root, m)?)?;
     Ok(())

@@ -109,6 +109,14 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+fn hit_list<'py>(py: Python<'py>, hits: &[Hit]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for h in hits {
+        list.append(hit_dict(py, h)?)?;
+    }
+    Ok(list)
+}
+
 fn query_vector(vector: Option<PyReadonlyArray1<'_, f32>>) -> PyResult<Option<Vec<f32>>> {
     vector
         .map(|v| {
@@ -234,35 +242,15 @@ pub fn fuse_candidates(
         .collect())
 }
 
-/// A request for a shard's unfused candidates (fusion happens in `fuse_candidates`).
-fn candidates_request(
-    query: String,
-    k: usize,
-    vector: Option<PyReadonlyArray1<'_, f32>>,
-    embedder_id: Option<String>,
-    filters: Filters,
-    candidates: usize,
-) -> PyResult<SearchRequest> {
-    Ok(SearchRequest {
-        query,
-        vector: query_vector(vector)?,
-        embedder_id,
-        k,
-        filters,
-        fusion: Fusion::default(),
-        threshold: 0.0,
-        candidates,
-    })
-}
-
-/// `Store.candidates` of every store in `stores` (the shards of one sharded index open in
-/// this process) in one call, the shards searched side by side; one bytes object per store,
-/// in order. `stats` is the whole corpus's (JSON from `merge_term_stats`).
+/// `Store.search` over several stores (the shards of one sharded index open in this
+/// process) as one home holding all their chunks would answer it, BM25 scored with the whole
+/// corpus's `stats` (JSON from `merge_term_stats`): hit dicts, best first.
 #[pyfunction]
 #[pyo3(signature = (stores, query, stats, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
-                    since = None, until = None, candidates = 50, projects = None, branch = None))]
+                    since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
+                    candidates = 50, projects = None, branch = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn candidates_across<'py>(
+pub fn search_across<'py>(
     py: Python<'py>,
     stores: Vec<PyRef<'py, PyStore>>,
     query: String,
@@ -274,65 +262,30 @@ pub fn candidates_across<'py>(
     session_id: Option<String>,
     since: Option<i64>,
     until: Option<i64>,
+    fusion: &str,
+    vector_weight: f32,
+    threshold: f32,
     candidates: usize,
     projects: Option<Vec<String>>,
     branch: Option<String>,
-) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+) -> PyResult<Bound<'py, PyList>> {
     let stats = parse_stats(Some(stats))?.unwrap_or_default();
-    let req = candidates_request(
+    let req = SearchRequest {
         query,
-        k,
-        vector,
+        vector: query_vector(vector)?,
         embedder_id,
-        filters(sources, session_id, since, until, projects, branch),
+        k,
+        filters: filters(sources, session_id, since, until, projects, branch),
+        fusion: parse_fusion(fusion, vector_weight)?,
+        threshold,
         candidates,
-    )?;
+    };
     let stores: Vec<Arc<Store>> = stores.iter().map(|s| Arc::clone(&s.inner)).collect();
-    let found = detached(py, || {
+    let hits = detached(py, || {
         let refs: Vec<&Store> = stores.iter().map(AsRef::as_ref).collect();
-        Store::candidates_across(&refs, &req, &stats)
+        Store::search_across(&refs, &req, &stats)
     })?;
-    Ok(found
-        .iter()
-        .map(|c| PyBytes::new(py, &c.to_bytes()))
-        .collect())
-}
-
-/// Stored chunks of several stores (the shards of one sharded index open in this process)
-/// in one call, each store's `keys` read as of the commit it last saw, the stores side by
-/// side; one list of chunk dicts per store, in order.
-#[pyfunction]
-pub fn get_across<'py>(
-    py: Python<'py>,
-    stores: Vec<PyRef<'py, PyStore>>,
-    keys: Vec<Vec<u64>>,
-) -> PyResult<Vec<Bound<'py, PyList>>> {
-    if stores.len() != keys.len() {
-        return Err(PyValueError::new_err(format!(
-            "{} stores and {} key lists: give one key list per store",
-            stores.len(),
-            keys.len()
-        )));
-    }
-    let stores: Vec<Arc<Store>> = stores.iter().map(|s| Arc::clone(&s.inner)).collect();
-    let found = detached(py, || {
-        let parts: Vec<(&Store, &[u64])> = stores
-            .iter()
-            .zip(&keys)
-            .map(|(s, k)| (s.as_ref(), k.as_slice()))
-            .collect();
-        Store::get_across(&parts)
-    })?;
-    found
-        .iter()
-        .map(|chunks| {
-            let list = PyList::empty(py);
-            for c in chunks {
-                list.append(chunk_dict(py, c)?)?;
-            }
-            Ok(list)
-        })
-        .collect()
+    hit_list(py, &hits)
 }
 
 /// Read side of a memlane home.
@@ -385,11 +338,7 @@ impl PyStore {
         };
         let inner = &self.inner;
         let hits = detached(py, || inner.search(&req))?;
-        let list = PyList::empty(py);
-        for h in &hits {
-            list.append(hit_dict(py, h)?)?;
-        }
-        Ok(list)
+        hit_list(py, &hits)
     }
 
     /// What the home holds, for routing scoped queries: docs, tokens, sources, sessions,
@@ -430,14 +379,16 @@ impl PyStore {
         branch: Option<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let stats = parse_stats(stats)?;
-        let req = candidates_request(
+        let req = SearchRequest {
             query,
-            k,
-            vector,
+            vector: query_vector(vector)?,
             embedder_id,
-            filters(sources, session_id, since, until, projects, branch),
+            k,
+            filters: filters(sources, session_id, since, until, projects, branch),
+            fusion: Fusion::default(),
+            threshold: 0.0,
             candidates,
-        )?;
+        };
         let inner = &self.inner;
         let found = detached(py, || inner.candidates(&req, stats.as_ref()))?;
         Ok(PyBytes::new(py, &found.to_bytes()))
