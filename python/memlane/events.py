@@ -73,10 +73,10 @@ class NoEventLog(EventLog):
     search would grow without bound (a server at 100 queries/s: ~1 GB a day).
     """
 
-    def __init__(self) -> None:  # noqa: D107 - no file
-        pass
+    def __init__(self) -> None:
+        """No file."""
 
-    def append(self, type: str, **fields: Any) -> None:  # noqa: A002, ARG002 - EventLog's signature
+    def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - EventLog's signature
         """Keep nothing."""
 
     def read(self) -> list[dict[str, Any]]:
