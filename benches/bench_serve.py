@@ -19,6 +19,8 @@ of them alike), without query embedding (pre-made query vectors):
   (``memlane.open_index``), over HTTP (a new connection per request, ``urllib``) and through
   the product's client (``memlane.connect(url).search``: a kept connection, hits parsed):
   p50/p99; beside them the router's own time (its ``Server-Timing`` header: HTTP excluded);
+- the same over HTTP with the server alone on the machine (other queries, nothing searched in
+  the bench's process between them): ``*_alone`` rows;
 - queries per second with 1, 4 and 16 concurrent clients (threads, one HTTP request each);
 - a new catalog version (one new file indexed by ``index_sources``) to the first answer that
   comes from it, with the router reading the pointer every ``--refresh`` seconds.
@@ -41,6 +43,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,6 +106,37 @@ def _timed_post(url: str, body: dict) -> tuple[float, float]:
     return wall, server
 
 
+def _ask_over_http(url: str, client: Any, q: str, i: int, rows: dict[str, list[float]], suffix: str = "") -> None:
+    """Ask ``q`` over HTTP both ways (urllib, the product's client), into ``rows``."""
+
+    def over_http() -> None:
+        wall, server = _timed_post(url, {"query": q, "k": 10})
+        rows["http" + suffix].append(wall)
+        rows["router" + suffix].append(server)
+
+    def through_client() -> None:
+        t = time.perf_counter()
+        client.search(q, k=10)
+        rows["client" + suffix].append((time.perf_counter() - t) * 1000)
+
+    # The server's second search of a query finds its index pages in the CPU's caches: each
+    # way goes first for half the queries.
+    for way in (over_http, through_client) if i % 2 == 0 else (through_client, over_http):
+        way()
+
+
+def alone(url: str, queries: list[str]) -> dict:
+    """HTTP latency with the server alone on the machine: queries asked with nothing searched in
+    this process between them (in :func:`latency` a 1M home and a sharded index searched here
+    share the CPU's caches and memory bandwidth with the server)."""
+    client = memlane.connect(url)
+    rows: dict[str, list[float]] = {"http_alone": [], "router_alone": [], "client_alone": []}
+    for i, q in enumerate(queries):
+        _ask_over_http(url, client, q, i, rows, "_alone")
+    client.close()
+    return {f"{k}_ms_p{int(p * 100)}": round(pct(v, p), 2) for k, v in rows.items() for p in (0.5, 0.99)}
+
+
 def latency(home: Path, out: Path, url: str, queries: list[str], embedder: GivenVectors) -> dict:
     one = memlane.Memory(home, embedder=embedder)
     sharded = memlane.open_index(str(out), embedder=embedder, cache_dir=out.parent / "cache")
@@ -114,26 +148,13 @@ def latency(home: Path, out: Path, url: str, queries: list[str], embedder: Given
         client.search(q, k=10)
     rows: dict[str, list[float]] = {"home": [], "sharded_in_process": [], "http": [], "router": [], "client": []}
     cpu = {"home": 0.0, "sharded_in_process": 0.0}
-    def over_http(q: str) -> None:
-        wall, server = _timed_post(url, {"query": q, "k": 10})
-        rows["http"].append(wall)
-        rows["router"].append(server)
-
-    def through_client(q: str) -> None:
-        t = time.perf_counter()
-        client.search(q, k=10)
-        rows["client"].append((time.perf_counter() - t) * 1000)
-
     for i, q in enumerate(queries):
         for name, mem in (("home", one), ("sharded_in_process", sharded)):
             c, t = time.process_time(), time.perf_counter()
             mem.search(q, k=10)
             rows[name].append((time.perf_counter() - t) * 1000)
             cpu[name] += time.process_time() - c
-        # The server's second search of a query finds its index pages in the CPU's caches:
-        # each of the two HTTP ways goes first for half the queries.
-        for way in (over_http, through_client) if i % 2 == 0 else (through_client, over_http):
-            way(q)
+        _ask_over_http(url, client, q, i, rows)
     out_rows = {f"{k}_ms_p50": round(pct(v, 0.5), 2) for k, v in rows.items()}
     out_rows |= {f"{k}_ms_p99": round(pct(v, 0.99), 2) for k, v in rows.items()}
     out_rows |= {f"{k}_cpu_ms": round(v * 1000 / len(queries), 2) for k, v in cpu.items()}
@@ -239,7 +260,12 @@ def main() -> None:
     rng = random.Random(11)
     queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
     queries += [f"quokkafreshness{r}" for r in range(args.fresh_rounds)]
-    embedder = GivenVectors(queries, clustered_unit_vectors(np.random.default_rng(5), len(queries)))
+    vectors = clustered_unit_vectors(np.random.default_rng(5), len(queries))
+    # Queries the server has not seen, for the latency with the server alone.
+    rng_alone = random.Random(12)
+    unseen = [" ".join(words(rng_alone, rng_alone.randint(2, 6))) for _ in range(args.queries)]
+    vectors = np.vstack([vectors, clustered_unit_vectors(np.random.default_rng(6), len(unseen))])
+    embedder = GivenVectors(queries + unseen, vectors)
     from memlane.cluster.serve import start
 
     t = time.perf_counter()
@@ -251,6 +277,7 @@ def main() -> None:
     results["refresh_s"] = args.refresh
     results["chunks"] = memlane.connect(server.url).status()["chunks"]
     results |= latency(home, out, server.url, queries[: args.queries], embedder)
+    results |= alone(server.url, unseen)
     print(f"latency: {results}", file=sys.stderr)
     for clients in (1, 4, 16):
         results[f"qps_{clients}_clients"] = throughput(server.url, queries[: args.queries], clients, args.seconds)
