@@ -163,3 +163,25 @@ def fuse_candidates(
 ) -> list[tuple[int, int, float, float | None, float | None, float | None, float]]:
     """Shards' ``Store.candidates`` merged and fused as one home's search: the best ``k`` as
     ``(part, key, score, bm25, vector, coverage, relevance)``."""
+
+def search_across(
+    stores: list[Store],
+    query: str,
+    stats: str,
+    k: int = 10,
+    vector: npt.NDArray[np.float32] | None = None,
+    embedder_id: str | None = None,
+    sources: list[str] | None = None,
+    session_id: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    fusion: str = "weighted",
+    vector_weight: float = 0.6,
+    threshold: float = ...,
+    candidates: int = 50,
+    projects: list[str] | None = None,
+    branch: str | None = None,
+) -> list[dict[str, Any]]:
+    """``Store.search`` over several stores (the shards of one sharded index open in this
+    process) as one home holding all their chunks would answer it, BM25 scored with the whole
+    corpus's ``stats`` (from ``merge_term_stats``): hit dicts, best first."""
