@@ -676,21 +676,12 @@ impl Store {
     ) -> Result<Vec<Hit>> {
         let gathered = stores
             .par_iter()
-            .map(|store| {
-                store.lexical()?;
-                guarded(&store.lexical_dir(), || {
-                    let searcher = store.lexical.searcher();
-                    let (candidates, addresses) = store.gather(&searcher, req, Some(stats))?;
-                    Ok((searcher, candidates, addresses))
-                })
-            })
+            .map(|store| store.gathered(req, Some(stats)))
             .collect::<Result<Vec<_>>>()?;
-        let mut parts = Vec::with_capacity(gathered.len());
-        let mut readers = Vec::with_capacity(gathered.len());
-        for (searcher, candidates, addresses) in gathered {
-            parts.push(candidates);
-            readers.push((searcher, addresses));
-        }
+        let (parts, readers): (Vec<_>, Vec<_>) = gathered
+            .into_iter()
+            .map(|(searcher, candidates, addresses)| (candidates, (searcher, addresses)))
+            .unzip();
         let fused = fuse_parts(
             &parts,
             req.candidates.max(req.k),
@@ -741,9 +732,25 @@ impl Store {
     /// # Errors
     /// As [`Store::search`].
     pub fn candidates(&self, req: &SearchRequest, stats: Option<&TermStats>) -> Result<Candidates> {
+        Ok(self.gathered(req, stats)?.1)
+    }
+
+    /// [`Store::gather`] on a searcher of its own, returned with the candidates so their
+    /// chunks can be read from the same commit.
+    fn gathered(
+        &self,
+        req: &SearchRequest,
+        stats: Option<&TermStats>,
+    ) -> Result<(
+        tantivy::Searcher,
+        Candidates,
+        HashMap<u64, tantivy::DocAddress>,
+    )> {
         self.lexical()?;
         guarded(&self.lexical_dir(), || {
-            Ok(self.gather(&self.lexical.searcher(), req, stats)?.0)
+            let searcher = self.lexical.searcher();
+            let (candidates, addresses) = self.gather(&searcher, req, stats)?;
+            Ok((searcher, candidates, addresses))
         })
     }
 
