@@ -115,6 +115,56 @@ def test_masking_a_batch_equals_masking_each_text() -> None:
     assert secrets.mask_many([]) == []
 
 
+def _every_scan(text: str) -> list[tuple[str, int, int, str]]:
+    """What :func:`secrets.find` found before it tried patterns only where their start
+    literals stand: every pattern scanning the whole text."""
+    plain = text if text.isascii() else text.encode("ascii", secrets._ERRORS).decode("ascii")
+    taken: list[tuple[str, int, int, str]] = []
+    for kind in secrets.KINDS:
+        subject = plain.lower() if kind.ignorecase else plain
+        for m in (m for n in range(len(kind.sources)) for m in kind.pattern(n).finditer(subject)):
+            inner = "secret" in m.re.groupindex
+            start, end = m.span("secret") if inner else m.span()
+            value = text[start:end]
+            if (kind.check is not None and not kind.check(value)) or (kind.context is not None and not kind.context(text, m.start())):
+                continue
+            if any(a < end and start < b for _, a, b, _ in taken):
+                continue
+            prefix = "" if inner or "pre" not in m.re.groupindex else text[m.start("pre") : m.end("pre")]
+            taken.append((kind.name, start, end, secrets.mask_value(value, kind.name, prefix)))
+    return sorted(taken, key=lambda t: t[1])
+
+
+def test_patterns_tried_at_their_start_literals_find_what_whole_scans_find() -> None:
+    # Each kind's ``starts`` must name every literal a match of its pattern can begin with:
+    # a missing one would hide secrets. The texts put every kind's secret in many contexts
+    # (cases changed, JSON-escaped, non-ASCII around, start literals overlapping and repeated).
+    lines = [_line(k)[0] for k in sorted(KEYS)] + ORDINARY
+    texts = lines + [t.upper() for t in lines] + [t.lower() for t in lines] + [json.dumps(t) for t in lines]
+    texts += ["é " + t + " — ü" for t in lines] + ["\n".join(lines), " ".join(lines)]
+    texts += [f"{lit}{lit}{t}" for t in lines for lit in ("sk-", "key", "token", "pass", "://", "eyJ", "xox", "gh")]
+    texts += [f"monkeyJ {JWT}", f"apikey={JWT}", f"tokentoken: {AWS_SECRET}1a", f"sk-sk-ant-api03-{'x' * 40}", f"{AWS_ID}{AWS_ID} {AWS_SECRET}"]
+    texts += ["x eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2ln"]
+    # Every start literal, then bodies in the shapes the patterns take after one.
+    bodies = ["QYLPMN5HHHFP8WVY " + AWS_SECRET, "1234567890123-1234567890123-AbCdEf", "1-A1B2C3-123-abc9", "1-" + "A1b2C3d4E5" * 4, "api03-" + "Zx8Yw7Vu6T" * 5,
+              "proj-" + "Ab3dEf6hIj" * 5, "_" + "R8aZk3vPq0sLmN2bXc4d" * 2, "=" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0", " RSA PRIVATE KEY-----\n" + "MIIEpA" * 8]  # fmt: skip
+    # The prefixes the vendors document and the words the patterns follow, spelled here
+    # independently of the kinds' ``starts``.
+    prefixes = ["AKIA", "ASIA", "ABIA", "ACCA", "A3T", "akia", "asia", "ghp", "gho", "ghu", "ghs", "ghr", "github_pat", "GR1348941", "xoxa-",
+                "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xoxb-1-", "xapp-", "sk_live", "sk_test", "rk_live", "rk_test",
+                "whsec", "sk-ant-", "sk-", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-", "eyJ", "://u:p4ss9w0rd@h", "https://hooks.slack.com/services/TA1/BB2/",
+                "PASS", "Password", "passwd", "passphrase", "pwd", "--password ", "Key", "api_key", "SECRET", "token", "Credentials", "Bearer ",
+                "-----BEGIN OPENSSH PRIVATE KEY-----", "Private-Lines: 4\n"]  # fmt: skip
+    prefixes += [f"gl{p}-" for p in ("pat", "dt", "ft", "soat", "rt", "cbt", "imt", "ptt", "agent", "oas")]
+    texts += [f"{pre}{prefix}{body}" for prefix in prefixes for body in bodies for pre in ("", "x ", "X=")]
+    found = 0
+    for text in texts:
+        want = _every_scan(text)
+        assert [(s.kind, s.start, s.end, s.masked) for s in secrets.find(text)] == want, text
+        found += len(want)
+    assert found >= 4 * len(KEYS)  # the texts do hold secrets to find
+
+
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_engineering_text_is_left_alone(text: str) -> None:
     assert secrets.find(text) == [], [(s.kind, text[s.start : s.end]) for s in secrets.find(text)]

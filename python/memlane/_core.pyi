@@ -36,6 +36,14 @@ def install_rebuilt(lock: HomeLock) -> None:
 def clear_repair_leftovers(lock: HomeLock) -> None:
     """Remove what an interrupted repair of the locked home left."""
 
+class Literals:
+    """A set of literal strings (ASCII letters of either case with ``ignore_case``), compiled once."""
+
+    def __init__(self, literals: list[str], ignore_case: bool = False) -> None: ...
+    def find(self, text: str) -> list[tuple[int, int]]:
+        """Every occurrence as (character offset, literal index), overlapping ones included,
+        by offset then literal: one pass over ``text``."""
+
 class Store:
     """Read side of a memlane home (creates the home if missing)."""
 

@@ -13,6 +13,7 @@ pub mod error;
 pub mod hybrid;
 pub mod knowledge;
 pub mod lexical;
+pub mod literals;
 pub mod model;
 pub mod parse;
 pub mod project;
