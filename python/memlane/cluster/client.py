@@ -4,7 +4,9 @@ It speaks HTTP with the standard library's ``http.client`` (no Ray, no HTTP pack
 memlane`` and a hook process stay light), keeping its connections open for the next request
 (a new connection costs ~0.5 ms more on loopback), and returns the same :class:`memlane.Hit`
 and :class:`memlane.recall.Recall` objects as a home. The bearer token comes from ``token`` or
-``MEMLANE_TOKEN``. Every failure — a wrong URL, a server down, a refused token — is one
+``MEMLANE_TOKEN``. A server beyond loopback is reached through the proxy the environment names
+(``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY`` as curl and pip read them; HTTPS through a
+``CONNECT`` tunnel). Every failure — a wrong URL, a server down, a refused token — is one
 :class:`RemoteError` saying what to do.
 
 Example:
@@ -16,7 +18,9 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import http.client
+import ipaddress
 import json
 import os
 import threading
@@ -53,6 +57,7 @@ class RemoteMemory:
             raise ValueError(f"{url!r} names no host: give http://HOST:PORT (what `memlane serve` printed)")
         self._address = (parts.scheme, parts.hostname, parts.port)
         self._base = parts.path
+        self._proxy = _proxy_for(parts.scheme, parts.hostname)
         self.token = token if token is not None else os.environ.get("MEMLANE_TOKEN") or None
         self.timeout = timeout
         self.missing_shards: list[int] = []
@@ -83,6 +88,11 @@ class RemoteMemory:
         """One request: status, reason, body. On a kept connection if one is idle; one the
         server closed meanwhile (idle timeout, restart) is dropped and the request sent once
         more on a new connection: every endpoint only reads, so asking again is safe."""
+        if self._proxy is not None and self._address[0] == "http":
+            # Plain HTTP through a proxy: it takes the whole URL (the Host header follows it).
+            scheme, host, port = self._address
+            path = f"http://{host if ':' not in host else f'[{host}]'}{f':{port}' if port else ''}{path}"
+            headers = {**headers, **self._proxy_auth()}
         with self._lock:
             kept = self._idle.pop() if self._idle else None
         if kept is not None:
@@ -90,9 +100,26 @@ class RemoteMemory:
                 return self._send(kept, method, path, data, headers)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 pass
+        return self._send(self._connection(), method, path, data, headers)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """A new connection to the server, or to the proxy in front of it (HTTPS: a tunnel
+        through it, TLS end to end)."""
         scheme, host, port = self._address
         kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        return self._send(kind(host, port, timeout=self.timeout), method, path, data, headers)
+        if self._proxy is None:
+            return kind(host, port, timeout=self.timeout)
+        conn = kind(self._proxy.hostname, self._proxy.port or 80, timeout=self.timeout)
+        if scheme == "https":
+            conn.set_tunnel(host, port, headers=self._proxy_auth())
+        return conn
+
+    def _proxy_auth(self) -> dict[str, str]:
+        """``Proxy-Authorization`` for the user and password in the proxy's URL, if it has them."""
+        if self._proxy is None or not self._proxy.username:
+            return {}
+        user, password = urllib.parse.unquote(self._proxy.username), urllib.parse.unquote(self._proxy.password or "")
+        return {"Proxy-Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
     def _send(self, conn: http.client.HTTPConnection, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, str, bytes]:
         try:
@@ -120,7 +147,11 @@ class RemoteMemory:
         try:
             status, reason, raw = self._exchange("POST" if body is not None else "GET", f"{self._base}/{route}", data, headers)
         except (OSError, http.client.HTTPException) as exc:  # refused, unknown host, timeout, a broken answer
-            raise RemoteError(f"cannot reach a memlane server at {self.url}: {exc}") from None
+            via = ""
+            if self._proxy is not None:
+                shown = self._proxy._replace(netloc=self._proxy.netloc.rpartition("@")[2]).geturl()
+                via = f" through the proxy {shown} (set NO_PROXY={self._address[1]} to go direct)"
+            raise RemoteError(f"cannot reach a memlane server at {self.url}{via}: {exc}") from None
         if status >= 400:
             try:
                 detail = json.loads(raw).get("error") or reason
@@ -208,6 +239,35 @@ class RemoteMemory:
         """The served index's status (``memlane --index URI status --json``'s fields, plus
         ``missing_shards``, ``shard_actors`` and the queries each shard answered)."""
         return self._request("status")
+
+
+def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
+    """The proxy a request to ``host`` goes through: the environment's (``HTTP_PROXY``,
+    ``HTTPS_PROXY``; ``NO_PROXY`` exempts hosts), read by the standard library as curl and pip
+    read it; None for a loopback server, which no proxy could reach.
+
+    Example:
+        >>> _proxy_for("http", "127.0.0.1") is None
+        True
+    """
+    import urllib.request  # only a client beyond loopback pays for it
+
+    if host == "localhost" or _loopback(host) or urllib.request.proxy_bypass_environment(host):
+        return None
+    proxy = urllib.request.getproxies_environment().get(scheme)
+    if not proxy:
+        return None
+    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"the {scheme} proxy {proxy!r} from the environment is not http://HOST:PORT, the only kind memlane speaks to")
+    return parts
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _close_all(connections: list[http.client.HTTPConnection]) -> None:
