@@ -115,6 +115,18 @@ def test_masking_a_batch_equals_masking_each_text() -> None:
     assert secrets.mask_many([]) == []
 
 
+def test_literals_give_character_offsets_of_every_occurrence() -> None:
+    from memlane import _core
+
+    finder = _core.Literals(["sk-", "sk-ant-", "://"], ignore_case=True)
+    text = "é — https://x SK-ANT-y"
+    assert finder.find(text) == [(9, 2), (14, 0), (14, 1)]
+    assert [text[at : at + 3].lower() for at, _ in finder.find(text)] == ["://", "sk-", "sk-"]
+    assert _core.Literals(["sk-"]).find("SK-") == []
+    with pytest.raises(ValueError, match="empty literal"):
+        _core.Literals(["ok", ""])
+
+
 def _every_scan(text: str) -> list[tuple[str, int, int, str]]:
     """What :func:`secrets.find` found before it tried patterns only where their start
     literals stand: every pattern scanning the whole text."""

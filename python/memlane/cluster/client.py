@@ -90,7 +90,7 @@ class RemoteMemory:
         more on a new connection: every endpoint only reads, so asking again is safe."""
         if self._proxy is not None and self._address[0] == "http":
             # Plain HTTP through a proxy: it takes the whole URL (the Host header follows it).
-            scheme, host, port = self._address
+            _, host, port = self._address
             path = f"http://{host if ':' not in host else f'[{host}]'}{f':{port}' if port else ''}{path}"
             headers = {**headers, **self._proxy_auth()}
         with self._lock:
@@ -250,9 +250,11 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
         >>> _proxy_for("http", "127.0.0.1") is None
         True
     """
+    if host == "localhost" or _loopback(host):
+        return None
     import urllib.request  # only a client beyond loopback pays for it
 
-    if host == "localhost" or _loopback(host) or urllib.request.proxy_bypass_environment(host):
+    if urllib.request.proxy_bypass_environment(host):
         return None
     proxy = urllib.request.getproxies_environment().get(scheme)
     if not proxy:
