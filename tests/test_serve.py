@@ -155,6 +155,12 @@ def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.Ca
     assert main(["--remote", f"http://127.0.0.1:{_free_port()}", "status"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach a memlane server" in err
+    # HTTPS needs a certificate and its key, and a pair that loads: refused before Ray starts.
+    assert main(["--index", "s3://nowhere/index/", "serve", "--tls-cert", __file__]) == 2
+    assert capsys.readouterr().err.count("HTTPS needs both --tls-cert and --tls-key") == 1
+    assert main(["--index", "s3://nowhere/index/", "serve", "--tls-cert", __file__, "--tls-key", __file__]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a PEM certificate and its private key" in err
 
 
 def test_project_scoped_query_touches_only_the_project_s_shards(served, tmp_path: Path) -> None:
@@ -354,3 +360,73 @@ def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path
         finally:
             if server.poll() is None:
                 server.kill()
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key (``cryptography``, which moto brings)."""
+    import datetime
+    import ipaddress
+
+    pytest.importorskip("cryptography")
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "memlane test server")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_memlane_serve_speaks_https_with_a_certificate(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--tls-cert``/``--tls-key``: the router replica answers HTTPS on the port (direct
+    ingress), a client trusts a certificate of its own through SSL_CERT_FILE, and the answers
+    are the index's in process."""
+    import signal
+
+    cert, key = _self_signed(tmp_path)
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
+    env.update(MEMLANE_CACHE_DIR=str(tmp_path / "cache"), MEMLANE_TOKEN=TOKEN)
+    command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port),
+               "--tls-cert", str(cert), "--tls-key", str(key)]  # fmt: skip
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            said = []
+            while not said or not said[-1].startswith("serving "):
+                said.append(server.stderr.readline())
+                assert said[-1], "".join(said)
+            url = f"https://127.0.0.1:{port}"
+            assert f"token required) at {url}:" in said[-1], said[-1]
+            monkeypatch.setenv("MEMLANE_TOKEN", TOKEN)
+            monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+            with pytest.raises(RemoteError, match="point SSL_CERT_FILE at it"):  # not a certificate the system trusts
+                memlane.connect(url).status()
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            remote = memlane.connect(url)
+            index = memlane.open_index(served["out"], embedder="none", cache_dir=tmp_path / "in-process")
+            for query in QUERIES[:3]:
+                assert _hits(remote.search(query)) == _hits(index.search(query)), query
+            assert remote.status()["ingress"] == "direct"
+            with pytest.raises(RemoteError, match="cannot reach"):  # plain HTTP gets no answer from a TLS port
+                memlane.connect(f"http://127.0.0.1:{port}").status()
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=60) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+

@@ -465,16 +465,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError("serve needs the sharded index to serve: --index s3://bucket/prefix/ (or a shared folder)")
     if args.replicas < 1 or not 0 < args.port < 65536:
         raise ValueError("--replicas must be at least 1 and --port between 1 and 65535")
-    from memlane.cluster.serve import check_binding
+    from memlane.cluster.serve import check_binding, loopback, tls_options
 
     check_binding(args.host, args.token, args.insecure)  # before Ray starts: a refusal is instant
+    tls_options(args.tls_cert, args.tls_key)
     from memlane.cluster.serve import start
 
     server = start(
         args.index, ray_address=args.ray, host=args.host, port=args.port, replicas=args.replicas, token=args.token,
         insecure=args.insecure, embedder=args.embed, shard_actors=args.shard_actors, refresh_seconds=args.refresh,
+        tls_cert=args.tls_cert, tls_key=args.tls_key,
     )  # fmt: skip
     auth = ", token required" if args.token else ""
+    if args.token and not args.tls_cert and not loopback(args.host):
+        auth += ", plain HTTP beyond loopback: the token crosses the network readable (--tls-cert/--tls-key serve HTTPS)"
     shards = f"{len(server.actors)} shard actors" if server.actors else "shards in the router"
     sys.stderr.write(
         f"serving {args.index} (catalog version {server.generation}, {shards}, "
@@ -648,6 +652,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
     p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
     p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
+    p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed")
+    p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
     p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)")
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="how often the router looks for a new catalog version (default 2)")

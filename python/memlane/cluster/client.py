@@ -23,6 +23,7 @@ import http.client
 import ipaddress
 import json
 import os
+import ssl
 import threading
 import urllib.parse
 import weakref
@@ -151,6 +152,8 @@ class RemoteMemory:
             if self._proxy is not None:
                 shown = self._proxy._replace(netloc=self._proxy.netloc.rpartition("@")[2]).geturl()
                 via = f" through the proxy {shown} (set NO_PROXY={self._address[1]} to go direct)"
+            if isinstance(exc, ssl.SSLCertVerificationError):
+                via += " (a certificate of its own: point SSL_CERT_FILE at it)"
             raise RemoteError(f"cannot reach a memlane server at {self.url}{via}: {exc}") from None
         if status >= 400:
             try:

@@ -31,6 +31,9 @@ Shape:
   A search answers ``{"hits": [...], "partial", "missing_shards", "generation"}`` with hits as
   ``memlane search --json`` prints them; a recall, ``memlane recall --json``'s object plus the
   same three fields. With a token every request needs ``Authorization: Bearer <token>`` (401).
+- **HTTPS**: with a certificate and its key (``--tls-cert``/``--tls-key``) the same port speaks
+  TLS (Serve's own HTTPS, in the replica under direct ingress): a token sent from beyond
+  loopback then does not cross the network readable.
 
 The client side (:mod:`memlane.cluster.client`, ``memlane.connect``) imports no Ray.
 """
@@ -65,7 +68,7 @@ from memlane.cluster import catalog as cat
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
 from memlane.cluster.storage import location
 
-__all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "direct_ingress", "start"]
+__all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "direct_ingress", "start", "tls_options"]
 
 NAMESPACE = "memlane"
 _LOG = logging.getLogger(__name__)
@@ -458,12 +461,49 @@ def check_binding(host: str, token: str | None, insecure: bool) -> None:
         Traceback (most recent call last):
         ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure
     """
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback and not token and not insecure:
+    if not loopback(host) and not token and not insecure:
         raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure")
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback (a server there is reachable from it alone).
+
+    Example:
+        >>> loopback("127.0.0.1"), loopback("::1"), loopback("0.0.0.0")
+        (True, True, False)
+    """
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
+    """Serve's HTTPS options for a certificate (PEM, its chain after it) and its private key;
+    none without either. The pair is checked here, before Ray starts, so a wrong one is one line.
+
+    Example:
+        >>> tls_options(None, None)
+        {}
+        >>> tls_options("cert.pem", None)
+        Traceback (most recent call last):
+        ValueError: HTTPS needs both --tls-cert and --tls-key
+    """
+    import ssl
+
+    if not cert and not key:
+        return {}
+    if not cert or not key:
+        raise ValueError("HTTPS needs both --tls-cert and --tls-key")
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not Path(path).is_file():
+            raise ValueError(f"{flag} {path}: no such file")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise ValueError(f"{cert} and {key} are not a PEM certificate and its private key: {exc}") from None
+    # Absolute: Serve's processes do not share this one's working directory.
+    return {"ssl_certfile": str(Path(cert).resolve()), "ssl_keyfile": str(Path(key).resolve())}
 
 
 @dataclass
@@ -471,6 +511,7 @@ class Server:
     """A running served index: its URL, shard actors and Serve application."""
 
     url: str
+    """``http://HOST:PORT`` (``https://`` with a certificate)."""
     app: str
     actors: list[str]
     """The shard actors' names (namespace ``memlane``)."""
@@ -505,6 +546,8 @@ def start(
     cache_dir: str | None = None,
     app: str = "memlane",
     route_prefix: str = "/",
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
     **ray_init: Any,
 ) -> Server:
     """Serve the sharded index at ``uri`` over HTTP on a Ray cluster; returns once it answers.
@@ -524,11 +567,13 @@ def start(
         timeout: Seconds a router waits for a shard before answering without it.
         cache_dir: Where the actors keep downloaded shards (default: memlane's cache folder).
         app: Serve application name; ``route_prefix``: its URL prefix.
+        tls_cert: Serve HTTPS with this certificate (PEM) and ``tls_key``, its private key.
         **ray_init: Passed to ``ray.init`` for a local cluster (e.g. ``num_cpus``).
     """
     from memlane.cluster.index import init_ray
 
     check_binding(host, token, insecure)
+    tls = tls_options(tls_cert, tls_key)
     if ray is None:
         raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
     catalog = cat.load(location(uri))
@@ -567,11 +612,12 @@ def start(
     # No access log: a line written per request is work on every query that nothing reads.
     quiet = {"enable_access_log": False}
     # Under direct ingress the replica takes the port; Serve's proxy (started all the same) must not.
-    serve.start(http_options={"host": host, "port": 0 if direct else port}, logging_config=quiet)
+    serve.start(http_options={"host": host, "port": 0 if direct else port, **tls}, logging_config=quiet)
     deployment = serve.deployment(
         Router, name="router", num_replicas=replicas, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64, logging_config=quiet
     )
     ingress = "direct" if direct else "proxy"
     serve.run(deployment.bind(uri, names, embedder, token, refresh_seconds, cache_dir, timeout, ingress), name=app, route_prefix=route_prefix)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    return Server(f"http://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles, ingress)
+    scheme = "https" if tls else "http"
+    return Server(f"{scheme}://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles, ingress)
