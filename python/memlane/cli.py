@@ -465,10 +465,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError("serve needs the sharded index to serve: --index s3://bucket/prefix/ (or a shared folder)")
     if args.replicas < 1 or not 0 < args.port < 65536:
         raise ValueError("--replicas must be at least 1 and --port between 1 and 65535")
-    from memlane.cluster.serve import check_binding, loopback, tls_options
+    from memlane.cluster.client import loopback
+    from memlane.cluster.serve import check_binding
 
     check_binding(args.host, args.token, args.insecure)  # before Ray starts: a refusal is instant
-    tls_options(args.tls_cert, args.tls_key)
     from memlane.cluster.serve import start
 
     server = start(

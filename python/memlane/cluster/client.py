@@ -34,7 +34,7 @@ from memlane.errors import MemlaneError
 from memlane.ranking.hit import Hit
 from memlane.recall import Recall, RecallItem
 
-__all__ = ["RemoteError", "RemoteMemory", "connect"]
+__all__ = ["RemoteError", "RemoteMemory", "connect", "loopback"]
 
 
 class RemoteError(MemlaneError):
@@ -253,7 +253,7 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
         >>> _proxy_for("http", "127.0.0.1") is None
         True
     """
-    if host == "localhost" or _loopback(host):
+    if loopback(host):
         return None
     import urllib.request  # only a client beyond loopback pays for it
 
@@ -268,9 +268,15 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
     return parts
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback (a server there is reachable from it alone).
+
+    Example:
+        >>> loopback("127.0.0.1"), loopback("::1"), loopback("localhost"), loopback("0.0.0.0")
+        (True, True, True, False)
+    """
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import logging
 import os
 import threading
@@ -65,6 +64,7 @@ except ImportError:  # the module still imports (docs, doctests); start() says w
     _UNANSWERED = ()
 
 from memlane.cluster import catalog as cat
+from memlane.cluster.client import loopback
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
 from memlane.cluster.storage import location
 
@@ -463,19 +463,6 @@ def check_binding(host: str, token: str | None, insecure: bool) -> None:
     """
     if not loopback(host) and not token and not insecure:
         raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure")
-
-
-def loopback(host: str) -> bool:
-    """Whether ``host`` names this machine's loopback (a server there is reachable from it alone).
-
-    Example:
-        >>> loopback("127.0.0.1"), loopback("::1"), loopback("0.0.0.0")
-        (True, True, False)
-    """
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
