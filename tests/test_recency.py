@@ -248,7 +248,7 @@ def test_the_unrelated_turns_of_a_pack_lend_it_no_values_or_change_language(monk
     pack = ("Rename the env var\n\nRenamed APP_DEBUG to APP_LOG_LEVEL in the three places that read it.\n\n"
             "Summarise the standup\n\nThree items: the flaky dashboard chart, the docs sprint, the offsite.")
     query = "Which framework is the dashboard written in?"
-    terms = rerank_module._stems(rerank_module._words(query))
+    terms = rerank_module._stems(query)
     assert rerank_module._about(pack, terms) == pack.split("\n\n")[-1]
     hits = _pool([
         (0.9, "2026-03-21", "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; "

@@ -44,6 +44,20 @@ class Literals:
         """Every occurrence as (character offset, literal index), overlapping ones included,
         by offset then literal: one pass over ``text``."""
 
+class TextFeatures:
+    """What the time-aware reordering reads from a text, its patterns compiled once; number words
+    (lowercase letters) are tried in the order given."""
+
+    def __init__(self, stop_words: list[str], number_words: list[tuple[str, str]]) -> None: ...
+    def words(self, text: str) -> list[str]:
+        """The distinct words of ``text``, lowercased, stop words aside."""
+    def stems(self, text: str) -> list[str]:
+        """The distinct stems of :meth:`words`."""
+    def features(self, text: str) -> tuple[list[str], list[str], int, list[tuple[str, list[str]]]]:
+        """(stems, identifiers, change, quantities): dates and clock times aside; change 1 for
+        change language, -1 for additive, 0 for both or neither; quantities as (stem of the
+        word counted or ``<named version>``, numbers)."""
+
 class Store:
     """Read side of a memlane home (creates the home if missing)."""
 

@@ -27,12 +27,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
+from memlane import _core
 from memlane.ranking.temporal import NUMBER_WORDS, affinity, asks_present_state, time_window
 
 if TYPE_CHECKING:
@@ -100,41 +100,19 @@ TIME_BONUS = 0.3
 TIME_LAG = timedelta(days=7)
 TIME_SCALE = timedelta(days=14)
 
-# Dates and clock times in chunk headings ("2026-05-10 › 17:00") say when, not what.
-# (`\d{4}-\d{2}-\d{2}` or `\d{1,2}:\d{2}`, between word boundaries; written with the first
-# digit in common, which scans faster.)
-_CLOCK = re.compile(r"\b\d(?:\d{3}-\d\d-\d\d|\d?:\d\d)\b")
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
 _STOP = frozenset(
     "a an and are as at be been but by can did do does for from had has have how i in is it its me my "
     "no not now of on or our so that the their there these this to us was we were what when where which "
     "who why will with you your user assistant yes ok currently current moment present today days still".split()
 )
-_SUFFIX = re.compile(r"(?:ing|ed|es|(?<!s)s)$")
-_CHANGE = re.compile(
-    r"\b(now|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing|ion)|replac(?:ed|ing)|"
-    r"took over|taken over|upgraded|downgraded|raised|lowered|increased|decreased|reduced|scaled|renamed|"
-    r"retired|decommissioned|deprecated|dropped|ported|changed|became|grew|rewritten|rewrite|cut ?over|"
-    r"phased out|shut down|turned off|is gone|are gone|from \S+ to)\b"
-)
-# Identifiers: words or numbers joined by - _ / or . ("us-east-1", "jobs.v2", "BILLING_PG_URL",
-# "5.7"); words joined by hyphens alone are English compounds ("dairy-free"), not identifiers.
-_IDENTIFIER = re.compile(r"\b\w+[-_/.]\w[\w/.-]*")
-_NOT_COMPOUND = re.compile(r"[\d_/.]")
-# Quantities: a number and the words it counts ("3 api replicas", "two approving reviews", "70
-# percent"), or a name and its version ("python 3.12"). Numbers are rare in text: found first,
-# then the words beside them are read.
 _NUMBER_WORDS = {word: str(n) for word, n in NUMBER_WORDS.items()} | {"single": "1"}
-_NUMBER = re.compile(r"\b(\d+(?:\.\d+)*|" + "|".join(_NUMBER_WORDS) + r")\b")
-_COUNTED = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+([a-z]+))?")
-_VERSIONED = re.compile(r"([a-z]{3,})[ \t]+$")
-# A capitalised name and its version ("MySQL 5.7", "React 18") fill one slot, whatever the name:
-# "MySQL 5.7" then "Postgres 16" is a new value there, as "5.7" then "16" would be.
-_NAME_VERSION = re.compile(r"\b([A-Z][A-Za-z]{2,})[ \t]+v?(\d+(?:\.\d+)*)\b")
-_VERSION_SLOT = "<named version>"
-# Gaining something ("the admin panel now has a dark mode toggle") adds to a subject, it does
-# not restate it.
-_ADDITION = re.compile(r"\b(also|as well|in addition|additionally|now (?:has|have|supports|offers|includes|shows))\b")
+
+
+@lru_cache(maxsize=1)
+def _reader() -> _core.TextFeatures:
+    """The core's reader of hit texts (its patterns: memlane-core's ``features`` module), with
+    this module's stop words and number words."""
+    return _core.TextFeatures(sorted(_STOP), list(_NUMBER_WORDS.items()))
 
 
 def _when(hit: Hit) -> datetime | None:
@@ -142,19 +120,13 @@ def _when(hit: Hit) -> datetime | None:
 
 
 def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+    return frozenset(_reader().words(text))
 
 
-def _stems(words: frozenset[str]) -> frozenset[str]:
-    """Crude stems, enough to match "deploys" with "deployed" and "sessions" with "session"."""
-    return frozenset(map(_stem, words))
-
-
-# A pool holds thousands of words, mostly seen in earlier pools: a regex per word was a third
-# of the reordering's time.
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    return _SUFFIX.sub("", word).removesuffix("e") if len(word) > 3 else word
+def _stems(text: str) -> frozenset[str]:
+    """Crude stems of a text's words, enough to match "deploys" with "deployed" and "sessions"
+    with "session"."""
+    return frozenset(_reader().stems(text))
 
 
 class _Features(NamedTuple):
@@ -169,38 +141,12 @@ class _Features(NamedTuple):
     quantities: dict[str, frozenset[str]]
 
 
-# A hit's text is read by eight regular expressions, most of the reordering's time; a present-state
-# question often meets hits an earlier one met (a session's follow-ups, recall after search).
+# A present-state question often meets hits an earlier one met (a session's follow-ups, recall
+# after search).
 @lru_cache(maxsize=1024)
 def _features(text: str) -> _Features:
-    # Dates and clock times say when, not what: out of both the words and the identifiers.
-    plain = _CLOCK.sub(" ", text)
-    found = (m.lower().rstrip(".") for m in _IDENTIFIER.findall(plain))
-    lower = text.lower()
-    return _Features(
-        stems=_stems(_words(plain)),
-        identifiers=frozenset(v for v in found if _NOT_COMPOUND.search(v)),
-        change=float(bool(_CHANGE.search(lower)) - bool(_ADDITION.search(lower))),
-        quantities=_quantities(plain),
-    )
-
-
-def _quantities(text: str) -> dict[str, frozenset[str]]:
-    """The numbers a text gives, by the (stemmed) word each counts, and its named versions."""
-    lower = text.lower()
-    found: dict[str, set[str]] = {}
-    for name, number in _NAME_VERSION.findall(text):
-        if name.lower() not in _STOP:
-            found.setdefault(_VERSION_SLOT, set()).add(f"{name.lower()} {number}")
-    for m in _NUMBER.finditer(lower):
-        after = _COUNTED.match(lower, m.end())
-        units = list(after.groups()) if after else []
-        if m.group(1)[0].isdigit() and (before := _VERSIONED.search(lower, max(0, m.start() - 40), m.start())):
-            units.append(before.group(1))
-        for unit in units:
-            if unit and len(unit) > 2 and unit not in _STOP:
-                found.setdefault(_stem(unit), set()).add(_NUMBER_WORDS.get(m.group(1), m.group(1)))
-    return {unit: frozenset(numbers) for unit, numbers in found.items()}
+    stems, identifiers, change, quantities = _reader().features(text)
+    return _Features(frozenset(stems), frozenset(identifiers), float(change), {unit: frozenset(numbers) for unit, numbers in quantities})
 
 
 @lru_cache(maxsize=1024)
@@ -211,7 +157,7 @@ def _about(text: str, terms: frozenset[str]) -> str:
     paragraphs = text.split("\n\n")
     if len(paragraphs) < 3:
         return text
-    kept = {k for i, p in enumerate(paragraphs) if _stems(_words(p)) & terms for k in (i, i + 1)}
+    kept = {k for i, p in enumerate(paragraphs) if _stems(p) & terms for k in (i, i + 1)}
     return "\n\n".join(p for i, p in enumerate(paragraphs) if i in kept) if kept else text
 
 
@@ -254,7 +200,7 @@ def _evidence(hits: list[Hit], query: str, vectors: np.ndarray | None) -> tuple[
 
     n = len(hits)
     query_words = _words(query)
-    terms = _stems(query_words)
+    terms = _stems(query)
     stems = [_features(h.text).stems for h in hits]
     # Value slots and change language are read where a hit speaks of the query's subject: a pack
     # of short turns often holds unrelated ones ("Renamed APP_DEBUG …" beside a remark on the

@@ -10,6 +10,7 @@
 pub mod chunk;
 mod durable;
 pub mod error;
+pub mod features;
 pub mod hybrid;
 pub mod knowledge;
 pub mod lexical;

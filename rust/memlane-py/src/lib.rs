@@ -2,6 +2,7 @@
 //! around every index and disk operation, and maps errors; no logic lives here.
 
 mod errors;
+mod features;
 mod literals;
 mod store;
 
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyWriter>()?;
     m.add_class::<store::PyHomeLock>()?;
     m.add_class::<literals::PyLiterals>()?;
+    m.add_class::<features::PyTextFeatures>()?;
     m.add_function(wrap_pyfunction!(store::install_rebuilt, m)?)?;
     m.add_function(wrap_pyfunction!(store::clear_repair_leftovers, m)?)?;
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
