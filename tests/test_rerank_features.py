@@ -83,6 +83,8 @@ CORNERS = [
     "Sessions, deploys, deployed, caching, classes, bless, uses, bus, gas, settings, releases.",
     "Ça a changé : la base est passée de MySQL 5.7 à Postgres 16 — 3 répliques, ２ serveurs.",
     "日本語のテキスト 2026-01-02 と us-west-2 と 5 replicas “quoted” ‘single’ 🚀 done.",
+    "é5 apples and │5 pears; café-2 naïve-x1 │ db-1 ⋮ v2.0 — 10:30 … now “moved” →3 hosts",
+    "│ 2026-03-04 │ MySQL 8 │ 4 replicas │ switched │ ⋮ █ ✨ 🍰",
     "from staging to prod; from db-1 to db-2; any more, anymore, cutover, cut over, no longer.",
     "Is gone. ARE GONE. Shut down. TURNED OFF. Phased out... took over, taken over.",
     "trailing dots... a.b.c. end_. __init__.py ./run.sh ../x/y-z_1 http://h.example.com/a/b",
