@@ -430,3 +430,30 @@ def test_memlane_serve_speaks_https_with_a_certificate(served, tmp_path: Path, m
             if server.poll() is None:
                 server.kill()
 
+
+
+def test_options_a_running_serve_would_ignore_are_refused(served, tmp_path: Path) -> None:
+    """On a cluster where Serve already runs (an index served before, since stopped, leaves it
+    running), Serve keeps the HTTP options it started with: another port, or HTTPS it was not
+    started with, is refused in one line naming where it listens, before any shard actor starts,
+    instead of a URL nothing answers on."""
+    import ray
+    from ray import serve
+
+    from memlane.cluster import serve as srv
+
+    port = int(served["bm25"].url.rsplit(":", 1)[1].split("/")[0])
+    actors = len(ray.util.list_named_actors(all_namespaces=True))
+    cert, key = _self_signed(tmp_path)
+    for asked in ({"port": _free_port()}, {"port": port, "tls_cert": str(cert), "tls_key": str(key)}):
+        with pytest.raises(ValueError, match=f"already runs on this cluster at http://127.0.0.1:{port} "):
+            srv.start(served["out"], embedder="none", shard_actors=1, cache_dir=str(tmp_path / "cache"), app="elsewhere", route_prefix="/elsewhere", **asked)
+    assert len(ray.util.list_named_actors(all_namespaces=True)) == actors
+    assert "elsewhere" not in serve.status().applications
+    # The options it runs with still serve another application.
+    server = srv.start(served["out"], port=port, embedder="none", shard_actors=0, cache_dir=str(tmp_path / "cache"), app="same", route_prefix="/same")
+    try:
+        assert server.url == f"http://127.0.0.1:{port}/same"
+        assert memlane.connect(server.url).status()["generation"] == memlane.connect(served["bm25"].url).status()["generation"]
+    finally:
+        serve.delete(server.app)

@@ -452,6 +452,26 @@ def _direct_on(port: int) -> bool:
     return True
 
 
+def _check_running_serve(host: str, port: int, tls: dict[str, str]) -> None:
+    """Refuse HTTP options a Serve already running on the cluster would ignore (it keeps those it
+    started with, and a served index stopped leaves Serve running): the URL said would be one
+    nothing answers on, or plain HTTP where HTTPS was asked for."""
+    try:
+        from ray.serve.context import _get_global_client
+    except ImportError:  # Serve's internals moved: serve.start() still warns in the log
+        return
+    client = _get_global_client(raise_if_no_controller_running=False)
+    if client is None:
+        return
+    http = client.http_config
+    if (http.host, http.port, http.ssl_certfile or None, http.ssl_keyfile or None) != (host, port, tls.get("ssl_certfile"), tls.get("ssl_keyfile")):
+        scheme = "https" if http.ssl_certfile else "http"
+        raise ValueError(
+            f"Ray Serve already runs on this cluster at {scheme}://{http.host}:{http.port} and keeps the HTTP options it started with: "
+            "serve with its host, port and certificate, or stop it first (`serve shutdown -y`)"
+        )
+
+
 def check_binding(host: str, token: str | None, insecure: bool) -> None:
     """Refuse to serve beyond loopback without a token (unless ``insecure``).
 
@@ -573,6 +593,8 @@ def start(
     direct = _direct_on(port)
     if direct and replicas > 1:
         raise ValueError(f"this Ray cluster serves port {port} from one router replica (direct ingress): --replicas 1, or a cluster started without it")
+    if not direct:
+        _check_running_serve(host, port, tls)
     from ray import serve
 
     if shard_actors is None:
