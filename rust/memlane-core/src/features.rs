@@ -153,9 +153,13 @@ impl FeatureReader {
     /// The distinct stems of [`FeatureReader::words`].
     #[must_use]
     pub fn stems(&self, text: &str) -> Vec<String> {
-        let lower = text.to_lowercase();
+        self.stems_of_lower(&text.to_lowercase())
+    }
+
+    /// [`FeatureReader::stems`] of a text already lowercased.
+    fn stems_of_lower(&self, lower: &str) -> Vec<String> {
         let mut seen = FxHashSet::default();
-        words_of(&lower)
+        words_of(lower)
             .filter(|w| !self.stop.contains(*w))
             .map(stem)
             .filter(|s| seen.insert(*s))
@@ -185,16 +189,19 @@ impl FeatureReader {
         let lower = text.to_lowercase();
         let change =
             i8::from(bounded.change.is_match(&lower)) - i8::from(bounded.addition.is_match(&lower));
+        // The words and the numbers are read in the same lowercased text.
+        let plain_lower = plain.to_lowercase();
         TextFeatures {
-            stems: self.stems(&plain),
+            stems: self.stems_of_lower(&plain_lower),
             identifiers,
             change,
-            quantities: self.quantities(&plain, bounded),
+            quantities: self.quantities(&plain, &plain_lower, bounded),
         }
     }
 
-    /// The numbers `text` gives, by the stem of the word each counts, and its named versions.
-    fn quantities(&self, text: &str, bounded: &Bounded) -> Vec<(String, Vec<String>)> {
+    /// The numbers `text` (`lower`, lowercased) gives, by the stem of the word each counts, and
+    /// its named versions.
+    fn quantities(&self, text: &str, lower: &str, bounded: &Bounded) -> Vec<(String, Vec<String>)> {
         let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for c in bounded.name_version.captures_iter(text) {
             let name = c[1].to_lowercase();
@@ -205,8 +212,7 @@ impl FeatureReader {
                     .insert(format!("{name} {}", &c[2]));
             }
         }
-        let lower = text.to_lowercase();
-        for m in bounded.number.find_iter(&lower) {
+        for m in bounded.number.find_iter(lower) {
             let number = m.as_str();
             let mut units = counted(&lower[m.end()..]);
             // Digits (a number word starts with a letter) may version the name before them.
