@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import warnings
+from urllib.parse import urlsplit
 from pathlib import Path
 
 import pytest
@@ -296,7 +297,7 @@ def test_two_router_replicas_each_hold_the_shards_and_answer_alike(served, tmp_p
 
     from memlane.cluster import serve as srv
 
-    port = int(served["bm25"].url.rsplit(":", 1)[1].split("/")[0])
+    port = urlsplit(served["bm25"].url).port
     server = srv.start(served["out"], port=port, embedder="none", replicas=2, shard_actors=0, cache_dir=str(tmp_path / "cache"), app="replicas", route_prefix="/replicas")
     try:
         assert (server.ingress, server.actors) == ("proxy", [])
@@ -442,7 +443,7 @@ def test_options_a_running_serve_would_ignore_are_refused(served, tmp_path: Path
 
     from memlane.cluster import serve as srv
 
-    port = int(served["bm25"].url.rsplit(":", 1)[1].split("/")[0])
+    port = urlsplit(served["bm25"].url).port
     actors = len(ray.util.list_named_actors(all_namespaces=True))
     cert, key = _self_signed(tmp_path)
     for asked in ({"port": _free_port()}, {"port": port, "tls_cert": str(cert), "tls_key": str(key)}):
