@@ -217,7 +217,7 @@ def _one_home(tmp: Path, root: Path, embedder="none") -> memlane.Memory:
 
 
 def _raw(store, query: str, **kw):
-    return [(h["key"], h["score"], h["bm25"], h["vector"]) for h in store.search(query, k=10, **kw)]
+    return [(h["key"], h["score"], h["bm25"], h["vector"], h["coverage"], h["relevance"]) for h in store.search(query, k=10, **kw)]
 
 
 def _same_up_to_ties(a: list, b: list) -> None:

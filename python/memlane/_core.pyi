@@ -189,7 +189,6 @@ def fuse_candidates(
 def search_across(
     stores: list[Store],
     query: str,
-    stats: str,
     k: int = 10,
     vector: npt.NDArray[np.float32] | None = None,
     embedder_id: str | None = None,
@@ -203,7 +202,9 @@ def search_across(
     candidates: int = 50,
     projects: list[str] | None = None,
     branch: str | None = None,
+    corpus: list[Store] | None = None,
 ) -> list[dict[str, Any]]:
     """``Store.search`` over several stores (the shards of one sharded index open in this
     process) as one home holding all their chunks would answer it, BM25 scored with the whole
-    corpus's ``stats`` (from ``merge_term_stats``): hit dicts, best first."""
+    corpus's statistics: those of every store of ``corpus`` (default: ``stores``), summed: hit
+    dicts, best first."""

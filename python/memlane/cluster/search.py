@@ -169,21 +169,21 @@ class ShardSet:
     ) -> list[dict[str, Any]]:
         """Hits as one home over every shard's chunks returns them (``_core.Store.search``)."""
         filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
-        # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
-        stats = self.term_stats(query)
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
-        hits = self._ranked(selected, query, stats, request, fusion, vector_weight, threshold)
+        hits = self._ranked(selected, query, request, fusion, vector_weight, threshold)
         for hit in hits:
             hit["path"] = self.catalog.display_path(hit["path"])
         return hits
 
     def _ranked(
-        self, selected: list[int], query: str, stats: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+        self, selected: list[int], query: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
     ) -> list[dict[str, Any]]:
         """The hits of the selected shards, fused as one home's: a round of candidates from
         every shard, then a round that reads each hit's chunk from its shard (a shard that
         does not answer, None from ``call``, is left out)."""
+        # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
+        stats = self.term_stats(query)
         answered = [(n, p) for n, p in zip(selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])) if p is not None]
         chosen, parts = [n for n, _ in answered], [p for _, p in answered]
         k, candidates = request["k"], request["candidates"]
@@ -284,20 +284,22 @@ class ShardSet:
 class LocalShardSet(ShardSet):
     """The shards of one catalog version open in this process (:class:`LocalShard`).
 
-    A query is one core call that searches every shard and reads every hit side by side, as
-    a home's search does (``_core.search_across``). Other calls run in the caller's thread,
-    one shard after another: a shard's statistics take tens of µs, less than handing them to
-    a thread and back.
+    A query is one core call that sums every shard's statistics, searches the selected shards
+    and reads every hit side by side, as a home's search does (``_core.search_across``): no
+    statistics round through Python (~0.25 ms a query at 1M chunks). Other calls run in the
+    caller's thread, one shard after another: a shard's statistics take tens of µs, less than
+    handing them to a thread and back.
     """
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, LocalShard]) -> None:
         super().__init__(catalog, records, shards, inline)
 
     def _ranked(
-        self, selected: list[int], query: str, stats: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+        self, selected: list[int], query: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
     ) -> list[dict[str, Any]]:
         stores = [self.shards[n].store for n in selected]
-        return _core.search_across(stores, query, stats, fusion=fusion, vector_weight=vector_weight, threshold=threshold, **request)
+        every = [self.shards[n].store for n in sorted(self.shards)]
+        return _core.search_across(stores, query, corpus=every, fusion=fusion, vector_weight=vector_weight, threshold=threshold, **request)
 
 
 def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:

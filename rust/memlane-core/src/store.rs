@@ -712,6 +712,24 @@ impl Store {
         })
     }
 
+    /// The whole corpus's BM25 statistics for `query` over several stores (the shards of one
+    /// sharded index open in one process): every store's [`Store::term_stats`], side by side,
+    /// summed.
+    ///
+    /// # Errors
+    /// The first store's error.
+    pub fn corpus_term_stats(stores: &[&Store], query: &str) -> Result<TermStats> {
+        let shares = stores
+            .par_iter()
+            .map(|store| store.term_stats(query))
+            .collect::<Result<Vec<_>>>()?;
+        let mut total = TermStats::default();
+        for share in &shares {
+            total.add(share);
+        }
+        Ok(total)
+    }
+
     /// What this home holds, for routing scoped queries of a sharded index (see
     /// [`crate::shard::Summary`]).
     ///

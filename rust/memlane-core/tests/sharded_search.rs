@@ -105,6 +105,7 @@ fn shards_searched_together_answer_as_one_home() {
         for shard in &shards {
             stats.add(&shard.term_stats(query).unwrap());
         }
+        assert_eq!(Store::corpus_term_stats(&shards, query).unwrap(), stats);
         let session = Filters {
             session_id: Some("s4".into()),
             ..Filters::default()

@@ -244,17 +244,17 @@ pub fn fuse_candidates(
 
 /// `Store.search` over several stores (the shards of one sharded index open in this
 /// process) as one home holding all their chunks would answer it, BM25 scored with the whole
-/// corpus's `stats` (JSON from `merge_term_stats`): hit dicts, best first.
+/// corpus's statistics: those of every store of `corpus` (default: `stores`), summed: hit
+/// dicts, best first.
 #[pyfunction]
-#[pyo3(signature = (stores, query, stats, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
+#[pyo3(signature = (stores, query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
                     since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
-                    candidates = 50, projects = None, branch = None))]
+                    candidates = 50, projects = None, branch = None, corpus = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn search_across<'py>(
     py: Python<'py>,
     stores: Vec<PyRef<'py, PyStore>>,
     query: String,
-    stats: &str,
     k: usize,
     vector: Option<PyReadonlyArray1<'py, f32>>,
     embedder_id: Option<String>,
@@ -268,8 +268,8 @@ pub fn search_across<'py>(
     candidates: usize,
     projects: Option<Vec<String>>,
     branch: Option<String>,
+    corpus: Option<Vec<PyRef<'py, PyStore>>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let stats = parse_stats(Some(stats))?.unwrap_or_default();
     let req = SearchRequest {
         query,
         vector: query_vector(vector)?,
@@ -280,9 +280,17 @@ pub fn search_across<'py>(
         threshold,
         candidates,
     };
-    let stores: Vec<Arc<Store>> = stores.iter().map(|s| Arc::clone(&s.inner)).collect();
+    let shared = |list: &[PyRef<'py, PyStore>]| -> Vec<Arc<Store>> {
+        list.iter().map(|s| Arc::clone(&s.inner)).collect()
+    };
+    let corpus = corpus.as_deref().map(shared);
+    let stores = shared(&stores);
     let hits = detached(py, || {
         let refs: Vec<&Store> = stores.iter().map(AsRef::as_ref).collect();
+        let every: Vec<&Store> = corpus
+            .as_ref()
+            .map_or_else(|| refs.clone(), |c| c.iter().map(AsRef::as_ref).collect());
+        let stats = Store::corpus_term_stats(&every, &req.query)?;
         Store::search_across(&refs, &req, &stats)
     })?;
     hit_list(py, &hits)
