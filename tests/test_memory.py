@@ -49,6 +49,31 @@ def test_hit_turn_ranges_point_at_the_pair(mem, corpus):
     assert hit.text.startswith("User: which database does billing use?")
 
 
+def test_hits_made_from_the_core_are_whole_dataclass_hits(mem, corpus):
+    """``Hit._from_core`` fills the frozen dataclass past its ``__init__``: every field is set,
+    and the hit equals, hashes and copies as one the constructor made."""
+    import dataclasses
+    from datetime import datetime, timezone
+
+    from memlane.ranking.hit import Hit, _iso
+
+    mem.index([corpus])
+    hits = mem.search("billing database deploy", k=5)
+    assert len(hits) >= 2
+    for hit in hits:
+        assert set(vars(hit)) == {f.name for f in dataclasses.fields(Hit)}
+        made = Hit(**{f.name: getattr(hit, f.name) for f in dataclasses.fields(Hit)})
+        assert made == hit and hit.to_dict() == made.to_dict()
+        assert dataclasses.replace(hit, superseded_by="x").superseded_by == "x"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            hit.score = 0.0  # type: ignore[misc]
+    # The naive formatting says what the timezone-aware one says, to the millisecond.
+    rng = np.random.default_rng(7)
+    for ms in [0, 1, -1, 999, 1000, -1001, 1773652500123, *rng.integers(-(10**12), 4 * 10**12, 2000).tolist()]:
+        aware = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        assert _iso(ms) == aware, ms
+
+
 def test_unchanged_reindex_is_a_noop_and_embeds_nothing(mem, corpus, fake_embedder):
     mem.index([corpus])
     embedded = fake_embedder.texts_embedded
