@@ -162,6 +162,14 @@ def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.Ca
     assert main(["--index", "s3://nowhere/index/", "serve", "--tls-cert", __file__, "--tls-key", __file__]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a PEM certificate and its private key" in err
+    # Ray without the rest of the extra (orjson renders the answers): what to install, before Ray starts.
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "orjson" else find_spec(name, *a))
+    assert main(["--index", "s3://nowhere/index/", "serve", "--port", str(_free_port())]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'memlane[ray]'" in err
 
 
 def test_project_scoped_query_touches_only_the_project_s_shards(served, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import importlib.util
 import logging
 import os
 import threading
@@ -54,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 try:
-    import orjson
     import ray
     from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
@@ -410,6 +410,7 @@ def _json_response(content: Any, status_code: int = 200, headers: dict[str, str]
     """A JSON response rendered by orjson: the bytes Starlette's ``JSONResponse`` renders (UTF-8,
     no spaces) in a tenth of the time (0.04 ms against 0.34 for ten hits), on the event loop
     every request shares."""
+    import orjson
     from starlette.responses import Response
 
     return Response(orjson.dumps(content), status_code, headers, media_type="application/json")
@@ -589,7 +590,7 @@ def start(
 
     check_binding(host, token, insecure)
     tls = tls_options(tls_cert, tls_key)
-    if ray is None:
+    if ray is None or importlib.util.find_spec("orjson") is None:  # orjson renders the answers
         raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
     catalog = cat.load(location(uri))
     if catalog is None:
