@@ -147,6 +147,38 @@ def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, cap
     assert done.stdout.strip() == "[]"
 
 
+def test_bad_requests_get_a_json_error_and_a_status_saying_which(served) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    from memlane.cluster.serve import MAX_K
+
+    url = served["bm25"].url
+
+    def ask(path: str, body: bytes | None) -> tuple[int, dict]:
+        request = urllib.request.Request(f"{url}{path}", body, {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            assert error.headers["Content-Type"] == "application/json"
+            return error.code, json.loads(error.read())
+
+    assert ask("/search", b'{"query": "deploy", "k": 3}')[0] == 200
+    for path, body, status, says in [
+        ("/search", b"not json", 400, "the body is not JSON"),
+        ("/search", b"[1, 2]", 400, "the body must be a JSON object"),
+        ("/search", b'{"k": 3}', 400, "needs a query"),
+        ("/search", b'{"query": "deploy", "limit": 3}', 400, "unknown field(s) limit"),
+        ("/search", json.dumps({"query": "deploy", "k": MAX_K + 1}).encode(), 400, f"at most {MAX_K}"),
+        ("/status", b"{}", 405, "/status takes GET"),
+        ("/nothing", b"{}", 404, "no such endpoint /bm25/nothing"),
+    ]:
+        got = ask(path, body)
+        assert got[0] == status and says in got[1]["error"], (path, body, got)
+
+
 def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
     assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(_free_port())]) == 2

@@ -27,7 +27,8 @@ Shape:
   ~1.5 ms instead of ~16 ms on a 2-core machine); with several replicas, or on a cluster
   started elsewhere, Serve's proxy listens and balances the replicas.
 - **HTTP API** (read only): ``POST /search``, ``POST /recall`` (JSON bodies: the keyword
-  arguments of :meth:`memlane.Memory.search` and :meth:`~memlane.Memory.recall`), ``GET /status``.
+  arguments of :meth:`memlane.Memory.search`, ``k`` at most :data:`MAX_K`, and
+  :meth:`~memlane.Memory.recall`), ``GET /status``.
   A search answers ``{"hits": [...], "partial", "missing_shards", "generation"}`` with hits as
   ``memlane search --json`` prints them; a recall, ``memlane recall --json``'s object plus the
   same three fields. With a token every request needs ``Authorization: Bearer <token>`` (401).
@@ -78,6 +79,9 @@ _LOG = logging.getLogger(__name__)
 _KEEP_VERSIONS = 2
 _SEARCH_FIELDS = {"k", "sources", "session_id", "since", "until", "fusion", "vector_weight", "threshold", "recency", "temporal", "hierarchy", "project", "branch"}
 _RECALL_FIELDS = {"max_tokens", "half_life_days", "include_brain", "show_secrets", "project", "branch", "label_projects"}
+# Hits one search may ask for over HTTP: one request cannot make the server read and send a
+# whole index (a recall's pool is bounded by its own rules).
+MAX_K = 1000
 
 
 class ShardActor:
@@ -390,6 +394,9 @@ class Router:
         unknown = sorted(set(body) - allowed - {"query"})
         if unknown:
             raise ValueError(f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}")
+        k = body.get("k")
+        if route == "search" and isinstance(k, int) and k > MAX_K:
+            raise ValueError(f"k={k} is more than a served search returns: at most {MAX_K}")
         if route == "recall":
             payload = index.recall(query, **{k: body[k] for k in _RECALL_FIELDS & set(body)}).to_dict()
         else:
