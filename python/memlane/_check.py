@@ -44,12 +44,20 @@ def optional_text(name: str, value: Any) -> str | None:
     return None if value is None else text(name, value)
 
 
-def integer(name: str, value: Any, *, minimum: int | None = None) -> int:
-    """``value`` if it is an ``int`` (not a bool) of at least ``minimum``."""
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` if it is an ``int`` (not a bool) of at least ``minimum`` and at most ``maximum``.
+
+    Example:
+        >>> integer("k", 1001, minimum=1, maximum=1000)
+        Traceback (most recent call last):
+        memlane.errors.InvalidArgumentError: k must be at most 1000, got 1001
+    """
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(f"{name} must be an int, got {_got(value)}")
     if minimum is not None and value < minimum:
         raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidArgumentError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 

@@ -65,6 +65,7 @@ except ImportError:  # the module still imports (docs, doctests); start() says w
     ray = None
     _UNANSWERED = ()
 
+from memlane import _check
 from memlane.cluster import catalog as cat
 from memlane.cluster.client import loopback
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
@@ -394,9 +395,8 @@ class Router:
         unknown = sorted(set(body) - allowed - {"query"})
         if unknown:
             raise ValueError(f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}")
-        k = body.get("k")
-        if route == "search" and isinstance(k, int) and k > MAX_K:
-            raise ValueError(f"k={k} is more than a served search returns: at most {MAX_K}")
+        if route == "search" and "k" in body:
+            _check.integer("k", body["k"], minimum=1, maximum=MAX_K)
         if route == "recall":
             payload = index.recall(query, **{k: body[k] for k in _RECALL_FIELDS & set(body)}).to_dict()
         else:
