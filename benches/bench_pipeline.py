@@ -131,7 +131,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=1500)
     ap.add_argument("--pairs", type=int, default=70, help="exchanges per file")
     ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--quantization", default="f16", choices=["f16", "i8", "f32"])
+    ap.add_argument("--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)")
     ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/pipeline.json"))
     args = ap.parse_args()

@@ -68,7 +68,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--quantization", default="f16", choices=["f16", "i8", "f32"])
+    ap.add_argument("--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)")
     ap.add_argument("--workdir", type=Path, default=None, help="where to build (default: a temp dir, deleted after)")
     ap.add_argument("--keep", action="store_true", help="keep the archive and home")
     ap.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))

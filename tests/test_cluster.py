@@ -410,7 +410,8 @@ def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(cluster, s3, t
     s3.put_object(Bucket=BUCKET, Key="cli/proj-0/s000.jsonl.gz", Body=gzip.compress(data))
     _upload(s3, root, "cli")
     out = f"s3://{OUT_BUCKET}/cli/"
-    assert main(["index", f"s3://{BUCKET}/cli/", "--ray", "auto", "--shards", "2", "--partition-depth", "1", "--out", out, "--embed", "none", "--json"]) == 0
+    assert main(["index", f"s3://{BUCKET}/cli/", "--ray", "auto", "--shards", "2", "--partition-depth", "1", "--out", out, "--embed", "none",
+                 "--quantization", "f16", "--json"]) == 0  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert report["files_indexed"] == 6 and report["generation"] == 1
     catalog = cat.load(location(out))
@@ -424,10 +425,11 @@ def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(cluster, s3, t
     assert hits and all(h["path"].startswith(f"s3://{BUCKET}/cli/") for h in hits)
     assert main(["--index", out, "status", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == 6
-    # A shard downloaded by hand is an ordinary home.
+    # A shard downloaded by hand is an ordinary home, with the vector storage asked for.
     ref = next(s for s in catalog.shards if s.version)
     record = cat.version_record(location(out), ref.shard, ref.version)
     home = cat.materialize(location(out), ref.shard, record, tmp_path / "shard")
+    assert memlane.open(home, embedder="none").status()["quantization"] == "f16"
     assert main(["--home", str(home), "search", "deploy rollback", "--embed", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
     assert main(["--index", out, "forget", "--session", "syn-1"]) == 2

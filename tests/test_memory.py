@@ -241,6 +241,52 @@ def test_keyword_search_does_not_read_the_vector_file(tmp_path, corpus, fake_emb
         memlane.open(tmp_path / "home", embedder=fake_embedder).search("ERR_CONN_RESET", k=1)
 
 
+def test_a_new_home_stores_vectors_in_i8_and_an_old_home_keeps_its_own(tmp_path, corpus, fake_embedder):
+    # i8 (one byte a dimension) is the default; a home made with f16 stays f16 when opened with
+    # the default, keeps indexing in it, and both rank the same chunks alike.
+    new = memlane.open(tmp_path / "new", embedder=fake_embedder)
+    memlane.open(tmp_path / "old", embedder=fake_embedder, quantization="f16").index([corpus])
+    new.index([corpus])
+    old = memlane.open(tmp_path / "old", embedder=fake_embedder)
+    assert (new.status()["quantization"], old.status()["quantization"]) == ("i8", "f16")
+    vectors = new.status()["vectors"]
+    saved = (tmp_path / "old" / "vectors.usearch").stat().st_size - (tmp_path / "new" / "vectors.usearch").stat().st_size
+    assert saved == vectors * fake_embedder.dim  # two bytes a dimension against one
+    write_jsonl(corpus / "later.jsonl", generic_session("later", [("user", "the quokka cache warms at noon"), ("assistant", "noted")]))
+    old.index([corpus])
+    assert old.status()["quantization"] == "f16" and old.status()["vectors"] > vectors
+    assert "quokka" in old.search("quokka cache warms", k=1)[0].text
+    for query in ("exit code 137", "which database does billing use"):
+        a, b = {h.id: h.scores["vector"] for h in new.search(query, k=3)}, {h.id: h.scores["vector"] for h in old.search(query, k=3)}
+        assert list(a)[0] == list(b)[0]
+        assert all(abs(a[i] - b[i]) < 0.02 for i in a.keys() & b.keys())
+
+
+def test_vectors_loaded_while_queries_are_embedded_answer_as_loaded_on_demand(tmp_path, corpus, fake_embedder):
+    # A search starts loading the vectors on a thread of their own before it embeds its query:
+    # searches racing that load get the same answers, and a load that fails is reported by the
+    # search (never taken for a home without vectors).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlane.errors import CorruptIndexError
+
+    memlane.open(tmp_path / "home", embedder=fake_embedder).index([corpus])
+    queries = ["exit code 137", "which database does billing use", "keepalive timeout"]
+    expected = {q: [(h.id, h.score) for h in memlane.open(tmp_path / "home", embedder=fake_embedder).search(q)] for q in queries}
+    assert all(expected.values())
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: (q, [(h.id, h.score) for h in mem.search(q)]), queries * 4))
+    assert all(hits == expected[q] for q, hits in got)
+    (tmp_path / "home" / "vectors.usearch").write_bytes(b"not an index")
+    broken = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    assert broken.vectors_embedder_id == fake_embedder.id  # read from memlane.json, the vectors not loaded
+    broken._store.prefetch_vectors()
+    for _ in range(2):  # the failed load is retried and reported by every search
+        with pytest.raises(CorruptIndexError):
+            broken.search("exit code 137")
+
+
 def test_embedding_cache_is_shared_across_homes(tmp_path, corpus, fake_embedder):
     memlane.open(tmp_path / "a", embedder=fake_embedder).index([corpus])
     calls = fake_embedder.texts_embedded

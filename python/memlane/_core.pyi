@@ -61,7 +61,7 @@ class TextFeatures:
 class Store:
     """Read side of a memlane home (creates the home if missing)."""
 
-    def __init__(self, home: str | PathLike[str], quantization: str = "f16") -> None: ...
+    def __init__(self, home: str | PathLike[str], quantization: str = "i8") -> None: ...
     def search(
         self,
         query: str,
@@ -114,7 +114,10 @@ class Store:
         """Whether chunks record their project and branch (homes built before they did do not)."""
     def projects(self) -> dict[str, int]:
         """Live chunks per project key."""
-    def meta(self) -> dict[str, Any]: ...
+    def meta(self) -> dict[str, Any]:
+        """``memlane.json`` as on disk (version, embedder_id, dim, quantization); loads no vectors."""
+    def prefetch_vectors(self) -> None:
+        """Start loading the vectors on a thread of their own, unless loaded or loading."""
     def verify(self, lock: HomeLock, thorough: bool = True) -> dict[str, Any]:
         """Findings (problems and notes) and counts of the home; the caller holds its lock."""
     def sources(self) -> list[str]:

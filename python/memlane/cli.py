@@ -83,7 +83,7 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         if args.command not in ("search", "recall", "status"):
             raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
         return memlane.open_index(args.index, embedder=spec)
-    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", "f16"))
+    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", "i8"))
 
 
 def _cmd_index_cluster(args: argparse.Namespace) -> int:
@@ -112,7 +112,7 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
     report = index_sources(
         args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=args.embed,
         embed_options=options, ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
-        requests_per_second=args.requests_per_second, format=args.format, progress=progress,
+        requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization, progress=progress,
     )  # fmt: skip
     published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
@@ -438,7 +438,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"files       {status['files']}  sessions {status['sessions']}\n"
         f"chunks      {status['chunks']}  with vectors {status['chunks_with_vectors']} "
         f"({status['vectors']} window vectors)\n"
-        f"embedder    {status['embedder_id'] or '-'}" + (f", weights from {status['weights']}" if status["weights"] else "") + "\n"
+        f"embedder    {status['embedder_id'] or '-'}" + (f", weights from {status['weights']}" if status["weights"] else "")
+        + (f", vectors stored as {status['quantization']}" if status["vectors"] else "") + "\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
         f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
@@ -594,7 +595,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
-    p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="f16", help="vector storage of a new home (default f16)")
+    p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="i8", help="vector storage of a new home (default i8; a home keeps its own)")
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
     cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")

@@ -51,6 +51,8 @@ class ShardJob:
     remove: list[str] = field(default_factory=list)
     """Source URIs whose chunks go (deleted, changed, or now a duplicate)."""
     partitions: list[str] = field(default_factory=list)
+    quantization: str = "i8"
+    """Vector storage of a new shard home (a shard version keeps its base's)."""
 
 
 def stage_path(stage_root: str, uri: str) -> Path:
@@ -105,7 +107,7 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
         if job.base is not None:
             cat.materialize(out, job.shard, job.base, home)
             (home / ".complete").unlink()
-        mem = Memory(home, embedder=embedder, cache_dir=home / "cache")
+        mem = Memory(home, embedder=embedder, quantization=job.quantization, cache_dir=home / "cache")
         removed = mem.remove_sources([str(stage_path(job.stage_root, u)) for u in job.remove]) if job.remove else 0
         for uri in job.index:
             path = stage_path(job.stage_root, uri)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from memlane import _core
+from memlane import _check, _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, local_spec, may_be_bedrock
 from memlane.cluster.storage import location
@@ -181,6 +181,7 @@ def index_sources(
     embed_threads: int = 1,
     requests_per_second: float | None = None,
     format: str | None = None,
+    quantization: str = "i8",
     stage_root: str | None = None,
     progress: Progress | None = None,
     **ray_init: Any,
@@ -202,6 +203,8 @@ def index_sources(
         embed_threads: onnxruntime threads per local embedding actor.
         requests_per_second: Bedrock requests per second, cluster-wide (default 20).
         format: Force a transcript format (as ``memlane index --format``).
+        quantization: Vector storage of a new shard (as ``memlane index --quantization``; a
+            shard keeps the storage it was made with).
         stage_root: Where workers put objects while indexing them (same path on every node).
         progress: Optional ``(stage, done, total)`` callback; stages ``list`` and ``shards``.
         **ray_init: Passed to ``ray.init`` for a local cluster (e.g. ``num_cpus``).
@@ -212,6 +215,7 @@ def index_sources(
     Raises:
         ValueError: ``shards``, ``partition_depth`` or the embedder contradict the existing catalog.
     """
+    _check.choice("quantization", quantization, ("f16", "i8", "f32"))
     started = time.perf_counter()
     out_loc = location(out)
     previous = cat.load(out_loc)
@@ -297,7 +301,7 @@ def index_sources(
             records[shard] = committed
             report.shards_resumed += 1
             continue
-        job = ShardJob(shard, version, out_loc.uri, stage, base_record, [u for u, _ in index.get(shard, [])], remove.get(shard, []), parts)
+        job = ShardJob(shard, version, out_loc.uri, stage, base_record, [u for u, _ in index.get(shard, [])], remove.get(shard, []), parts, quantization)
         pending[task.remote(job, shard_embedder)] = shard
     done = len(records)
     while pending:

@@ -261,9 +261,12 @@ class ShardSet:
                 out[key] = out.get(key, 0) + n
         return out
 
+    def prefetch_vectors(self) -> None:
+        """Nothing to start from here: each shard actor's store loads its vectors on its first search."""
+
     def meta(self) -> dict[str, Any]:
         """What built the vectors (as a home's ``memlane.json``)."""
-        return {"version": 1, "embedder_id": self.catalog.embedder_id, "dim": self.catalog.dim, "quantization": "f16"}
+        return {"version": 1, "embedder_id": self.catalog.embedder_id, "dim": self.catalog.dim}
 
     def status(self) -> dict[str, Any]:
         """Counts summed over the shards, from the catalog (no shard is opened)."""
@@ -293,6 +296,11 @@ class LocalShardSet(ShardSet):
 
     def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, LocalShard]) -> None:
         super().__init__(catalog, records, shards, inline)
+
+    def prefetch_vectors(self) -> None:
+        """Every shard starts loading its vectors (see ``_core.Store.prefetch_vectors``)."""
+        for shard in self.shards.values():
+            shard.store.prefetch_vectors()
 
     def _ranked(
         self, selected: list[int], query: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float

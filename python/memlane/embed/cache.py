@@ -2,8 +2,8 @@
 
 Sources plus this cache are the truth; indexes are derived from them, so an index can be
 rebuilt without a single new embedding call. SQLite gives atomic, concurrent-safe writes for
-free; vectors are stored as float16 (what the HNSW index keeps by default), which halves the
-cache at no measurable recall cost.
+free; vectors are stored as float16, which halves the cache at no measurable recall cost (the
+HNSW index keeps 8 bits a dimension by default).
 
 Hits and misses (of lookups for embedding; a search reading chunk vectors is not one) are
 counted in the database itself, for every process on the machine: each lookup adds its
@@ -51,6 +51,19 @@ INSERT OR IGNORE INTO counters VALUES ('hits', 0), ('misses', 0);
 """
 # SQLite's default limit on host parameters per statement is 999 on old builds.
 _BATCH = 900
+
+
+def as_cached(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as the cache gives them back (rounded to float16, as float32). A chunk
+    embedded now enters an index as it would read back from the cache, so two builds of the same
+    sources answer to the last digit whatever each found cached: an 8-bit index quantizes a
+    float32 vector and its float16 rounding differently.
+
+    Example:
+        >>> float(as_cached(np.array([[0.1]], np.float32))[0, 0])
+        0.0999755859375
+    """
+    return np.asarray(vectors, dtype=np.float16).astype(np.float32)
 
 
 @dataclass

@@ -304,6 +304,8 @@ pub struct Status {
     pub embedder_id: Option<String>,
     /// Vector dimension.
     pub dim: Option<usize>,
+    /// How the vectors are stored (`i8`, `f16`, `f32`): chosen when the home was made.
+    pub quantization: String,
     /// Bytes on disk.
     pub disk_bytes: u64,
     /// Sessions tracked.
@@ -469,7 +471,12 @@ pub struct Store {
     quantization: Quantization,
     view: Mutex<VectorView>,
     meta: RwLock<HomeMeta>,
+    /// `memlane.json` as [`Store::recorded_meta`] last read it, with the file's stamp.
+    recorded: Mutex<Option<(FileStamp, HomeMeta)>>,
 }
+
+/// When a file was last modified, and its length: a changed file changes one or the other.
+type FileStamp = (Option<SystemTime>, u64);
 
 impl Store {
     /// Open (creating if needed) the home at `home`.
@@ -510,6 +517,7 @@ impl Store {
                 index: None,
             }),
             meta: RwLock::new(meta),
+            recorded: Mutex::new(None),
         }))
     }
 
@@ -563,6 +571,47 @@ impl Store {
         match self.vectors() {
             Err(e @ Error::Corrupt { .. }) if e.concerns(&self.home.join(META_FILE)) => Err(e),
             _ => Ok(self.cached_meta()),
+        }
+    }
+
+    /// `memlane.json` as on disk (the home's meta as opened while there is none), without
+    /// loading the vectors: whether the home has vectors, and whose, is known before a search
+    /// embeds its query, while [`Store::prefetch_vectors`] loads them. Read again only when the
+    /// file changed.
+    ///
+    /// # Errors
+    /// `Corrupt` when `memlane.json` cannot be read.
+    pub fn recorded_meta(&self) -> Result<HomeMeta> {
+        let path = self.home.join(META_FILE);
+        let Ok(file) = std::fs::metadata(&path) else {
+            return Ok(self.cached_meta());
+        };
+        let stamp = (file.modified().ok(), file.len());
+        let mut recorded = self
+            .recorded
+            .lock()
+            .map_err(|_| Error::Vector("poisoned lock".into()))?;
+        match &*recorded {
+            Some((seen, meta)) if *seen == stamp => Ok(meta.clone()),
+            _ => {
+                let meta: HomeMeta = read_json(&path)?;
+                *recorded = Some((stamp, meta.clone()));
+                Ok(meta)
+            }
+        }
+    }
+
+    /// Start loading the vector index on a thread of its own unless it is loaded or loading, so
+    /// that a first search loads it (~0.1 s at 1M chunks) while its query is embedded. A failed
+    /// load is left for the search to report.
+    pub fn prefetch_vectors(self: &Arc<Self>) {
+        let loaded = match self.view.try_lock() {
+            Ok(view) => view.index.is_some(),
+            Err(_) => true, // another thread holds the view: loading or searching it
+        };
+        if !loaded {
+            let store = Arc::clone(self);
+            std::thread::spawn(move || store.vectors().ok());
         }
     }
 
@@ -957,6 +1006,7 @@ impl Store {
             vectors: vectors.as_ref().map_or(0, |v| v.len() as u64),
             embedder_id: meta.embedder_id,
             dim: meta.dim,
+            quantization: meta.quantization,
             disk_bytes: dir_size(&self.home),
             sessions: manifest.files.values().map(|f| f.sessions as u64).sum(),
             records_projects: self.lexical.records_projects(),

@@ -305,7 +305,7 @@ pub struct PyStore {
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (home, quantization = "f16"))]
+    #[pyo3(signature = (home, quantization = "i8"))]
     fn new(py: Python<'_>, home: PathBuf, quantization: &str) -> PyResult<Self> {
         let q = Quantization::parse(quantization).map_err(to_py)?;
         let inner = detached(py, || Store::open(&home, q))?;
@@ -469,17 +469,24 @@ impl PyStore {
         detached(py, || inner.projects())
     }
 
-    /// Called before every search: a dict built directly (no JSON round trip), and the stat
-    /// and any load of the vectors it triggers happen without the GIL.
+    /// `memlane.json` as on disk, called before every search: a dict built directly (no JSON
+    /// round trip), the stat (and a read when the file changed) without the GIL; the vectors
+    /// are not loaded (see `prefetch_vectors`).
     fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = &self.inner;
-        let meta = detached(py, || inner.meta())?;
+        let meta = detached(py, || inner.recorded_meta())?;
         let d = PyDict::new(py);
         d.set_item("version", meta.version)?;
         d.set_item("embedder_id", meta.embedder_id)?;
         d.set_item("dim", meta.dim)?;
         d.set_item("quantization", meta.quantization)?;
         Ok(d)
+    }
+
+    /// Start loading the vectors on a thread of their own (returns at once): a search calls it
+    /// before embedding its query, so that a first search loads them meanwhile.
+    fn prefetch_vectors(&self) {
+        self.inner.prefetch_vectors();
     }
 
     /// Check the home (the caller holds its lock): a dict of findings and counts.
