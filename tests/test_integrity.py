@@ -129,6 +129,37 @@ def test_a_healthy_home_is_sound_and_repair_leaves_it_alone(built, tmp_path):
     assert (home / "manifest.json").read_bytes() == before
 
 
+def test_repair_stores_an_f16_home_in_i8_as_a_clean_i8_build_without_embedding(built, tmp_path, capsys, monkeypatch):
+    # A home made in f16 (the default before i8) is rebuilt in i8 on request, sound as it is:
+    # its vectors from the embedding cache, no embedding call, every answer as a home built in
+    # i8 from the same sources gives.
+    from memlane.cli import main
+
+    _, src, answers, ids = built
+    cache = tmp_path / "cache"
+    old = memlane.open(tmp_path / "home", embedder=FakeEmbedder(), quantization="f16", cache_dir=cache)
+    old.index([src])
+    clean = memlane.open(tmp_path / "clean", embedder=FakeEmbedder(), cache_dir=cache)
+    clean.index([src])
+    assert (old.status()["quantization"], clean.status()["quantization"]) == ("f16", "i8")
+    assert not old.repair(quantization="f16").repaired  # the storage it has: nothing to do
+    embedder = FakeEmbedder()
+    mem = memlane.open(tmp_path / "home", embedder=embedder, cache_dir=cache)
+    report = mem.repair(quantization="i8")
+    assert report.repaired and not report.problems and report.quantization == "i8"
+    assert report.vectors_from_cache > 0 and report.chunks_without_vectors == 0 and embedder.calls == 0
+    assert mem.status()["quantization"] == "i8" and mem.verify()["sound"]
+    assert (tmp_path / "home" / "vectors.usearch").stat().st_size == (tmp_path / "clean" / "vectors.usearch").stat().st_size
+    assert _chunk_ids(tmp_path / "home") == ids and _answers(mem) == answers
+    for q in QUERIES:
+        assert [(h.id, h.score) for h in mem.search(q, k=5)] == [(h.id, h.score) for h in clean.search(q, k=5)], q
+    assert embedder.calls == 0, "repair and the searches after it embedded no chunk"
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
+    assert main(["--home", str(tmp_path / "home"), "repair", "--quantization", "f16"]) == 0
+    assert "stored as f16" in capsys.readouterr().out
+    assert memlane.open(tmp_path / "home", embedder="none").status()["quantization"] == "f16"
+
+
 def test_searching_a_home_without_its_index_says_so_and_index_mends_it(built, tmp_path):
     healthy, src, answers, ids = built
     home = tmp_path / "home"

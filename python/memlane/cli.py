@@ -83,7 +83,7 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         if args.command not in ("search", "recall", "status"):
             raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
         return memlane.open_index(args.index, embedder=spec)
-    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", "i8"))
+    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or "i8")
 
 
 def _cmd_index_cluster(args: argparse.Namespace) -> int:
@@ -519,13 +519,13 @@ def _repair_text(r: Any) -> str:
         f"repaired in {r.seconds:.1f}s ({len(r.problems)} problems): {r.files_reindexed} files re-indexed, "
         f"{r.files_carried_over} carried over from the old index, {r.chunks} chunks; vectors: "
         f"{r.vectors_from_cache} from the embedding cache, {r.vectors_from_old_index} from the old vector file, "
-        f"{r.embedding_calls} embedding calls{pending}{lost}"
+        f"{r.embedding_calls} embedding calls, stored as {r.quantization}{pending}{lost}"
     )
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
     _require_home(args)
-    report = _open(args, "none").repair(force=args.force, progress=_Bar(enabled=sys.stderr.isatty() and not args.json))
+    report = _open(args, "none").repair(force=args.force, quantization=args.quantization, progress=_Bar(enabled=sys.stderr.isatty() and not args.json))
     emit(args, report.to_dict(), _repair_text(report))
     return 0
 
@@ -676,6 +676,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
     p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
+    p.add_argument("--quantization", choices=["f16", "i8", "f32"], help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)")
     p.set_defaults(func=_cmd_repair)
 
     p = sub.add_parser("secrets", parents=[common(False)], help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them")
