@@ -143,6 +143,9 @@ def test_repair_stores_an_f16_home_in_i8_as_a_clean_i8_build_without_embedding(b
     clean.index([src])
     assert (old.status()["quantization"], clean.status()["quantization"]) == ("f16", "i8")
     assert not old.repair(quantization="f16").repaired  # the storage it has: nothing to do
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
+    assert main(["--home", str(tmp_path / "home"), "status"]) == 0
+    assert "vectors stored as f16" in (out := capsys.readouterr().out) and "repair --quantization i8" in out
     embedder = FakeEmbedder()
     mem = memlane.open(tmp_path / "home", embedder=embedder, cache_dir=cache)
     report = mem.repair(quantization="i8")
@@ -154,7 +157,8 @@ def test_repair_stores_an_f16_home_in_i8_as_a_clean_i8_build_without_embedding(b
     for q in QUERIES:
         assert [(h.id, h.score) for h in mem.search(q, k=5)] == [(h.id, h.score) for h in clean.search(q, k=5)], q
     assert embedder.calls == 0, "repair and the searches after it embedded no chunk"
-    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
+    assert main(["--home", str(tmp_path / "home"), "status"]) == 0
+    assert "vectors stored as i8" in (out := capsys.readouterr().out) and "repair --quantization" not in out
     assert main(["--home", str(tmp_path / "home"), "repair", "--quantization", "f16"]) == 0
     assert "stored as f16" in capsys.readouterr().out
     assert memlane.open(tmp_path / "home", embedder="none").status()["quantization"] == "f16"

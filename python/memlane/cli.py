@@ -449,6 +449,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         shown = sorted(status["projects"].items(), key=lambda kv: -kv[1])
         text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
         text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
+    if status["quantization"] == "f16" and status["vectors"]:
+        text += "\nnote        vectors stored in f16: `memlane repair --quantization i8` stores them in ~40% less space, no embedding call"
     if not status["records_projects"] and status["chunks"]:
         text += "\nnote        indexed before memlane recorded projects: `memlane repair --force` rebuilds it with them"
     if run := status["batch_run"]:
