@@ -450,7 +450,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
         text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
     if status["quantization"] == "f16" and status["vectors"]:
-        text += "\nnote        vectors stored in f16: `memlane repair --quantization i8` stores them in ~40% less space, no embedding call"
+        text += "\nnote        vectors stored in f16: `memlane repair --quantization i8` makes the vector file ~40% smaller, no embedding call"
     if not status["records_projects"] and status["chunks"]:
         text += "\nnote        indexed before memlane recorded projects: `memlane repair --force` rebuilds it with them"
     if run := status["batch_run"]:
