@@ -601,15 +601,15 @@ impl Store {
         }
     }
 
-    /// Start loading the vector index on a thread of its own unless it is loaded or loading, so
-    /// that a first search loads it (~0.1 s at 1M chunks) while its query is embedded. A failed
-    /// load is left for the search to report.
+    /// Start loading the vector index on a thread of its own unless it is loaded, loading or
+    /// absent, so that a first search loads it (~0.1 s at 1M chunks) while its query is
+    /// embedded. A failed load is left for the search to report.
     pub fn prefetch_vectors(self: &Arc<Self>) {
-        let loaded = match self.view.try_lock() {
-            Ok(view) => view.index.is_some(),
-            Err(_) => true, // another thread holds the view: loading or searching it
+        let wanted = match self.view.try_lock() {
+            Ok(view) => view.index.is_none() && self.home.join(VECTORS_FILE).exists(),
+            Err(_) => false, // another thread holds the view: loading or searching it
         };
-        if !loaded {
+        if wanted {
             let store = Arc::clone(self);
             std::thread::spawn(move || store.vectors().ok());
         }
