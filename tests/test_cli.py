@@ -38,6 +38,13 @@ def test_index_search_status_json(tmp_path, capsys):
     code, out, _ = run(capsys, "status", "--home", home, "--json")
     status = json.loads(out)
     assert (status["files"], status["chunks"]) == (1, 1)
+    assert status["quantization"] == "i8"
+
+    # Another storage asked of an existing home is not applied silently: one line says how.
+    code, out, err = run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none", "--quantization", "f16")
+    assert code == 0 and err.count("\n") == 1 and "stores its vectors as i8" in err and "repair --quantization f16" in err
+    code, _, err = run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none", "--quantization", "i8")
+    assert code == 0 and err == ""
 
 
 def test_human_output_and_errors_are_one_line(tmp_path, capsys):

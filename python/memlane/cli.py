@@ -112,7 +112,7 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
     report = index_sources(
         args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=args.embed,
         embed_options=options, ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
-        requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization, progress=progress,
+        requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization or "i8", progress=progress,
     )  # fmt: skip
     published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
@@ -139,6 +139,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if not paths:
         raise ValueError("no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index")
     mem = _open(args, args.embed)
+    if args.quantization and mem.quantization != args.quantization:
+        print(f"note: {mem.home} stores its vectors as {mem.quantization} (a home keeps its own): "
+              f"`memlane repair --quantization {args.quantization}` converts it", file=sys.stderr)  # fmt: skip
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
     report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
     d = report.to_dict()
@@ -597,7 +600,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
-    p.add_argument("--quantization", choices=["f16", "i8", "f32"], default="i8", help="vector storage of a new home (default i8; a home keeps its own)")
+    p.add_argument("--quantization", choices=["f16", "i8", "f32"], help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)")
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
     cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")

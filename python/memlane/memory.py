@@ -209,6 +209,17 @@ class Memory:
         return self._embedder
 
     @property
+    def quantization(self) -> str | None:
+        """How this home stores its vectors (``i8``, ``f16``, ``f32``), chosen when it was made.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none", quantization="f16").quantization
+            'f16'
+        """
+        return self._store.meta().get("quantization")
+
+    @property
     def vectors_embedder_id(self) -> str | None:
         """Id of the embedder whose vectors this home holds (``None``: no vectors yet).
 
