@@ -24,7 +24,7 @@ too. They aim at *instructions and commands*, not topics: "rotated the API key",
 | sh to install uv", "never commit .env" and "the bastion checks authorized_keys" pass. A
 rule may name words before a match that make it harmless ("never", "don't"). Hex runs and
 text spaced out letter by letter are read back and scanned too, and a rot13 reading of the
-whole text is scanned for injection phrases. Known gaps: paraphrases no rule anticipates, other
+text is scanned for injection phrases when it reads more like English than the text does. Known gaps: paraphrases no rule anticipates, other
 encodings (a payload split in pieces, other ciphers). A
 legitimate ``curl -H "Authorization: Bearer $TOKEN"`` note is blocked on purpose (write
 "authenticate with the GITHUB_TOKEN variable" instead), and so is a zero-width joiner inside
