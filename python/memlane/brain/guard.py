@@ -23,8 +23,9 @@ confusables table via ``confusable-homoglyphs``); base64 runs that decode to tex
 too. They aim at *instructions and commands*, not topics: "rotated the API key", "curl -fsSL …
 | sh to install uv", "never commit .env" and "the bastion checks authorized_keys" pass. A
 rule may name words before a match that make it harmless ("never", "don't"). Hex runs and
-text spaced out letter by letter are read back and scanned too, and a rot13 reading of the
-text is scanned for injection phrases when it reads more like English than the text does. Known gaps: paraphrases no rule anticipates, other
+text spaced out letter by letter are read back and scanned too, and the text's rot13 and
+reversed readings are scanned for injection phrases when they read more like English than the
+text does. Known gaps: paraphrases no rule anticipates, other
 encodings (a payload split in pieces, other ciphers). A
 legitimate ``curl -H "Authorization: Bearer $TOKEN"`` note is blocked on purpose (write
 "authenticate with the GITHUB_TOKEN variable" instead), and so is a zero-width joiner inside
@@ -439,11 +440,12 @@ _HEX_RE = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){12,}(?![0-9a-fA-F])")
 # Characters spaced out one by one ("i g n o r e   a l l"): at least six in a row.
 _SPACED_RE = re.compile(r"(?<!\S)(?:\S[ \t]+){5,}\S(?!\S)")
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM")
-# Rules a rot13 reading of a text is scanned with: phrases that ordinary text turned by rot13
-# never spells (command rules match short words such as "nc" or "cat" that it does).
-_ROT13_RULES = ("injection.",)
-# English's commonest words: a rot13 reading holding more of them than the text itself is
-# English hidden by rot13 (an ordinary note reads the other way round, and skips the rescan).
+# Rules a rot13 or reversed reading of a text is scanned with: phrases that ordinary text so
+# turned never spells (command rules match short words such as "nc" or "cat" that it does).
+_READING_RULES = ("injection.",)
+# English's commonest words: a reading holding more of them than the text itself is English
+# hidden by rot13 or written backwards (an ordinary note reads the other way round, and skips
+# the rescan).
 _COMMON_WORDS = re.compile(r"\b(?:the|and|all|you|your|to|of|in|is|it|that|for|on|with|as|are|be|this|not|or|from|any|now|what|was|were)\b")
 
 
@@ -514,15 +516,16 @@ class MemoryGuard:
             out += [Finding(f.rule, _show(f"{how}: " + f.excerpt)) for f in self._scan_rules(secrets.mask(payload), first)]
             if first and out:
                 return out
-        turned = norm.translate(_ROT13)
-        if len(_COMMON_WORDS.findall(turned)) <= len(_COMMON_WORDS.findall(norm)):
-            return out
-        for rule in self.rules:
-            if rule.name.startswith(_ROT13_RULES):
-                for m in rule.matches(turned):
-                    out.append(Finding(rule.name, _show("rot13: " + m.group(0))))
-                    if first:
-                        return out
+        english = len(_COMMON_WORDS.findall(norm))
+        for how, reading in (("rot13", norm.translate(_ROT13)), ("reversed", norm[::-1])):
+            if len(_COMMON_WORDS.findall(reading)) <= english:
+                continue
+            for rule in self.rules:
+                if rule.name.startswith(_READING_RULES):
+                    for m in rule.matches(reading):
+                        out.append(Finding(rule.name, _show(f"{how}: " + m.group(0))))
+                        if first:
+                            return out
         return out
 
     @functools.cached_property
