@@ -22,6 +22,7 @@ from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_ho
 from memlane.cli_output import emit
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
+from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
 from memlane.ranking.relevance import FLOOR
 
 _FORMATS = [*TRANSCRIPT_FORMATS, "markdown"]
@@ -83,7 +84,7 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         if args.command not in ("search", "recall", "status"):
             raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
         return memlane.open_index(args.index, embedder=spec)
-    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or "i8")
+    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or DEFAULT_QUANTIZATION)
 
 
 def _cmd_index_cluster(args: argparse.Namespace) -> int:
@@ -112,7 +113,7 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
     report = index_sources(
         args.paths, args.out, shards=args.shards, partition_depth=args.partition_depth, embed=args.embed,
         embed_options=options, ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
-        requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization or "i8", progress=progress,
+        requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization or DEFAULT_QUANTIZATION, progress=progress,
     )  # fmt: skip
     published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
@@ -600,7 +601,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
-    p.add_argument("--quantization", choices=["f16", "i8", "f32"], help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)")
+    p.add_argument("--quantization", choices=QUANTIZATIONS, help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)")
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
     cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")
@@ -681,7 +682,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
     p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
-    p.add_argument("--quantization", choices=["f16", "i8", "f32"], help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)")
+    p.add_argument("--quantization", choices=QUANTIZATIONS, help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)")
     p.set_defaults(func=_cmd_repair)
 
     p = sub.add_parser("secrets", parents=[common(False)], help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them")

@@ -50,6 +50,12 @@ Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
 
 
+QUANTIZATIONS = ("i8", "f16", "f32")
+"""How a home may store its vectors (see :class:`Memory`)."""
+DEFAULT_QUANTIZATION = "i8"
+"""A new home's vector storage: 533 B a chunk with its graph at 384 dims, recall as f16's."""
+
+
 @dataclass
 class IndexReport:
     """What :meth:`Memory.index` did."""
@@ -173,7 +179,7 @@ class Memory:
         home: str | PathLike[str],
         embedder: str | Embedder | None = "local",
         *,
-        quantization: str = "i8",
+        quantization: str = DEFAULT_QUANTIZATION,
         cache_dir: str | PathLike[str] | None = None,
     ) -> None:
         if not isinstance(home, (str, PathLike)):
@@ -183,7 +189,7 @@ class Memory:
                 check_spec(embedder)
         elif embedder is not None and not isinstance(embedder, Embedder):
             raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
-        _check.choice("quantization", quantization, ("f16", "i8", "f32"))
+        _check.choice("quantization", quantization, QUANTIZATIONS)
         self.home = Path(home).expanduser()
         self._store = self._open_store(quantization)
         self._embedder_spec = embedder
@@ -920,7 +926,7 @@ class Memory:
             False
         """
         if quantization is not None:
-            _check.choice("quantization", quantization, ("f16", "i8", "f32"))
+            _check.choice("quantization", quantization, QUANTIZATIONS)
         started = time.perf_counter()
         report = RepairReport()
         verification = self.verify(thorough=True)
@@ -939,7 +945,7 @@ class Memory:
             sources = self._store.sources()
             present = [p for p in sources if Path(p).is_file()]
             # Without a readable memlane.json the rebuild stores vectors as a new home does.
-            report.quantization = quantization or old_meta.get("quantization") or "i8"
+            report.quantization = quantization or old_meta.get("quantization") or DEFAULT_QUANTIZATION
             rebuilt = Memory(self.home / _core.REPAIR_DIR, embedder="none", quantization=report.quantization, cache_dir=self._cache_dir)
             indexed = rebuilt.index(present, embed=False, progress=progress)
             report.files_reindexed = indexed.files_indexed

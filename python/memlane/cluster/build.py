@@ -28,6 +28,7 @@ import numpy as np
 from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
+from memlane.memory import DEFAULT_QUANTIZATION
 
 __all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "local_spec", "may_be_bedrock", "shard_info", "stage_path"]
 
@@ -51,7 +52,7 @@ class ShardJob:
     remove: list[str] = field(default_factory=list)
     """Source URIs whose chunks go (deleted, changed, or now a duplicate)."""
     partitions: list[str] = field(default_factory=list)
-    quantization: str = "i8"
+    quantization: str = DEFAULT_QUANTIZATION
     """Vector storage of a new shard home (a shard version keeps its base's)."""
 
 

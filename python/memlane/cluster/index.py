@@ -26,6 +26,7 @@ from memlane import _check, _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, local_spec, may_be_bedrock
 from memlane.cluster.storage import location
+from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
 
 __all__ = ["ClusterReport", "index_sources", "init_ray", "shard_ref"]
 
@@ -181,7 +182,7 @@ def index_sources(
     embed_threads: int = 1,
     requests_per_second: float | None = None,
     format: str | None = None,
-    quantization: str = "i8",
+    quantization: str = DEFAULT_QUANTIZATION,
     stage_root: str | None = None,
     progress: Progress | None = None,
     **ray_init: Any,
@@ -215,7 +216,7 @@ def index_sources(
     Raises:
         ValueError: ``shards``, ``partition_depth`` or the embedder contradict the existing catalog.
     """
-    _check.choice("quantization", quantization, ("f16", "i8", "f32"))
+    _check.choice("quantization", quantization, QUANTIZATIONS)
     started = time.perf_counter()
     out_loc = location(out)
     previous = cat.load(out_loc)
