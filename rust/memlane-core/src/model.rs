@@ -155,6 +155,22 @@ pub struct Turn {
     /// Git branch of that record (Claude Code `gitBranch`), likewise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The agent's own plan as this turn last wrote it (Claude Code's `TodoWrite`, Codex's
+    /// `update_plan`: each call replaces the whole plan), for task memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<PlanItem>>,
+}
+
+/// One item of a plan an agent keeps for itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PlanItem {
+    /// What is to be done (TodoWrite's `content`, update_plan's `step`).
+    pub text: String,
+    /// As the agent wrote it, lowercased: `pending`, `in_progress`, `completed` (or another word).
+    pub status: String,
+    /// TodoWrite's `priority`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
 }
 
 /// One conversation thread.
@@ -174,6 +190,47 @@ pub struct Session {
     pub title: Option<String>,
     /// Turns in conversation order (active branch only for tree formats).
     pub turns: Vec<Turn>,
+}
+
+/// Where a session's agent left its own plan: the last plan it wrote in the turns read, and the
+/// items of its earlier plans that this last one no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SessionPlan {
+    /// The session.
+    pub session_id: String,
+    /// Working directory of the turn that wrote the last plan (else the session's).
+    pub cwd: Option<String>,
+    /// Milliseconds since the Unix epoch (UTC) of that turn, when known.
+    pub timestamp: Option<i64>,
+    /// The last plan, whole.
+    pub items: Vec<PlanItem>,
+    /// Items of earlier plans that the last one left out (the agent rewrote its plan), each as
+    /// the latest plan holding it had it.
+    pub dropped: Vec<PlanItem>,
+}
+
+impl Session {
+    /// The session's plan state, if its agent wrote a plan in these turns.
+    #[must_use]
+    pub fn plan(&self) -> Option<SessionPlan> {
+        let mut planned = self.turns.iter().filter(|t| t.plan.is_some());
+        let last = planned.next_back()?;
+        let items = last.plan.clone().unwrap_or_default();
+        let mut dropped: Vec<PlanItem> = Vec::new();
+        for item in planned.rev().flat_map(|t| t.plan.iter().flatten()) {
+            let known = |i: &PlanItem| i.text == item.text;
+            if !items.iter().any(known) && !dropped.iter().any(known) {
+                dropped.push(item.clone());
+            }
+        }
+        Some(SessionPlan {
+            session_id: self.id.clone(),
+            cwd: last.cwd.clone().or_else(|| self.cwd.clone()),
+            timestamp: last.timestamp,
+            items,
+            dropped,
+        })
+    }
 }
 
 /// What parsing one file produced.
@@ -267,4 +324,46 @@ pub struct Section {
     pub timestamp: Option<i64>,
     /// Inline `#tags` of these lines (outside code).
     pub tags: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(text: &str, status: &str) -> PlanItem {
+        PlanItem {
+            text: text.into(),
+            status: status.into(),
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn a_sessions_plan_is_its_last_with_what_earlier_ones_dropped() {
+        let planned = |plan: Vec<PlanItem>, ts: i64| Turn {
+            role: Role::Assistant,
+            text: "[tool TodoWrite]".into(),
+            timestamp: Some(ts),
+            plan: Some(plan),
+            ..Turn::default()
+        };
+        let session = Session {
+            id: "s".into(),
+            cwd: Some("/w".into()),
+            turns: vec![
+                planned(vec![item("a", "pending"), item("b", "pending")], 1),
+                planned(vec![item("b", "completed"), item("c", "pending")], 2),
+                Turn::default(),
+                planned(vec![item("c", "in_progress")], 3),
+            ],
+            ..Session::default()
+        };
+        let plan = session.plan().unwrap();
+        assert_eq!(plan.items, [item("c", "in_progress")]);
+        assert_eq!(plan.timestamp, Some(3));
+        assert_eq!(plan.cwd.as_deref(), Some("/w"));
+        // Each dropped item as the latest plan holding it had it: b done, a never done.
+        assert_eq!(plan.dropped, [item("b", "completed"), item("a", "pending")]);
+        assert_eq!(Session::default().plan(), None);
+    }
 }

@@ -4,6 +4,8 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use serde_json::Value;
 
+use crate::model::PlanItem;
+
 /// Placeholder that replaces every image / binary payload.
 pub(crate) const IMAGE: &str = "[image]";
 /// Characters of a tool result kept in the assistant turn: results are mostly noise for
@@ -342,6 +344,37 @@ pub(crate) fn tool_line(name: &str, summary: &str) -> String {
     }
 }
 
+/// The plan a call of an agent's own plan tool writes: Claude Code's `TodoWrite`
+/// (`todos: [{content, status, priority?}]`) or Codex's `update_plan` (`plan: [{step, status}]`);
+/// `None` for any other call. Items without text are left out.
+pub(crate) fn plan_items(name: &str, input: &Value) -> Option<Vec<PlanItem>> {
+    let (list, text_key) = match name {
+        "TodoWrite" => (input.get("todos")?, "content"),
+        "update_plan" => (input.get("plan")?, "step"),
+        _ => return None,
+    };
+    let word = |o: &serde_json::Map<String, Value>, key: &str| {
+        o.get(key)
+            .and_then(Value::as_str)
+            .map(|s| s.trim().to_ascii_lowercase())
+            .filter(|s| !s.is_empty())
+    };
+    let items = list
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|o| {
+            let text = one_line(o.get(text_key)?.as_str()?, CALL_CAP);
+            (!text.is_empty()).then(|| PlanItem {
+                text,
+                status: word(o, "status").unwrap_or_else(|| "pending".to_owned()),
+                priority: word(o, "priority"),
+            })
+        })
+        .collect();
+    Some(items)
+}
+
 fn is_patch_tool(name: &str) -> bool {
     name == "apply_patch" || name.ends_with("apply_patch")
 }
@@ -514,5 +547,25 @@ mod tests {
         let mut files = Vec::new();
         tool_files("apply_patch", &p, &mut files);
         assert_eq!(files, ["a.txt", "b/c.rs"]);
+    }
+
+    #[test]
+    fn plans_of_the_agents_own_plan_tools() {
+        let todo = serde_json::json!({"todos": [
+            {"content": "Add retry", "status": "in_progress", "priority": "High"},
+            {"content": "  ", "status": "pending"},
+            {"content": "Write docs"}
+        ]});
+        let items = plan_items("TodoWrite", &todo).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!((items[0].text.as_str(), items[0].status.as_str()), ("Add retry", "in_progress"));
+        assert_eq!(items[0].priority.as_deref(), Some("high"));
+        assert_eq!((items[1].text.as_str(), items[1].status.as_str()), ("Write docs", "pending"));
+        let plan = serde_json::json!({"explanation": "x", "plan": [{"step": "Run tests", "status": "completed"}]});
+        assert_eq!(plan_items("update_plan", &plan).unwrap()[0].status, "completed");
+        // An empty list is a plan (everything cleared); another tool or a malformed input is none.
+        assert_eq!(plan_items("TodoWrite", &serde_json::json!({"todos": []})), Some(vec![]));
+        assert_eq!(plan_items("Bash", &todo), None);
+        assert_eq!(plan_items("TodoWrite", &serde_json::json!({"todos": "x"})), None);
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Format, ParsedFile, Role, Session};
+use crate::model::{Format, ParsedFile, PlanItem, Role, Session};
 
 use super::clean;
 use super::lenient::{Content, LStr, LTs, Obj};
@@ -86,6 +86,7 @@ enum Ev {
         name: String,
         summary: String,
         files: Vec<String>,
+        plan: Option<Vec<PlanItem>>,
         ts: Option<i64>,
     },
     Result {
@@ -249,6 +250,7 @@ impl Sink {
             name: name.to_owned(),
             summary,
             files,
+            plan: clean::plan_items(name, args),
             ts,
         });
     }
@@ -480,8 +482,14 @@ fn render(events: &[(usize, Ev)], sources: Sources) -> (TurnBuilder, Option<(usi
                 name,
                 summary,
                 files,
+                plan,
                 ts,
-            } => b.tool_call(name, summary, files, *ts, None),
+            } => {
+                b.tool_call(name, summary, files, *ts, None);
+                if let Some(plan) = plan {
+                    b.plan(plan.clone(), *ts);
+                }
+            }
             Ev::Result { text, ts } => b.tool_result(text, false, *ts),
             Ev::Summary { text, ts } => b.push(Role::Summary, text.clone(), *ts, None),
         }

@@ -168,6 +168,7 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
                 name: "bash".into(),
                 summary: clean::one_line(cmd, clean::CALL_CAP),
                 files: Vec::new(),
+                plan: None,
             });
             if let Some(out) = s(m, "output") {
                 e.pieces.push(Piece::Result {

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
-use crate::model::{Role, Turn};
+use crate::model::{PlanItem, Role, Turn};
 
 use super::clean;
 
@@ -18,6 +18,8 @@ pub(crate) enum Piece {
         name: String,
         summary: String,
         files: Vec<String>,
+        /// The plan it writes, when it is the agent's own plan tool ([`clean::plan_items`]).
+        plan: Option<Vec<PlanItem>>,
     },
     Result {
         text: String,
@@ -31,10 +33,12 @@ impl Piece {
         let summary = clean::tool_summary(&name, input);
         let mut files = Vec::new();
         clean::tool_files(&name, input, &mut files);
+        let plan = clean::plan_items(&name, input);
         Piece::Call {
             name,
             summary,
             files,
+            plan,
         }
     }
 }
@@ -194,7 +198,12 @@ impl TurnBuilder {
         }
     }
 
-    /// A tool result (already capped), attached to the open assistant turn.
+    /// The agent's plan as a call of its plan tool rewrote it, on the open assistant turn
+    /// (a later call in the same turn replaces it, as the tool does).
+    pub fn plan(&mut self, items: Vec<PlanItem>, ts: Option<i64>) {
+        self.assistant(ts).plan = Some(items);
+    }
+
     /// Feed one [`Piece`].
     pub fn piece(&mut self, piece: &Piece, ts: Option<i64>, msg_id: Option<&str>) {
         match piece {
@@ -203,7 +212,13 @@ impl TurnBuilder {
                 name,
                 summary,
                 files,
-            } => self.tool_call(name, summary, files, ts, msg_id),
+                plan,
+            } => {
+                self.tool_call(name, summary, files, ts, msg_id);
+                if let Some(plan) = plan {
+                    self.plan(plan.clone(), ts);
+                }
+            }
             Piece::Result { text, is_error } => self.tool_result(text, *is_error, ts),
         }
     }
