@@ -7,6 +7,9 @@ parts so that this file itself holds no token-shaped string.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,6 +180,45 @@ def test_patterns_tried_at_their_start_literals_find_what_whole_scans_find() -> 
     assert found >= 4 * len(KEYS)  # the texts do hold secrets to find
 
 
+SHA = "3f9c2a1b7e4d5c6f8a9b0c1d2e3f4a5b6c7d8e9f"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{AWS_ID}\n{AWS_SECRET}\n",  # alone on the line after its key id (aws configure, a paste)
+        f"{AWS_SECRET}\n{AWS_ID}",  # before it
+        json.dumps({"id": AWS_ID, "key": AWS_SECRET}, indent=2),
+        json.dumps({"key": AWS_SECRET, "id": AWS_ID}),
+        f"User name,Password,Access key ID,Secret access key\nci,,{AWS_ID},{AWS_SECRET}\n",
+        f"{AWS_ID}\ncommit {SHA}\n{AWS_SECRET}",  # a SHA between them hides nothing
+        f"ASIA{AWS_ID[4:]} (session) and then, two lines down,\n\n  {AWS_SECRET}",
+    ],
+)
+def test_a_bare_aws_secret_key_beside_its_key_id_is_masked(text: str) -> None:
+    found = secrets.find(text)
+    assert sorted(s.kind for s in found) == ["aws_access_key_id", "aws_secret_access_key"], text
+    masked = secrets.mask(text)
+    assert AWS_SECRET not in masked and "wJal…LmKp" in masked and secrets.mask(masked) == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        AWS_SECRET,  # no key id nor name near it: as likely a line of base64 (below) as a key
+        f"{AWS_ID} " + "words " * 50 + AWS_SECRET,  # further than a few lines from the id
+        f"{AWS_SECRET} " + "words " * 50 + AWS_ID,
+        f"{AWS_ID}\ncommit {SHA}\n{SHA.upper()}",  # SHAs beside a key id: hex, not a secret key
+        f"{AWS_ID}\nQ0VSVELGSUNBVEUTLS0TLQPNSUL/EFRDQ0FXMMDB",  # upper case only: no secret key
+        # The last line of a PEM certificate: 40 characters of base64, mixed case, a slash.
+        "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+        "Qc8Bsem4yWb02ybzOqR08kkkW8mw0FfB+j564ZfJ\n-----END CERTIFICATE-----",
+    ],
+)
+def test_a_40_character_value_without_an_aws_signal_is_left_alone(text: str) -> None:
+    assert [s.kind for s in secrets.find(text) if s.kind == "aws_secret_access_key"] == []
+
+
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_engineering_text_is_left_alone(text: str) -> None:
     assert secrets.find(text) == [], [(s.kind, text[s.start : s.end]) for s in secrets.find(text)]
@@ -307,7 +349,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def test_search_finds_a_key_and_shows_it_masked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_search_finds_a_key_and_shows_it_masked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     home, transcript = leaky_home
     # The index keeps the transcript verbatim: searching the key finds where it leaked.
     code, out, _ = _cli(capsys, "--home", str(home), "search", AWS_ID, "--embed", "none")
@@ -316,11 +358,16 @@ def test_search_finds_a_key_and_shows_it_masked(leaky_home: tuple[Path, Path], c
     code, out, _ = _cli(capsys, "--home", str(home), "--json", "search", AWS_ID, "--embed", "none")
     hits = json.loads(out)
     assert hits and hits[0]["path"] == str(transcript) and AWS_ID not in out and "AKIA…8WVY" in hits[0]["text"]
+    # Unmasked only for a person at a terminal: into a pipe or a file (capsys is neither a
+    # terminal), one line saying so and exit 2.
+    code, out, err = _cli(capsys, "--home", str(home), "search", AWS_ID, "--embed", "none", "--show-secrets")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "only at a terminal" in err and AWS_ID not in err
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     code, out, _ = _cli(capsys, "--home", str(home), "search", AWS_ID, "--embed", "none", "--show-secrets")
     assert code == 0 and AWS_ID in out
 
 
-def test_recall_masks_unless_asked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_recall_masks_unless_asked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     home, _ = leaky_home
     with memlane.open(home, embedder="none") as mem:
         block = mem.recall("deploy AccessDenied keys and CI token 403")
@@ -329,8 +376,40 @@ def test_recall_masks_unless_asked(leaky_home: tuple[Path, Path], capsys: pytest
         assert GITHUB in mem.recall("CI token 403", show_secrets=True).text
     code, out, _ = _cli(capsys, "--home", str(home), "--json", "recall", "CI token 403 releases", "--embed", "none")
     assert code == 0 and GITHUB not in out and "ghp_…PqRs" in json.loads(out)["text"]
+    code, out, err = _cli(capsys, "--home", str(home), "--json", "recall", "CI token 403 releases", "--embed", "none", "--show-secrets")
+    assert code == 2 and GITHUB not in out and "only at a terminal" in json.loads(out)["error"] and err == ""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     code, out, _ = _cli(capsys, "--home", str(home), "recall", "CI token 403 releases", "--embed", "none", "--show-secrets")
     assert GITHUB in out
+
+
+def test_show_secrets_unmasks_at_a_terminal_and_refuses_a_pipe(leaky_home: tuple[Path, Path]) -> None:
+    # The command as an agent's shell tool runs it (stdout a pipe), then as a person does (a pty).
+    import pty
+
+    home, _ = leaky_home
+    argv = [sys.executable, "-m", "memlane.cli", "--home", str(home), "search", AWS_ID, "--embed", "none", "--show-secrets"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    piped = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert piped.returncode == 2 and piped.stdout == "" and AWS_ID not in piped.stderr
+    assert piped.stderr.count("\n") == 1 and piped.stderr.startswith("memlane search: --show-secrets prints keys and passwords only at a terminal")
+    leader, follower = pty.openpty()
+    try:
+        at_terminal = subprocess.run(argv, stdout=follower, stderr=subprocess.PIPE, text=True, env=env, timeout=60)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert at_terminal.returncode == 0, at_terminal.stderr
+    assert AWS_ID in shown.decode()
 
 
 def test_memlane_secrets_lists_where_they_occur(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:

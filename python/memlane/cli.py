@@ -208,6 +208,7 @@ def _format_hit(i: int, hit: Any, snippet: str) -> str:
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ValueError("-k must be at least 1")
+    _secrets_at_terminal(args)
     _require_home(args)
     mem = _open(args, args.embed)
     hits = mem.search(
@@ -246,6 +247,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_recall(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
+    _secrets_at_terminal(args)
     _require_home(args)
     mem = _open(args, args.embed)
     result = mem.recall(
@@ -261,6 +263,13 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         return 0
     _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
     return 0
+
+
+def _secrets_at_terminal(args: argparse.Namespace) -> None:
+    """Refuse ``--show-secrets`` unless stdout is a terminal: keys are shown to a person
+    reading them, never into a pipe or a file (an agent's shell tool reads a pipe)."""
+    if args.show_secrets and not sys.stdout.isatty():
+        raise ValueError("--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked")
 
 
 def _say_partial(args: argparse.Namespace, mem: Any) -> None:

@@ -12,7 +12,11 @@ dropped:
 - ``private_key``: PEM/OpenSSH/PGP ``-----BEGIN … PRIVATE KEY-----`` blocks with a key body
   (a header alone is prose) and PuTTY key files' private lines;
 - ``aws_access_key_id`` (``AKIA``/``ASIA``/… + 16), ``aws_secret_access_key`` (40 characters
-  of base64 after an AWS secret-key name, or right after a key id);
+  of base64 after an AWS secret-key name, or within :data:`AWS_PAIR_REACH` characters of a key
+  id, before or after it: a pasted pair, the credentials csv, a key alone on the next line).
+  A bare 40-character value with no id or name near it is left alone: nothing tells it from a
+  line of base64 (the last line of a PEM certificate has the same shape and entropy), and a
+  git SHA is 40 characters too;
 - ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, fine-grained ``github_pat_``),
   ``gitlab_token`` (``glpat-`` and GitLab's other prefixes), ``slack_token`` (``xox?-``,
   ``xapp-``, incoming-webhook URLs), ``stripe_key`` (secret and restricted keys, live and
@@ -84,6 +88,8 @@ class Kind:
         check: Whether a matched value really is a secret (placeholders, references…).
         context: Whether the text before a match (the text, the match's offset) lets it count.
         reveal: Show a prefix and suffix when masked (tokens); passwords and keys show nothing.
+        behind: For each pattern, how far before one of its literals a match may start (a
+            secret named by what follows it); empty: every match starts at a literal.
     """
 
     name: str
@@ -94,10 +100,13 @@ class Kind:
     check: Callable[[str], bool] | None = None
     context: Callable[[str, int], bool] | None = None
     reveal: bool = True
+    behind: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.starts) != len(self.sources) or not all(isinstance(s, tuple) and s for s in self.starts):
             raise ValueError(f"{self.name}: starts needs a non-empty tuple of literals for each pattern")
+        if self.behind and len(self.behind) != len(self.sources):
+            raise ValueError(f"{self.name}: behind needs one distance for each pattern")
 
     def pattern(self, n: int) -> re.Pattern[str]:
         """The ``n``-th pattern, compiled the first time one of its start literals turns up (a
@@ -232,6 +241,13 @@ _ENTROPY_TAIL = r"[\w-]*(?:" + _SEP + r"|\s+[\"'`]?)" + _VALUE
 _PASSWORD_VALUE = r"(?P<secret>[^\s\"'`,;\\]{6,128})"
 _PASSWORD_TAIL = r"(?:" + _SEP + r")" + _PASSWORD_VALUE
 _AWS_SECRET_VALUE = r"(?P<secret>" + _B64 + r"{40})(?![A-Za-z0-9/+=])"
+AWS_PAIR_REACH = 200
+"""How many characters may stand between an AWS key id and a bare secret key beside it (a few
+lines: the pair pasted together, the key id's line then the secret's)."""
+# The patterns match the lower-cased text: the check sees the case. A value all hex digits is a
+# SHA, never a secret key: skipped here, so a SHA between a key id and its secret hides nothing.
+_AWS_BARE_SECRET = r"(?<![A-Za-z0-9/+=])(?![0-9a-f]{40}(?![A-Za-z0-9/+=]))" + _AWS_SECRET_VALUE
+_AWS_KEY_ID = r"a[ks]ia[a-z0-9]{16}(?![a-z0-9])"
 
 KINDS: tuple[Kind, ...] = (
     Kind(
@@ -261,12 +277,16 @@ KINDS: tuple[Kind, ...] = (
         "AWS secret access key",
         (
             r"secret[ _-]?(?:access[ _-]?)?key\w*(?:" + _SEP + r"|\s+)" + _AWS_SECRET_VALUE,
-            # The credentials csv, the console and people pasting both: the key id, then its secret.
-            r"a[ks]ia[a-z0-9]{16}(?![a-z0-9])[^\n]{1,40}?(?<![A-Za-z0-9/+=])" + _AWS_SECRET_VALUE,
+            # The credentials csv, the console and people pasting both: the key id, then its
+            # secret, on its line or a line or two below.
+            _AWS_KEY_ID + r"[\s\S]{0," + str(AWS_PAIR_REACH) + r"}?" + _AWS_BARE_SECRET,
+            # The secret first, its key id after it.
+            _AWS_BARE_SECRET + r"(?=[\s\S]{0," + str(AWS_PAIR_REACH) + r"}?" + _AWS_KEY_ID + ")",
         ),
-        (("secret",), ("akia", "asia")),
+        (("secret",), ("akia", "asia"), ("akia", "asia")),
         ignorecase=True,
         check=_aws_secret,
+        behind=(0, 0, AWS_PAIR_REACH + 40),
     ),
     Kind(
         "github_token",
@@ -413,7 +433,8 @@ def find(text: str) -> list[Secret]:
     taken: list[Secret] = []
     for i, n in sorted(starts):  # the kinds most specific first, each kind's patterns in order
         kind = KINDS[i]
-        for m in _matches(kind.pattern(n), lower if kind.ignorecase else plain, starts[(i, n)]):
+        behind = kind.behind[n] if kind.behind else 0
+        for m in _matches(kind.pattern(n), lower if kind.ignorecase else plain, starts[(i, n)], behind):
             # A ``secret`` group is the secret (its public context lies outside it); else the
             # whole match is, its ``pre`` group the public prefix.
             inner = "secret" in m.re.groupindex
@@ -429,6 +450,11 @@ def find(text: str) -> list[Secret]:
             taken.append(Secret(kind.name, start, end, mask_value(value, kind.name, prefix)))
     taken.sort(key=lambda s: s.start)
     return taken
+
+
+# How far past its first character a literal and the token it starts may run (an AWS key id:
+# 20 characters and the one after it).
+_LITERAL_REACH = 21
 
 
 @cache
@@ -460,13 +486,22 @@ def _starts(plain: str) -> dict[tuple[int, int], list[int]]:
     return starts
 
 
-def _matches(pattern: re.Pattern[str], subject: str, starts: Sequence[int]) -> Iterator[re.Match[str]]:
+def _matches(pattern: re.Pattern[str], subject: str, starts: Sequence[int], behind: int = 0) -> Iterator[re.Match[str]]:
     """``pattern.finditer(subject)`` for a pattern whose every match begins at one of
-    ``starts`` (ascending): the same matches, the pattern tried only there."""
+    ``starts`` (ascending), or at most ``behind`` characters before one and holds it: the same
+    matches, the pattern tried only there."""
     end = 0
     for at in starts:
         if at < end:
             continue  # inside the last match, or a second literal at the same offset
+        if behind:
+            # Its literal is the last the match may reach (``endpos``): a literal further on
+            # has its own turn.
+            m = pattern.search(subject, max(at - behind, end), at + _LITERAL_REACH)
+            if m is not None:
+                yield m
+                end = m.end()
+            continue
         m = pattern.match(subject, at)
         if m is not None:
             yield m
