@@ -147,9 +147,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     r = import_team(_brain(args), args.folder)
     refused = f"; refused by MemoryGuard: {', '.join(r.refused)}" if r.refused else ""
-    text = f"imported from {len(r.files)} files: {r.added} added, {r.updated} updated, {r.unchanged} unchanged{refused}"
-    emit(args, r.to_dict(), text)
-    return 0
+    lines = [f"imported from {len(r.files)} files: {r.added} added, {r.updated} updated, {r.unchanged} unchanged{refused}"]
+    lines += [f"skipped {s['path']}: {s['reason']}" for s in r.skipped]
+    lines += [f"left out {e['key']} of {e['path']}: {e['reason']}" for e in r.skipped_entries]
+    emit(args, r.to_dict(), "\n".join(lines))
+    # What was good is in; the exit status tells a script that not everything was.
+    return 0 if r.complete else 1
 
 
 def _cmd_resolve(args: argparse.Namespace) -> int:

@@ -15,6 +15,13 @@ metadata; seen again, its local copy follows the owner's text and state (superse
 Every imported line passes MemoryGuard like any other write; an entry that fails it is skipped
 and named. Imported entries are not exported again: they are their owner's.
 
+The folder is shared, so anyone (or a bad merge) may have put anything in it: each file is read
+on its own, and one that is not a team file — not UTF-8 text, without the header export writes,
+holding a line that is no entry (a git conflict marker), not a regular file — is skipped with its
+reason while the others are imported. Only what export itself writes is taken from a good file:
+entries marked ``scope: team``, keyed with the file owner's id (the header's); any other entry
+is left out and named.
+
 Example:
     >>> import tempfile
     >>> from memlane.brain import Brain
@@ -48,6 +55,11 @@ IDENTITY_FILE = "team.json"
 """In the brain folder: who exports (``{"name", "id"}``), made on the first export or import."""
 
 _TEAM_KEY = re.compile(r"^(?P<key>[A-Z]{1,5}\d{1,5})-(?P<id>[0-9a-f]{8})$")
+# The first line export writes (see _render): whose file it is.
+_HEADER = re.compile(r"^# Team memory · (?P<name>[A-Za-z0-9_.-]+)-(?P<id>[0-9a-f]{8})[ \t]*$")
+HEADER_EXAMPLE = "# Team memory · NAME-0123abcd"
+# A merge git could not finish leaves these in the file: its entries cannot be trusted.
+_CONFLICT = re.compile(r"^(?:<{7}|={7}|>{7})(?:[ \t]|$)")
 _LINE = re.compile(r"^- \[(?P<key>[A-Z]{1,5}\d{1,5}-[0-9a-f]{8})\][ \t]*(?:(?P<date>\d{4}-\d{2}-\d{2})[ \t]*)?(?:—[ \t]*)?(?P<text>.*?)\s*$")
 _HEADING = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t#]*$")
 # Metadata that is about this machine's copy, not the memory: not shared.
@@ -81,6 +93,17 @@ class ImportReport:
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)
     """Team keys whose text fails MemoryGuard, each with the rule: not imported."""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """Files not read, ``{"path", "reason"}``: not team files (see the module doc)."""
+    skipped_entries: list[dict[str, str]] = field(default_factory=list)
+    """Entries of good files left out, ``{"path", "key", "reason"}``: not team-scoped, or not the owner's."""
+    private_skipped: int = 0
+    """How many of those were not marked ``scope: team``."""
+
+    @property
+    def complete(self) -> bool:
+        """Whether every file and entry in the folder was taken (nothing skipped or refused)."""
+        return not (self.skipped or self.skipped_entries or self.refused)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
@@ -191,6 +214,58 @@ def read_team_file(text: str, schema: Schema, evolution: Schema) -> list[Entry]:
     return out
 
 
+class NotATeamFileError(ValueError):
+    """A file of the team folder that :func:`import_team` skips; the message says why."""
+
+
+def read_team_export(path: Path, schema: Schema, evolution: Schema) -> tuple[str, list[Entry]]:
+    """The owner's id (from the header) and the entries of one file export wrote.
+
+    Stricter than :func:`read_team_file`, which reads what it can: a shared folder may hold
+    anything, and a file export did not write is refused whole rather than half read.
+
+    Raises:
+        NotATeamFileError: Not a regular file, unreadable, not UTF-8 text, no team header, or a
+            line that is neither an entry nor a known section (a git conflict marker).
+
+    Example:
+        >>> import tempfile
+        >>> from memlane.brain.document import EVOLUTION_SCHEMA, MEMORY_SCHEMA
+        >>> path = Path(tempfile.mkdtemp()) / "notes.md"
+        >>> _ = path.write_text("## Key Decisions\\n- [KD07-3f9a2c1d] Use uv.\\n")
+        >>> read_team_export(path, MEMORY_SCHEMA, EVOLUTION_SCHEMA)
+        Traceback (most recent call last):
+        memlane.brain.team.NotATeamFileError: no team header (export starts its files with '# Team memory · NAME-0123abcd')
+    """
+    if not path.is_file():
+        raise NotATeamFileError("not a regular file")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise NotATeamFileError(f"unreadable ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotATeamFileError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    if "\x00" in text:
+        raise NotATeamFileError("binary (it holds NUL bytes)")
+    lines = text.splitlines()
+    header = _HEADER.match(lines[0]) if lines else None
+    if header is None:
+        raise NotATeamFileError(f"no team header (export starts its files with {HEADER_EXAMPLE!r})")
+    section = False
+    for n, line in enumerate(lines[1:], 2):
+        if _CONFLICT.match(line):
+            raise NotATeamFileError(f"line {n} is a git conflict marker: finish the merge first")
+        if m := _HEADING.match(line):
+            section = bool(schema.by_heading(m.group("name")) or evolution.by_heading(m.group("name")))
+            if not section:
+                raise NotATeamFileError(f"line {n}: unknown section {m.group('name')!r}")
+        elif line.startswith("- [") and not (section and _LINE.match(line)):
+            raise NotATeamFileError(f"line {n} is not a team entry ('- [KD07-3f9a2c1d] YYYY-MM-DD — text' under a section)")
+    return header.group("id"), read_team_file(text, schema, evolution)
+
+
 def _local_meta(theirs: Entry, links: dict[str, str]) -> dict[str, str]:
     meta = {k: v for k, v in theirs.meta.items() if k not in _LOCAL_META and k not in _LINKS}
     meta.update({k: links[theirs.meta[k]] for k in _LINKS if theirs.meta.get(k) in links})
@@ -199,6 +274,10 @@ def _local_meta(theirs: Entry, links: dict[str, str]) -> dict[str, str]:
 
 def import_team(brain: Brain, folder: str | Path) -> ImportReport:
     """Bring everyone else's team entries from ``folder`` into this brain (see the module doc).
+
+    Files that are not team files, and entries a good file should not hold, are skipped and
+    listed in the report (:attr:`ImportReport.skipped`, :attr:`ImportReport.skipped_entries`);
+    the rest is imported.
 
     Raises:
         FileNotFoundError: ``folder`` does not exist.
@@ -210,14 +289,32 @@ def import_team(brain: Brain, folder: str | Path) -> ImportReport:
     me = identity(brain)["id"]
     report = ImportReport()
     incoming: list[Entry] = []
+    owners: dict[str, str] = {}
     for path in sorted(folder.glob("*.md")):
-        entries = [e for e in read_team_file(read_text(path), brain.memory_schema, brain.evolution_schema)
-                   if (m := _TEAM_KEY.match(e.key)) and m.group("id") != me]  # fmt: skip
+        try:
+            owner, entries = read_team_export(path, brain.memory_schema, brain.evolution_schema)
+        except NotATeamFileError as exc:
+            report.skipped.append({"path": str(path), "reason": str(exc)})
+            continue
+        if owner == me:
+            continue  # this brain's own export
+        if owner in owners:
+            report.skipped.append({"path": str(path), "reason": f"a second file of {owner} (the first: {owners[owner]})"})
+            continue
+        owners[owner] = str(path)
         if entries:
             report.files.append(str(path))
         for e in entries:
             if rule := next((f.rule for f in brain.guard.scan("\n".join([e.text, e.detail or "", *e.extra]))), None):
                 report.refused.append(f"{e.key} ({rule})")
+            elif (m := _TEAM_KEY.match(e.key)) is None or m.group("id") != owner:
+                # Only its owner writes a file: a key of someone else's would overwrite their entry here.
+                report.skipped_entries.append({"path": str(path), "key": e.key, "reason": f"not keyed with the file owner's id {owner}"})
+            elif e.meta.get("scope") != "team":
+                report.private_skipped += 1
+                scope = e.meta.get("scope")
+                reason = f"scope: {scope} (only team entries are shared)" if scope else "not marked scope: team"
+                report.skipped_entries.append({"path": str(path), "key": e.key, "reason": reason})
             else:
                 incoming.append(e)
     with brain.transaction() as txn:
