@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
@@ -33,6 +34,16 @@ def _brain(args: argparse.Namespace) -> Brain:
     folder = getattr(args, "brain", None)
     return Brain(folder or default_brain_dir(home), home=home, caps=parse_caps(getattr(args, "cap", None) or []),
                  char_caps=parse_caps(getattr(args, "char_cap", None) or [], "--char-cap"))
+
+
+def _existing_brain(args: argparse.Namespace) -> Brain:
+    """:func:`_brain` for a command that reads or maintains a brain: a folder that does not exist
+    is refused, where a mistyped ``--brain`` would be created or shown as an empty brain."""
+    brain = _brain(args)
+    if not brain.dir.is_dir():
+        named = "--brain" if getattr(args, "brain", None) else "$MEMLANE_BRAIN_DIR" if os.environ.get("MEMLANE_BRAIN_DIR") else "the home's default"
+        raise FileNotFoundError(f"no brain folder at {brain.dir} ({named}): check the path, or start a brain with `memlane brain add`")
+    return brain
 
 
 def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -125,7 +136,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def _cmd_supersede(args: argparse.Namespace) -> int:
-    brain = _brain(args)
+    brain = _existing_brain(args)
     new = brain.supersede(args.key, args.text, detail=args.detail, confidence=args.confidence, on=args.date)
     _advised(args, brain, new, f"{args.key.upper()} superseded by {_line(new)}")
     return 0
@@ -136,7 +147,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if args.scope != "team":
         raise ValueError("private entries never leave this machine: only --scope team exports")
-    r = export_team(_brain(args), args.folder)
+    r = export_team(_existing_brain(args), args.folder)
     state = "wrote" if r.changed else "unchanged:"
     emit(args, r.to_dict(), f"{state} {r.path}: {r.entries} team entries ({r.private_kept} private entries stay on this machine)")
     return 0
@@ -156,13 +167,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_resolve(args: argparse.Namespace) -> int:
-    entry = _brain(args).resolve(args.key, note=args.note, close=args.close, on=args.date)
+    entry = _existing_brain(args).resolve(args.key, note=args.note, close=args.close, on=args.date)
     emit(args, _entry_json(entry), f"{entry.key} {entry.meta['status']}")
     return 0
 
 
 def _cmd_archive(args: argparse.Namespace) -> int:
-    brain = _brain(args)
+    brain = _existing_brain(args)
     moved = brain.archive(args.keys, on=args.date)
     text = f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}" if moved else "nothing to archive: every section is within its cap"
     emit(args, {"archived": [_entry_json(e) for e in moved]}, text)
@@ -170,14 +181,14 @@ def _cmd_archive(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    brain = _brain(args)
+    brain = _existing_brain(args)
     n = brain.reindex()
     emit(args, {"entries": n, "path": str(brain.memory_path)}, f"index regenerated: {n} entries")
     return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    problems = _brain(args).check()
+    problems = _existing_brain(args).check()
     errors = sum(p.level == "error" for p in problems)
     text = "\n".join(f"{p.level:<7} {p.code:<18} {p.message}" for p in problems) or "ok: no problems"
     emit(args, {"ok": errors == 0, "errors": errors, "warnings": len(problems) - errors, "problems": [p.to_dict() for p in problems]}, text)
@@ -187,14 +198,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ValueError("-k must be at least 1")
-    hits = _brain(args).search(args.query, k=args.k)
+    hits = _existing_brain(args).search(args.query, k=args.k)
     text = "\n".join(f"{s:.2f} {_line(e)}" for e, s in hits) or "no match"
     emit(args, [{**_entry_json(e), "score": round(s, 6)} for e, s in hits], text)
     return 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    brain = _brain(args)
+    brain = _existing_brain(args)
     entries = brain.entries(include_archived=True, evolution=True)
     live = [e for e in entries if "Archives" not in Path(e.source).parts]
     sections = []

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memlane.brain.cli import _brain, _key_errors, emit
+from memlane.brain.cli import _existing_brain, _key_errors, emit
 from memlane.timeline.engines import ENGINES
 
 
@@ -59,7 +59,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     from memlane.timeline.engines import make_engine
     from memlane.timeline.lease import Jobs
 
-    brain = _brain(args)
+    brain = _existing_brain(args)
     engine = make_engine(args.engine, model_id=args.model, region=args.region)
     jobs = Jobs(args.home)
     with jobs.lease("compact", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run, _memory(args) as mem:
@@ -68,9 +68,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
                          budget=args.budget, questions=_questions(args.questions), before_publish=run.check)
         u = engine.usage
         run.spend(calls=u.calls, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd)
-        run.detail = report.refused or f"{len(report.summaries)} summaries {'planned' if args.dry_run else 'written' if report.published else 'not written'}"
-    lines = [f"{'would write' if args.dry_run else 'wrote' if report.published else 'did not write'} {len(report.summaries)} summaries "
-             f"({report.up_to_date} up to date) with the {report.engine} engine"]
+        run.detail = report.refused or _compact_outcome(report, args.dry_run, brain.dir)
+    lines = [_compact_outcome(report, args.dry_run, brain.dir) + (f" with the {report.engine} engine" if report.summaries else "")]
     for s in report.summaries:
         dropped = f"; {len(s['dropped'])} lines dropped" if s["dropped"] else ""
         lines.append(f"  {s['path']}: {s['statements']} statements ({s['reason']}){dropped}")
@@ -90,6 +89,24 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+def _compact_outcome(report: Any, dry_run: bool, brain_dir: Path) -> str:
+    """What a compaction did, in words (never "did not write 0 summaries")."""
+    from memlane.timeline import notes
+    from memlane.timeline.compact import MIN_DAILIES, MIN_WEEKLIES
+
+    def summaries(k: int) -> str:
+        return f"{k} {'summary' if k == 1 else 'summaries'}"
+
+    n, fresh = len(report.summaries), f"{summaries(report.up_to_date)} up to date"
+    if n == 0 and report.stopped_by_budget:
+        return f"nothing written: the token budget leaves {len(report.stopped_by_budget)} periods for a later run ({fresh})"
+    if n == 0:
+        return (f"nothing due ({len(notes.dailies(brain_dir))} dailies, {fresh}): a week is compacted once it is over with "
+                f"{MIN_DAILIES} dailies, a month once it is over with {MIN_WEEKLIES} weeklies")
+    verb = "would write" if dry_run else "wrote" if report.published else "did not write"
+    return f"{verb} {summaries(n)} ({fresh})"
+
+
 def _page_line(page: Any) -> str:
     current = f" = {page.current['value']} since {page.current['since']}" if page.current else ""
     return f"{page.slug:<32} {page.category:<9} {page.status:<11} {len(page.sources):>3} sources, confidence {page.confidence}{current}"
@@ -98,7 +115,7 @@ def _page_line(page: Any) -> str:
 def _cmd_wiki(args: argparse.Namespace) -> int:
     from memlane.timeline.wiki import Wiki, slugify
 
-    wiki = Wiki(_brain(args))
+    wiki = Wiki(_existing_brain(args))
     action = args.wiki_command
     if action == "list":
         pages = wiki.pages()
@@ -140,7 +157,7 @@ def _cmd_dream(args: argparse.Namespace) -> int:
     from memlane.timeline.engines import make_engine
     from memlane.timeline.lease import Jobs
 
-    brain = _brain(args)
+    brain = _existing_brain(args)
     if args.action == "status":
         status = dream_status(Path(args.home).expanduser(), brain.dir)
         st = status["state"]
@@ -168,7 +185,8 @@ def _cmd_dream(args: argparse.Namespace) -> int:
             run.watermark = json.dumps(mark, sort_keys=True) if mark else None
         run.detail = report.refused or f"{len(report.operations)} operations"
     verb = "would apply" if args.dry_run else "applied" if report.published else "did not apply"
-    lines = [f"{verb} {len(report.operations)} wiki operations {report.counts() or ''}".rstrip()]
+    lines = [f"{verb} {len(report.operations)} wiki operations {report.counts() or ''}".rstrip() if report.operations or report.published
+             else "nothing to apply: no daily or search since the last run calls for a wiki change"]
     lines += [f"  contradiction: {c}" for c in report.contradictions[:10]]
     lines += [f"  unanswered: {q}" for q in report.unanswered[:10]]
     if g := report.gate:

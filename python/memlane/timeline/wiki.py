@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from memlane.brain import provenance
 from memlane.brain._fs import brain_lock
 from memlane.brain.provenance import Ref
+from memlane.errors import InvalidArgumentError
 from memlane.timeline import notes
 
 if TYPE_CHECKING:
@@ -202,6 +203,35 @@ def _ref(text: str) -> Ref:
     return Ref(path, entry or None)
 
 
+def source_ref(source: str, brain_dir: Path) -> Ref:
+    """A source a person names (``DailyActivity/2026-11-20.md › 14:32``, relative to the brain
+    folder or absolute inside it) as a reference relative to the folder.
+
+    The path is resolved (``..``, symlinks) before it is judged: a page is made from what its
+    source says, so a source outside the folder would copy any file into the wiki.
+
+    Raises:
+        InvalidArgumentError: The file lies outside the brain folder.
+
+    Example:
+        >>> import tempfile
+        >>> brain = Path(tempfile.mkdtemp())
+        >>> str(source_ref(f"{brain}/DailyActivity/2026-11-20.md › 14:32", brain))
+        'DailyActivity/2026-11-20.md › 14:32'
+        >>> source_ref("../../etc/passwd", brain)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        memlane.errors.InvalidArgumentError: '../../etc/passwd' is not a file in the brain folder ...: name a daily in it, 'DailyActivity/YYYY-MM-DD.md › HH:MM' (relative to the folder, or absolute)
+    """
+    path, _, entry = (part.strip() for part in source.partition(provenance.SEP.strip()))
+    root = Path(brain_dir).expanduser().resolve()
+    # An absolute path replaces the root in the join; a relative one is taken from the root.
+    target = (root / Path(path).expanduser()).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise InvalidArgumentError(f"{path!r} is not a file in the brain folder {root}: name a daily in it, "
+                                   f"'DailyActivity/YYYY-MM-DD.md{provenance.SEP}HH:MM' (relative to the folder, or absolute)")
+    return Ref(target.relative_to(root).as_posix(), entry or None)
+
+
 class Wiki:
     """The wiki pages of a brain folder."""
 
@@ -260,14 +290,19 @@ class Wiki:
     def stub(self, name: str, category: str, source: str) -> Page:
         """A page from one source: the sentences of that daily entry that name it.
 
+        Args:
+            source: A daily entry, ``DailyActivity/YYYY-MM-DD.md › HH:MM``, relative to the brain
+                folder or absolute inside it (see :func:`source_ref`).
+
         Raises:
-            ValueError: Unknown category, a source that does not resolve, or a page that exists.
+            ValueError: Unknown category, a source outside the brain folder or that does not
+                resolve, or a page that exists.
         """
         if category not in CATEGORIES:
             raise ValueError(f"unknown category {category!r}: use one of {', '.join(CATEGORIES)}")
         if self.path(name).exists():
             raise ValueError(f"wiki page {name!r} exists: `memlane wiki show {slugify(name)}`")
-        ref = _ref(source)
+        ref = source_ref(source, self.brain.dir)
         if not provenance.resolves(ref, self.brain.dir):
             raise ValueError(f"{source} does not resolve in {self.brain.dir} (use DailyActivity/YYYY-MM-DD.md › HH:MM)")
         page = Page(name, category)
@@ -327,11 +362,16 @@ class Wiki:
 
 
 def mentions(brain_dir: Path, ref: Ref, name: str) -> list[str]:
-    """The sentences of a daily entry that name ``name`` (all its sentences if none does)."""
+    """The sentences of a daily entry that name ``name`` (all its sentences if none does).
+
+    Raises:
+        InvalidArgumentError: ``ref`` leads outside the brain folder.
+    """
     from memlane.timeline.engines import _sentences
 
-    path = brain_dir / ref.path
-    _, sections = notes.read_note(path, brain_dir)
+    ref = source_ref(str(ref), brain_dir)
+    root = Path(brain_dir).expanduser().resolve()
+    _, sections = notes.read_note(root / ref.path, root)
     text = "\n".join(s.text for s in sections if ref.entry is None or s.ref.entry == ref.entry)
     found = _sentences(text)
     named = [s for s in found if name.lower() in s.lower()]
