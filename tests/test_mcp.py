@@ -100,9 +100,13 @@ def test_guard_and_bad_ids_come_back_as_tool_errors(home: Path) -> None:
             gone = await client.call_tool("get", {"id": "00ff"})
             twice = await client.call_tool("supersede", {"key": "KD42", "text": "x"})
             empty = await client.call_tool("recall", {"query": "zebra giraffe savanna"})
-            return blocked, unknown, bad, gone, twice, empty
+            huge = [await client.call_tool("get", {"id": ident}) for ident in ("f" * 1_000_000, "KD" + "7" * 1_000_000)]
+            return blocked, unknown, bad, gone, twice, empty, huge
 
-    blocked, unknown, bad, gone, twice, empty = run(go())
+    blocked, unknown, bad, gone, twice, empty, huge = run(go())
+    # A 1 MB id comes back as a one-line error quoting its start, not as a 1 MB one.
+    # (The brain's own message names its folder: a path of the test's temporary folder.)
+    assert all(h.is_error and len(text(h).replace(str(home), "~")) < 200 and "characters)" in text(h) for h in huge), [text(h)[:300] for h in huge]
     assert blocked.is_error and "MemoryGuard blocked" in text(blocked)
     assert not (home / "brain" / "MEMORY.md").exists()
     assert unknown.is_error and "no entry KD42" in text(unknown)

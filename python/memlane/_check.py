@@ -21,9 +21,32 @@ from typing import Any
 from memlane.errors import ArgumentTypeError, InvalidArgumentError
 
 
+ECHO_LIMIT = 80
+"""How many characters of a caller's input an error message repeats."""
+
+
+def echo(value: Any, limit: int = ECHO_LIMIT, *, quote: bool = False) -> str:
+    """``value`` as an error message repeats it: whole when short, else its first ``limit``
+    characters, ``…`` and its length; ``quote``: in quotes, as ``repr`` shows a string (a value
+    of another type is shown by its ``repr``). A 1 MB argument makes a one-line error, not a
+    1 MB one: every message that quotes input goes through here.
+
+    Example:
+        >>> echo("KD07"), echo("KD07", quote=True)
+        ('KD07', "'KD07'")
+        >>> echo("ab" * 1000, limit=6, quote=True)
+        "'ababab…' (2,000 characters)"
+    """
+    if not isinstance(value, str):
+        value, quote = repr(value), False
+    if len(value) <= limit:
+        return repr(value) if quote else value
+    head = value[:limit] + "…"
+    return f"{head!r} ({len(value):,} characters)" if quote else f"{head} ({len(value):,} characters)"
+
+
 def _got(value: Any) -> str:
-    shown = repr(value)
-    return f"{type(value).__name__} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    return f"{type(value).__name__} {echo(value, 40, quote=True)}"
 
 
 def text(name: str, value: Any) -> str:
@@ -96,7 +119,7 @@ def flag(name: str, value: Any) -> bool:
 def choice(name: str, value: Any, accepted: Collection[str]) -> str:
     """``value`` if it is one of the ``accepted`` strings."""
     if text(name, value) not in accepted:
-        raise InvalidArgumentError(f"{name} must be one of {', '.join(sorted(accepted))}, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be one of {', '.join(sorted(accepted))}, got {echo(value, quote=True)}")
     return value
 
 

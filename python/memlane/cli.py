@@ -283,7 +283,9 @@ def _unknown_project(mem: Any, project: str | None) -> None:
     """Say so when ``--project`` names no project of the home (a typo, not an empty answer)."""
     if project is not None and hasattr(mem, "project_keys") and not mem.project_keys(project):
         names = ", ".join(sorted({Path(k).name for k in mem.projects()})) or "none yet"
-        sys.stderr.write(f"memlane: no project named {project!r} in this home (projects: {names})\n")
+        from memlane._check import echo
+
+        sys.stderr.write(f"memlane: no project named {echo(project, quote=True)} in this home (projects: {names})\n")
 
 
 def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:

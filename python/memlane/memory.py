@@ -767,8 +767,10 @@ class Memory:
         """
         try:
             key = int(chunk_id, 16)
+            if not 0 <= key < 1 << 64:  # ids are 64-bit: a longer one names no chunk
+                raise ValueError
         except ValueError:
-            raise ValueError(f"{chunk_id!r} is not a chunk id (hex digits, as search and recall print them)") from None
+            raise ValueError(f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)") from None
         found = self._store.get([key])
         if not found:
             return None

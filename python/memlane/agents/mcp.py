@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memlane import secrets
+from memlane._check import echo
 from memlane.agents.roles import Role
 from memlane.errors import MemlaneError
 
@@ -111,7 +112,7 @@ class MemoryTools:
         if self.remote:  # the served index resolves names; the role's project bounds the read
             return self.reads
         if project is not None and set(self.mem.project_keys(project)) - set(self.mem.project_keys(self.reads)):
-            raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {project}")
+            raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {echo(project)}")
         return self.reads
 
     def _in_scope(self, project: str) -> bool:
@@ -163,7 +164,7 @@ class MemoryTools:
 
             old = self.brain.get(key)
             if old is None or entry_project(old) != project_name(self.role.project):
-                raise PermissionError(f"agent {self.role} supersedes its project's entries only; {key.upper()} is not one")
+                raise PermissionError(f"agent {self.role} supersedes its project's entries only; {echo(key.upper())} is not one")
         new = self.brain.supersede(key, text, detail=detail)
         return f"[{key.upper()}] superseded by [{new.key}]"
 
@@ -176,11 +177,11 @@ class MemoryTools:
             keys = self._entry_keys()
             loaded = [e for e in self.brain.load(ident) if keys is None or in_project(e, keys)]
             if not loaded or loaded[0].key != ident.upper():
-                raise KeyError(f"no entry {ident.upper()} in agent {self.role}'s memory")
+                raise KeyError(f"no entry {echo(ident.upper())} in agent {self.role}'s memory")
             return secrets.mask("\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]))
         hit = self.mem.get(ident)
         if hit is None or not self._in_scope(hit.project):
-            raise KeyError(f"no chunk {ident}: it was removed from the index, the id is mistyped, or it is outside agent {self.role}'s projects")
+            raise KeyError(f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects")
         return secrets.mask(_render_hit(hit))
 
     def status(self) -> str:

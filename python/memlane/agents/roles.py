@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from memlane._check import echo
+
 ROLE_ENV = "MEMLANE_AGENT"
 """The role of an agent whose command line does not name one."""
 
@@ -48,7 +50,7 @@ class Role:
             return cls()
         if kind in ("project", "skill") and name.strip():
             return cls(kind, name.strip())
-        raise ValueError(f"unknown agent role {text!r}: use admin, project:NAME or skill:NAME")
+        raise ValueError(f"unknown agent role {echo(text, quote=True)}: use admin, project:NAME or skill:NAME")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}" if self.name else self.kind
@@ -90,5 +92,5 @@ class Role:
         if kind not in BOUND_TYPES:
             raise PermissionError(f"agent {self} writes its project's memories (type project or reference), not {kind} entries: those are the admin's")
         if project and project_name(project) != project_name(self.name):
-            raise PermissionError(f"agent {self} writes to project {self.name} only, not {project}")
+            raise PermissionError(f"agent {self} writes to project {echo(self.name)} only, not {echo(project)}")
         return type, self.name

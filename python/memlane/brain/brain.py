@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane import secrets
+from memlane._check import echo
 from memlane._paths import default_home
 from memlane.brain import provenance
 from memlane.brain._fs import atomic_write, brain_lock, read_text
@@ -626,7 +627,7 @@ class Brain:
         every = {e.key: e for e in reversed(self._all_entries(True))}
         entry = every.get(key.upper())
         if entry is None:
-            raise KeyError(f"no entry {key.upper()} in {self.dir}")
+            raise KeyError(f"no entry {echo(key.upper())} in {self.dir}")
         links = [*entry.references(), entry.superseded_by, entry.supersedes]
         refs = [every[k] for k in dict.fromkeys(k for k in links if k and k != entry.key) if k in every]
         out = [entry, *refs[:max_references]]
@@ -806,7 +807,7 @@ class Brain:
             doc = txn.evolution if evolution else txn.memory
             old = doc.find(old_key)
             if old is None:
-                raise KeyError(f"no entry {old_key.upper()} in {self.evolution_path if evolution else self.memory_path}")
+                raise KeyError(f"no entry {echo(old_key.upper())} in {self.evolution_path if evolution else self.memory_path}")
             new = self._supersede_in(txn, old, text, detail, fields)
             self._archive_overflow(txn, evolution, [old.prefix])
             spec = schema.by_prefix(old.prefix)
@@ -840,7 +841,7 @@ class Brain:
         with self.transaction(on) as txn:
             entry = txn.memory.find(key)
             if entry is None:
-                raise KeyError(f"no entry {key.upper()} in {self.memory_path}")
+                raise KeyError(f"no entry {echo(key.upper())} in {self.memory_path}")
             if entry.prefix != "OT":
                 raise ValueError(f"{entry.key} is not an open thread (OT…); supersede it instead")
             if entry.resolved:
@@ -909,7 +910,7 @@ class Brain:
                 doc = txn.evolution if schema.title == EVOLUTION_SCHEMA.title else txn.memory
                 entry = doc.find(key)
                 if entry is None:
-                    raise KeyError(f"no entry {key} in {schema.title}.md")
+                    raise KeyError(f"no entry {echo(key)} in {schema.title}.md")
                 moved.append(self._move_to_archive(txn, doc, schema, entry))
             if not wanted:
                 moved = self._archive_overflow(txn, False) + self._archive_overflow(txn, True)
