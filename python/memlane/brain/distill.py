@@ -14,8 +14,12 @@ For each session of a transcript file, :func:`distill`:
    MEMORY.md with a ``Detail:`` line pointing at the transcript turns and the daily note. A
    reversal ("we switched from X to Y", "no longer", "instead of") supersedes the active
    entry that says X instead of adding a contradicting one.
+5. captures what the user corrected (CR), prefers (a ``user`` entry), confirmed as fixed (CP)
+   or reported broken (FA) (:mod:`memlane.brain.capture`, offline, whatever the engine),
+   with the same ``Detail:`` provenance; what the brain already holds, or nearly, is not added
+   again.
 
-Steps 3 and 4 run in one brain transaction: the lock is held, the guard sees everything and
+Steps 3 to 5 run in one brain transaction: the lock is held, the guard sees everything and
 nothing is written if any part fails.
 
 Example:
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from os import PathLike
 from pathlib import Path
@@ -46,9 +50,11 @@ from typing import Any
 from memlane import _core, secrets
 from memlane._paths import default_home
 from memlane.brain._fs import read_text
-from memlane.brain.brain import DAILY_DIR, Brain, Transaction
+from memlane.brain.brain import DAILY_DIR, Brain, CapError, Transaction
+from memlane.brain.capture import Capture, capture
 from memlane.brain.document import Entry
-from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session
+from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session, near_duplicate
+from memlane.brain.scopes import classify
 
 _KIND_SECTION = {"decision": "KD", "lesson": "LL", "thread": "OT", "incident": "COE"}
 _DAILY_HEADING = re.compile(r"^## (\d\d:\d\d) \|")
@@ -66,10 +72,13 @@ class DistillResult:
         skipped: True if the session was already distilled (nothing written).
         daily: The DailyActivity file written.
         heading: The ``## HH:MM | topic`` heading written.
-        added: Keys of new MEMORY.md entries.
+        added: Keys of new MEMORY.md and EVOLUTION.md entries.
+        captured: ``{"key", "kind"}`` of the added entries that capture took from what the user
+            corrected, prefers, confirmed or reported broken (:mod:`memlane.brain.capture`).
         superseded: ``{"old": key, "new": key}`` for each reversal applied.
         withheld: ``{"text", "rule"}`` for lines the guard kept out.
         archived: Keys moved to the archive because a section went over its cap.
+        over_cap: Captures left out because their section is at its character cap.
     """
 
     session_id: str
@@ -83,6 +92,8 @@ class DistillResult:
     superseded: list[dict[str, str]] = field(default_factory=list)
     withheld: list[dict[str, str]] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
+    captured: list[dict[str, str]] = field(default_factory=list)
+    over_cap: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
@@ -224,17 +235,22 @@ def find_reversed(item: Item, candidates: list[Entry]) -> Entry | None:
     return best
 
 
+def _passes(brain: Brain, result: DistillResult, session: Session, text: str) -> bool:
+    """Whether the guard lets ``text`` through; a blocked line is recorded as withheld."""
+    findings = brain.guard.scan(text)
+    shown = secrets.mask(text)[:200]  # printed and returned: never with its secret
+    # The same sentence may be both a decision line and an item: report it once.
+    if findings and all(w["text"] != shown for w in result.withheld):
+        result.withheld.append({"text": shown, "rule": findings[0].rule})
+        brain.log("blocked", rule=findings[0].rule, excerpt=findings[0].excerpt, path=session.path, stage="distill")
+    return not findings
+
+
 def _clean(d: Distillation, brain: Brain, result: DistillResult, session: Session) -> Distillation:
     """Drop every line the guard would block, recording it as withheld."""
 
     def ok(text: str) -> bool:
-        findings = brain.guard.scan(text)
-        shown = secrets.mask(text)[:200]  # printed and returned: never with its secret
-        # The same sentence may be both a decision line and an item: report it once.
-        if findings and all(w["text"] != shown for w in result.withheld):
-            result.withheld.append({"text": shown, "rule": findings[0].rule})
-            brain.log("blocked", rule=findings[0].rule, excerpt=findings[0].excerpt, path=session.path, stage="distill")
-        return not findings
+        return _passes(brain, result, session, text)
 
     topic = d.topic if ok(d.topic) else session.id
     return Distillation(
@@ -246,6 +262,23 @@ def _clean(d: Distillation, brain: Brain, result: DistillResult, session: Sessio
         outcome=d.outcome if ok(d.outcome) else "(withheld by MemoryGuard)",
         items=[i for i in d.items if ok(i.text) and (not i.replaces or ok(i.replaces))],
     )
+
+
+def _without_captured(d: Distillation, captures: list[Capture]) -> Distillation:
+    """The distillation without the items a correction or preference capture already files.
+
+    The engine reads "from now on, always…" as a decision and "no, don't use X" as a reversal;
+    capture knows them for what they are, so they are written once, as that.
+    """
+    said = [c for c in captures if c.kind in ("correction", "preference")]
+
+    def captured(item: Item) -> bool:
+        return any(item.turns[0] <= c.turns[1] <= item.turns[1] and near_duplicate(item.text, c.text) for c in said)
+
+    gone = {i.text for i in d.items if captured(i)}
+    if not gone:
+        return d
+    return replace(d, items=[i for i in d.items if i.text not in gone], decisions=[x for x in d.decisions if x not in gone])
 
 
 def _code(s: str) -> str:
@@ -310,7 +343,34 @@ def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item]
             txn.event("add", key=new.key, path=new.source)
             notes.append(new.key)
         result.added.append(new.key)
-    result.archived = [e.key for e in brain._archive_overflow(txn, False)]
+    return notes
+
+
+def _write_captures(brain: Brain, txn: Transaction, session: Session, captures: list[Capture], detail_tail: str, result: DistillResult) -> list[str]:
+    """Add the captures the brain does not hold yet (archives included, near duplicates too)."""
+    if not captures:
+        return []
+    held = [e.text for e in txn.memory.entries() + txn.evolution.entries() + brain._archived()]
+    notes: list[str] = []
+    for c in captures:
+        if any(_norm(c.text) == _norm(t) or near_duplicate(c.text, t) for t in held):
+            continue
+        spec, evolution = brain._spec(c.section)
+        a, b = c.turns
+        detail = f"transcript {session.id} turns {a}-{b} · {detail_tail}"
+        new = brain._new_entry(txn, spec, evolution, c.text, detail, classify(spec.prefix, c.type))
+        try:
+            brain._check_chars(txn, evolution, spec)
+        except CapError:
+            # A full section keeps what it has: the capture is reported, not forced in.
+            (txn.evolution if evolution else txn.memory).remove(new.key)
+            result.over_cap.append(secrets.mask(c.text)[:200])
+            continue
+        txn.event("add", key=new.key, path=new.source)
+        held.append(c.text)
+        notes.append(new.key)
+        result.added.append(new.key)
+        result.captured.append({"key": new.key, "kind": c.kind})
     return notes
 
 
@@ -331,6 +391,8 @@ def distill_session(
     # transaction re-reads everything and re-checks the marker.
     existing = brain._read_doc(brain.memory_path, brain.memory_schema).entries()
     d = _clean(engine.distill(session, existing), brain, result, session)
+    captures = [c for c in capture(session.turns) if _passes(brain, result, session, c.text)] if promote else []
+    d = _without_captured(d, captures)
     when = _started(session, tz)
     day, time = when.date().isoformat(), when.strftime("%H:%M")
     daily = brain.daily_dir / f"{day}.md"
@@ -342,8 +404,12 @@ def distill_session(
             return result
         tail = f"{DAILY_DIR}/{day}.md § {time} | {topic}"
         promoted = _promote(brain, txn, session, d.items if promote else [], tail, result)
+        promoted += _write_captures(brain, txn, session, captures, tail, result)
+        if result.added:
+            result.archived = [e.key for e in brain._archive_overflow(txn, False)]
         txn.put(daily, _insert_daily(txn.text(daily), day, render_daily_entry(session, d, heading, promoted), time))
-        txn.event("distill", session=session.id, path=session.path, added=len(result.added), superseded=len(result.superseded), withheld=len(result.withheld))
+        txn.event("distill", session=session.id, path=session.path, added=len(result.added), superseded=len(result.superseded), withheld=len(result.withheld),
+                  captured=len(result.captured))
     result.daily = str(daily)
     result.heading = heading
     return result

@@ -230,7 +230,13 @@ def files(session: Session, limit: int = 15) -> list[str]:
     return list(dict.fromkeys(out))[:limit]
 
 
-def _shorten(text: str, n: int) -> str:
+def shorten(text: str, n: int) -> str:
+    """``text`` on one line, cut at a word to at most ``n`` characters (``…`` marks the cut).
+
+    Example:
+        >>> shorten("Billing moved  to DynamoDB last week", 20)
+        'Billing moved to…'
+    """
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + "…"
 
@@ -326,6 +332,18 @@ def _tokens(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
 
 
+def near_duplicate(a: str, b: str, overlap: float = 0.6) -> bool:
+    """Whether two lines say the same thing: their words (3 letters or more) overlap by at
+    least ``overlap`` of all the words either uses.
+
+    Example:
+        >>> near_duplicate("Never push directly to main.", "Please never push to main directly!")
+        True
+    """
+    ta, tb = _tokens(a), _tokens(b)
+    return len(ta & tb) >= overlap * max(len(ta | tb), 1)
+
+
 class ExtractiveEngine:
     """Offline distillation from marker phrases and salience; needs no account.
 
@@ -345,11 +363,11 @@ class ExtractiveEngine:
         requests = [" ".join(ss) for t in session.turns if t["role"] == "user" and (ss := sentences(t["text"]))]
         first = sentences(requests[0])[0] if requests else session.id
         topic = session.title if session.title and not session.title.startswith("[") else first
-        done = [f"Asked: {_shorten(r, 160)}" for r in requests[:3]]
+        done = [f"Asked: {shorten(r, 160)}" for r in requests[:3]]
         if len(requests) > 3:
             done.append(f"…and {len(requests) - 3} more requests")
         last = next((t for t in reversed(session.turns) if t["role"] == "assistant" and sentences(t["text"])), None)
-        outcome = _shorten(" ".join(sentences(last["text"])[-2:]), 240) if last else "no assistant reply"
+        outcome = shorten(" ".join(sentences(last["text"])[-2:]), 240) if last else "no assistant reply"
 
         candidates: list[Item] = []
         for i, t in enumerate(session.turns):
@@ -362,7 +380,7 @@ class ExtractiveEngine:
         items = self._select(candidates)
         decisions = [i.text for i in items if i.kind == "decision"]
         return Distillation(
-            topic=_shorten(topic, 70),
+            topic=shorten(topic, 70),
             done=done,
             decisions=decisions,
             files=files(session),
@@ -387,13 +405,12 @@ class ExtractiveEngine:
         score = salience(sentence, best, role)
         if score < self.min_salience:
             return None
-        return Item(best_kind, _shorten(sentence, 300), (turn, turn), score, replaces=old if best_kind == "decision" else None)
+        return Item(best_kind, shorten(sentence, 300), (turn, turn), score, replaces=old if best_kind == "decision" else None)
 
     def _select(self, candidates: list[Item]) -> list[Item]:
         kept: list[Item] = []
         for item in sorted(candidates, key=lambda x: -x.salience):
-            toks = _tokens(item.text)
-            if any(len(toks & _tokens(k.text)) >= 0.6 * max(len(toks | _tokens(k.text)), 1) for k in kept):
+            if any(near_duplicate(item.text, k.text) for k in kept):
                 continue
             if sum(k.kind == item.kind for k in kept) >= self.max_per_kind.get(item.kind, 0):
                 continue
@@ -553,7 +570,7 @@ class BedrockEngine:
             items.append(
                 Item(
                     raw["kind"],
-                    _shorten(str(raw["text"]), 300),
+                    shorten(str(raw["text"]), 300),
                     span,
                     salience=MIN_SALIENCE + 1.0,
                     replaces=str(raw["replaces"]) if raw.get("replaces") else None,
@@ -562,11 +579,11 @@ class BedrockEngine:
                 )
             )
         return Distillation(
-            topic=_shorten(str(data.get("topic") or session.title or session.id), 70),
+            topic=shorten(str(data.get("topic") or session.title or session.id), 70),
             done=_str_list(data.get("done"))[:3],
             decisions=_str_list(data.get("decisions")),
             files=files(session),
             commands=commands(session.turns),
-            outcome=_shorten(str(data.get("outcome") or ""), 240),
+            outcome=shorten(str(data.get("outcome") or ""), 240),
             items=items,
         )
