@@ -713,12 +713,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlane`` console script."""
+    process = argv is None  # the hook may end the process at its deadline
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["hook"]:
-        # Hooks start a process per agent event: skip the full parser and its imports.
+    if "hook" in argv:
+        # Hooks start a process per agent event: skip the full parser and its imports. Global
+        # options before `hook` go along, so no route reaches argparse's exit 2 (a client's "block").
+        from memlane.agents.hooks import hook_arguments
         from memlane.agents.hooks import main as hook_main
 
-        return hook_main(argv[1:])
+        if (hook_argv := hook_arguments(argv)) is not None:
+            return hook_main(hook_argv, hard_exit=process)
     _Parser.json_errors = "--json" in argv
     args = _parser().parse_args(argv)
     # Library warnings (a damaged embedding cache set aside) reach the user as one line each.

@@ -5,6 +5,15 @@ UTC), the ``path`` or ``query`` it concerns and result counts; ``memlane status`
 summary. Lines are appended with one ``write`` on an ``O_APPEND`` descriptor, so concurrent
 processes interleave whole lines without a lock.
 
+The log is bounded. A ``query`` longer than :data:`MAX_QUERY_CHARS` keeps its first
+characters and says how many were left out (a hook searching a pasted 5 MB log used to add
+10 MB a call). Past :data:`MAX_LOG_BYTES` the file moves to ``events.jsonl.1`` (the one
+before to ``.2``; :data:`GENERATIONS` are kept) and a new one starts. One appender rotates,
+under a lock, after checking that no other did meanwhile; an appender that opened the file
+before the move finishes its line in the moved file, so no line is torn or lost (but the
+oldest generation's). Reading (:meth:`EventLog.read`, :func:`summarize`) covers every
+generation kept, oldest first.
+
 Example:
     >>> import tempfile
     >>> log = EventLog(tempfile.mkdtemp())
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections import Counter
 from datetime import datetime, timezone
 from os import PathLike
@@ -25,8 +35,36 @@ from typing import Any
 
 EVENTS_NAME = "events.jsonl"
 
+MAX_QUERY_CHARS = 500
+"""Characters of a ``query`` field the log keeps (dreaming counts questions by their words;
+the first 500 characters tell one question from another)."""
+
+MAX_LOG_BYTES = 16 << 20
+"""Size past which ``events.jsonl`` moves to ``events.jsonl.1`` and a new one starts."""
+
+GENERATIONS = 2
+"""Moved-aside logs kept (``events.jsonl.1``, ``.2``): at most ~48 MiB of events in all."""
+
+_ROTATE_LOCK = EVENTS_NAME + ".lock"
+# O_NONBLOCK: a FIFO put where the log belongs (with no reader) fails to open instead of
+# hanging the search that logs; regular files ignore the flag.
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+
 EVENT_TYPES = ("read", "write", "search", "supersede", "resolve", "archive", "distill", "blocked")
 """Event types memlane writes."""
+
+
+def _bounded(query: Any) -> Any:
+    """A query as the log keeps it: its first :data:`MAX_QUERY_CHARS` characters and a marker
+    saying how many more there were.
+
+    Example:
+        >>> _bounded("x" * 502)[-26:]
+        'xxxxx… [+2 chars not kept]'
+    """
+    if not isinstance(query, str) or len(query) <= MAX_QUERY_CHARS:
+        return query
+    return f"{query[:MAX_QUERY_CHARS]}… [+{len(query) - MAX_QUERY_CHARS:,} chars not kept]"
 
 
 class EventLog:
@@ -34,10 +72,12 @@ class EventLog:
 
     Args:
         home: The memlane home; the log is ``events.jsonl`` inside it.
+        max_bytes: Size past which the log rotates (default :data:`MAX_LOG_BYTES`).
     """
 
-    def __init__(self, home: str | PathLike[str]) -> None:
+    def __init__(self, home: str | PathLike[str], max_bytes: int = MAX_LOG_BYTES) -> None:
         self.path = Path(home).expanduser() / EVENTS_NAME
+        self.max_bytes = max_bytes
 
     def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - "type" is the field's name in the log
         """Append one event; ``fields`` must be JSON-serialisable.
@@ -47,24 +87,68 @@ class EventLog:
         """
         record = {"type": type, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
         record.update(fields)
+        if "query" in record:
+            record["query"] = _bounded(record["query"])
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
+            fd = self._open()
             try:
-                fd = os.open(self.path, flags, 0o644)
-            except FileNotFoundError:  # a home not made yet: no mkdir on every search
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, flags, 0o644)
-            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):  # a FIFO or a device is no log
+                    return
+                if st.st_size and st.st_size + len(line) > self.max_bytes:
+                    # Rotate before writing, so the log never grows past its cap.
+                    os.close(fd)
+                    fd = -1
+                    self._rotate(st.st_ino)
+                    fd = self._open()
                 os.write(fd, line)
             finally:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
         except OSError:
             return
 
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, _OPEN_FLAGS, 0o644)
+        except FileNotFoundError:  # a home not made yet: no mkdir on every search
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, _OPEN_FLAGS, 0o644)
+
+    def _rotate(self, full: int) -> None:
+        """Move the full log (inode ``full``) aside: ``.1`` → ``.2`` …, the log → ``.1``.
+
+        Every appender that finds the log full gets here; the lock lets one move it, and the
+        inode read again under the lock tells the others it was moved already (without that
+        check, a second move would put a fresh log over the generation just moved aside).
+        """
+        from memlane.brain._fs import _try_lock, _unlock  # only when the log is full
+
+        fd = os.open(self.path.with_name(_ROTATE_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _try_lock(fd):  # another appender is moving it
+                return
+            try:
+                if self.path.stat().st_ino != full:  # moved by another appender meanwhile
+                    return
+                for n in range(GENERATIONS - 1, 0, -1):
+                    older = self.path.with_name(f"{EVENTS_NAME}.{n}")
+                    if older.exists():
+                        os.replace(older, self.path.with_name(f"{EVENTS_NAME}.{n + 1}"))
+                os.replace(self.path, self.path.with_name(f"{EVENTS_NAME}.1"))
+            finally:
+                _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def generations(self) -> list[Path]:
+        """The log's files, oldest first: ``events.jsonl.2``, ``.1``, then ``events.jsonl``."""
+        return _generations(self.path)
+
     def read(self) -> list[dict[str, Any]]:
-        """Every event, oldest first (a torn last line from a crash is skipped)."""
-        return list(_iter_events(self.path))
+        """Every event kept, oldest first (a torn last line from a crash is skipped)."""
+        return [record for p in self.generations() for record in _iter_events(p)]
 
 
 class NoEventLog(EventLog):
@@ -75,6 +159,7 @@ class NoEventLog(EventLog):
 
     def __init__(self) -> None:
         """No file."""
+        self.max_bytes = MAX_LOG_BYTES
 
     def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - EventLog's signature
         """Keep nothing."""
@@ -84,8 +169,15 @@ class NoEventLog(EventLog):
         return []
 
 
+def _generations(path: Path) -> list[Path]:
+    older = [path.with_name(f"{path.name}.{n}") for n in range(GENERATIONS, 0, -1)]
+    return [p for p in older if p.is_file()] + [path]
+
+
 def _iter_events(path: Path) -> Any:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # never open a FIFO: it would wait for a writer
+            return
         fh = open(path, encoding="utf-8")
     except FileNotFoundError:
         return
@@ -100,7 +192,7 @@ def _iter_events(path: Path) -> Any:
 
 
 def summarize(path: str | PathLike[str]) -> dict[str, Any]:
-    """Counts of an events log for ``memlane status``.
+    """Counts of an events log for ``memlane status`` (its rotated generations included).
 
     Args:
         path: The log file, or the memlane home holding ``events.jsonl``.
@@ -114,7 +206,7 @@ def summarize(path: str | PathLike[str]) -> dict[str, Any]:
     by_type: Counter[str] = Counter()
     blocked: Counter[str] = Counter()
     first = last = None
-    for record in _iter_events(p):
+    for record in (r for g in _generations(p) for r in _iter_events(g)):
         by_type[str(record.get("type"))] += 1
         if record.get("type") == "blocked":
             blocked[str(record.get("rule"))] += 1

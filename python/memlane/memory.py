@@ -25,6 +25,7 @@ from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
 from memlane.ranking.hit import Hit
+from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR
 
 if TYPE_CHECKING:
@@ -567,6 +568,7 @@ class Memory:
             []
         """
         _check.text("query", query)
+        query = bounded_query(query)  # a pasted 5 MB log costs what its first 4,000 characters cost
         _check.integer("k", k, minimum=1)
         sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "summary", "brain"))
         _check.optional_text("session_id", session_id)

@@ -34,6 +34,7 @@ import hashlib
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
@@ -41,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR, ITEM_FLOOR, entry_relevance
 
 if TYPE_CHECKING:
@@ -54,6 +56,12 @@ if TYPE_CHECKING:
 
 DRIFT_CAVEAT = "Memory is a snapshot of the past: verify names, paths and flags before acting on them."
 """The caveat every injected memory block carries."""
+
+DAMAGED_INDEX = (
+    "The index is damaged: run `memlane repair`, which rebuilds it from the sources and the embedding "
+    "cache without an embedding call; until then recall may find nothing."
+)
+"""The line a snapshot or a hook gives in place of recall when the index is damaged."""
 
 DEFAULT_THRESHOLD = FLOOR
 """The relevance floor: nothing is recalled unless a candidate reaches it (the search's)."""
@@ -543,6 +551,7 @@ def recall(
     _check.integer("max_tokens", max_tokens, minimum=1)
     if half_life_days is not None:
         _check.positive("half_life_days", half_life_days)
+    query = bounded_query(query)  # the brain's keyword scoring and the header mask read it too
     if not query.strip():
         return Recall(query, [], "", 0)
     now = now or datetime.now(timezone.utc)
@@ -577,6 +586,28 @@ def _snapshot_path(mem: Memory, session_id: str) -> Path:
     return mem.home / SNAPSHOT_DIR / f"{name}.md"
 
 
+def _not_regular(*paths: Path) -> Path | None:
+    """The first of ``paths`` that exists and is no regular file: a FIFO, a socket or a device,
+    which an ``open()`` could wait on forever (a FIFO blocks until a writer comes)."""
+    for p in paths:
+        try:
+            if not stat.S_ISREG(p.stat().st_mode):
+                return p
+        except (OSError, ValueError):  # absent (or unreadable, or a NUL in its name: reading it says so)
+            continue
+    return None
+
+
+def _brain_block(brain: Brain, keys: list[str] | None) -> str:
+    """MEMORY.md and EVOLUTION.md as injected, or why they are left out."""
+    from memlane.brain.brain import VERDICTS_FILE
+
+    odd = _not_regular(brain.memory_path, brain.evolution_path, brain.home / VERDICTS_FILE)
+    if odd is not None:
+        return f"(MEMORY.md and EVOLUTION.md left out: {odd} is not a regular file, and memlane opens no FIFO or device.)"
+    return brain.inject(keys).rstrip("\n") or "(MEMORY.md and EVOLUTION.md are empty.)"
+
+
 def _index_summary(mem: Memory) -> str:
     s = mem._store.status()
     if not s["chunks"]:
@@ -590,20 +621,38 @@ def _index_summary(mem: Memory) -> str:
 
 def render_snapshot(mem: Memory, session_id: str, project: str | None = None) -> str:
     """The always-injected block as of now: caveat, MEMORY.md, EVOLUTION.md (with ``project``,
-    entries bound to another project left out), index summary."""
+    entries bound to another project left out), index summary.
+
+    A damaged index leaves the brain in and says to run ``memlane repair`` where the summary
+    would be (:data:`DAMAGED_INDEX`): MEMORY.md does not depend on the index.
+    """
+    return _render_snapshot(mem, session_id, project)[0]
+
+
+def _render_snapshot(mem: Memory, session_id: str, project: str | None) -> tuple[str, bool]:
+    """:func:`render_snapshot`'s text, and whether the index could be read (else the text is
+    not frozen: the next start, after a repair, renders it again)."""
     from memlane.brain import Brain
+    from memlane.errors import CorruptIndexError
 
     taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    keys = mem.project_keys(project) if project is not None else None
-    brain = Brain(home=mem.home).inject(keys).rstrip("\n")
+    readable = True
+    try:
+        keys = mem.project_keys(project) if project is not None else None
+    except CorruptIndexError:  # a project name is resolved through the index: unbound entries only
+        keys, readable = [], False
+    try:
+        summary = _index_summary(mem)
+    except CorruptIndexError:
+        summary, readable = DAMAGED_INDEX, False
     parts = [
         f"# memlane memory · session {session_id} · snapshot taken {taken}",
         f"{DRIFT_CAVEAT} It was frozen when this session started; what is written during the session "
         "is on disk and shows up in the next one.",
-        brain or "(MEMORY.md and EVOLUTION.md are empty.)",
-        "## Searchable memory\n" + _index_summary(mem),
+        _brain_block(Brain(home=mem.home), keys),
+        "## Searchable memory\n" + summary,
     ]
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(parts) + "\n", readable
 
 
 def _prune_snapshots(folder: Path, keep: Path) -> None:
@@ -639,12 +688,16 @@ def session_snapshot(mem: Memory, session_id: str, project: str | None = None) -
         True
     """
     path = _snapshot_path(mem, session_id)
+    if _not_regular(path) is not None:  # never opened; a snapshot of now, not frozen
+        return render_snapshot(mem, session_id, project)
     with contextlib.suppress(FileNotFoundError):
         text = path.read_bytes().decode("utf-8")
         os.utime(path)  # last use, for pruning
         return text
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_snapshot(mem, session_id, project)
+    text, readable = _render_snapshot(mem, session_id, project)
+    if not readable:
+        return text
     fd, tmp = tempfile.mkstemp(prefix=".snapshot.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -695,6 +748,17 @@ def _session_terms(path: Path) -> list[str]:
     return terms
 
 
+def _regular_files(paths: Any) -> list[tuple[Path, float]]:
+    """The regular files among ``paths``, each with its modification time."""
+    out = []
+    for p in paths:
+        with contextlib.suppress(OSError, ValueError):
+            st = p.stat()
+            if stat.S_ISREG(st.st_mode):
+                out.append((p, st.st_mtime))
+    return out
+
+
 def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None = None) -> str:
     """The pre-session query: keywords of what this project was busy with lately.
 
@@ -710,7 +774,8 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
 
     Each text gives its telling words (identifiers, names, long words) by the brain's
     :func:`~memlane.brain.brain.keywords`; the first 24 distinct ones are joined by spaces.
-    Returns ``""`` when nothing is known yet.
+    Returns ``""`` when nothing is known yet. Only regular files are read: a FIFO named
+    ``*.jsonl`` beside the transcript would make ``open()`` wait for a writer forever.
 
     Example:
         >>> import memlane, tempfile
@@ -726,15 +791,15 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
         terms += _session_terms(current)
     folder = current.parent if current is not None else (_claude_project_dir(cwd) if cwd else None)
     if folder is not None and folder.is_dir():
-        earlier = sorted((p for p in folder.glob("*.jsonl") if p != current), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in earlier[:_RECENT_SESSIONS]:
+        earlier = sorted(_regular_files(p for p in folder.glob("*.jsonl") if p != current), key=lambda f: f[1], reverse=True)
+        for p, _ in earlier[:_RECENT_SESSIONS]:
             terms += _session_terms(p)
     brain = Brain(home=mem.home)
-    for e in brain.entries():
+    for e in brain.entries() if _not_regular(brain.memory_path) is None else []:
         if e.prefix == "OT" and e.active and not e.withheld:
             terms += keywords(e.text, 4)
     daily = sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []
-    if daily:
+    if daily and _not_regular(daily[-1]) is None:
         for line in daily[-1].read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("## ") and "|" in line:
                 terms += keywords(line.split("|", 1)[1], 3)

@@ -36,8 +36,24 @@ the home holds that model's vectors. The MCP server, which lives as long as the 
 hybrid.
 
 A hook never exits 2: Claude Code reads exit 2 as "block" (it would erase a submitted prompt or
-keep a finished turn going). A bad payload prints one line on stderr and exits 1, which the
-clients report without interrupting the session.
+keep a finished turn going). A bad payload or command line (an unknown flag or event, say from
+a settings.json written by another memlane version) prints one line on stderr and exits 1,
+which the clients report without interrupting the session; never a usage text or a traceback.
+
+A hook also keeps its own deadline, :data:`DEFAULT_DEADLINE_S` (5 s; ``--deadline SECONDS`` or
+``$MEMLANE_HOOK_DEADLINE`` changes it). The clients wait far longer (Claude Code kills a command
+hook after 60 s), but the user waits for SessionStart and UserPromptSubmit before anything
+happens, and a hook that hangs (an ``open()`` on a FIFO named like a transcript, a blocked
+index) should cost seconds, not the client's whole timeout. Ordinary hooks take 0.1–2 s
+(``benches/bench_hooks.py``; the first prompt on a home with vectors loads the model), so 5 s
+cuts off only what is stuck. The event is handled on a worker thread: the snapshot is put
+aside first, then the recall; when the deadline passes, the hook prints what is ready (the
+snapshot at least, once rendered), says so in one line on stderr and exits 0 at once
+(``os._exit``, so that a thread stuck in a system call cannot hold the process).
+
+The query a hook recalls on is bounded (:mod:`memlane.ranking.query`): a pasted 5 MB prompt
+costs what its first 4,000 characters cost. A damaged index still gives the brain snapshot,
+with one line saying to run ``memlane repair`` in place of the recall.
 
 Example:
     >>> import tempfile
@@ -58,12 +74,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from memlane.agents.roles import Role
 
@@ -94,11 +111,19 @@ DEFAULT_MAX_CHARS = 9500
 """Characters a hook injects at most: Claude Code replaces hook context over 10,000 characters
 with a file path and a 2 KB preview, so the model would see almost none of it."""
 _MIN_RECALL_TOKENS = 100
+DEFAULT_DEADLINE_S = 5.0
+"""Seconds a hook takes at most before it answers with what it has (see the module doc)."""
+DEADLINE_ENV = "MEMLANE_HOOK_DEADLINE"
+"""Environment variable that sets the deadline when ``--deadline`` does not."""
 _TRUNCATED = "\n\n[memlane: the rest of MEMORY.md did not fit the hook's size limit; read an entry in full with the memlane MCP `get` tool (its key, like KD07) or `memlane brain show`.]"
 
 
 class HookInputError(ValueError):
     """The payload on stdin is not the JSON object a client sends."""
+
+
+class HookUsageError(ValueError):
+    """A ``memlane hook`` command line that cannot be read (the message says what to do)."""
 
 
 def read_payload(text: str) -> dict[str, Any]:
@@ -115,9 +140,57 @@ def read_payload(text: str) -> dict[str, Any]:
         payload = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise HookInputError(f"the hook payload is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise HookInputError("the hook payload is JSON nested too deep to read") from None
     if not isinstance(payload, dict):
         raise HookInputError(f"the hook payload must be a JSON object, not {type(payload).__name__}")
     return payload
+
+
+def _field(payload: dict[str, Any], key: str) -> str:
+    """A payload field as text: ``""`` when it is absent or not a string or a number."""
+    value = payload.get(key)
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def _read_stdin(stdin: Any) -> str:
+    """The payload text from ``stdin`` (the process's by default), read as UTF-8 bytes when it can be."""
+    stream = stdin if stdin is not None else sys.stdin
+    if stream is None:  # started with stdin closed
+        return ""
+    raw = getattr(stream, "buffer", None)
+    data = raw.read() if raw is not None else stream.read()
+    if isinstance(data, bytes):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HookInputError(f"the hook payload is not UTF-8 text (byte {exc.start} of {len(data)})") from None
+    return str(data)
+
+
+class _Reply:
+    """The context a hook has ready: parts added, in order, by the thread handling the event,
+    read once by the thread answering (at the end, or at the deadline: later parts are dropped)."""
+
+    def __init__(self, event: str) -> None:
+        self.event = event
+        self._parts: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            if not self._closed:
+                self._parts.append(text)
+
+    def output(self) -> str | None:
+        """The hook's output for what is ready (None if nothing); nothing is added after."""
+        with self._lock:
+            self._closed = True
+            parts = list(self._parts)
+        return _context_output(self.event, "\n\n".join(parts)) if parts else None
 
 
 def _context_output(event: str, text: str) -> str:
@@ -158,7 +231,7 @@ def _fit(text: str, limit: int) -> str:
 
 def _project(role: Role, payload: dict[str, Any]) -> str | None:
     """The project a hook recalls from: the role's, or the session's (its cwd's repository)."""
-    cwd = str(payload.get("cwd") or "") or None
+    cwd = _field(payload, "cwd") or None
     if role.kind != "admin":
         return role.reads(cwd)
     if cwd is None:
@@ -196,23 +269,38 @@ def session_start(
     The snapshot is frozen per session id, so a resume or a compaction re-injects the same block.
     The whole context stays within ``max_chars``: the snapshot first (cut at a line if it must
     be; MEMORY.md's compact index comes first, so the cut keeps it), then a recall in the room left.
+    A damaged index gives the snapshot and, in place of the recall, the line saying to run
+    ``memlane repair`` (:data:`memlane.recall.DAMAGED_INDEX`).
     """
-    from memlane.recall import focus_query, session_snapshot
+    reply = _Reply("session-start")
+    _session_start(home, payload, reply, max_tokens=max_tokens, max_chars=max_chars, role=role)
+    return reply.output()
 
+
+def _session_start(home: str | os.PathLike[str], payload: dict[str, Any], reply: _Reply, *, max_tokens: int, max_chars: int,
+                   role: Role | None) -> None:
+    from memlane import _check
+    from memlane.errors import CorruptIndexError
+    from memlane.recall import DAMAGED_INDEX, focus_query, session_snapshot
+
+    _check.integer("max_tokens", max_tokens, minimum=1)
+    _check.integer("max_chars", max_chars, minimum=1)
     role = role or Role()
     project = _project(role, payload)
     with _open(home) as mem:
-        snapshot = _fit(session_snapshot(mem, str(payload.get("session_id") or ""), project).strip(), max_chars)
-        parts = [snapshot] if snapshot else []
+        snapshot = _fit(session_snapshot(mem, _field(payload, "session_id"), project).strip(), max_chars)
+        if snapshot:
+            reply.add(snapshot)  # ready before the recall starts: what a deadline leaves the agent
         room = max_chars - len(snapshot) - 2
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
-        # The snapshot carries the brain; the recall adds library and transcripts only.
-        query = focus_query(mem, cwd=payload.get("cwd"), transcript_path=payload.get("transcript_path"))
-        if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(_remote() or mem, query, budget, project, role)):
-            parts.append(recalled)
-    if not parts:
-        return None
-    return _context_output("session-start", "\n\n".join(parts))
+        try:
+            # The snapshot carries the brain; the recall adds library and transcripts only.
+            query = focus_query(mem, cwd=_field(payload, "cwd") or None, transcript_path=_field(payload, "transcript_path") or None)
+            if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(_remote() or mem, query, budget, project, role)):
+                reply.add(recalled)
+        except CorruptIndexError:
+            if DAMAGED_INDEX not in snapshot and len(DAMAGED_INDEX) <= room:  # a snapshot frozen before the damage
+                reply.add(DAMAGED_INDEX)
 
 
 def _first_prompt(home: Path, session_id: str) -> bool:
@@ -242,14 +330,37 @@ def user_prompt_submit(
     max_chars: int = DEFAULT_MAX_CHARS,
     role: Role | None = None,
 ) -> str | None:
-    """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold."""
-    prompt = str(payload.get("prompt") or "").strip()
-    session_id = str(payload.get("session_id") or "")
-    if not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
-        return None
+    """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold.
+
+    Only the prompt's first :data:`~memlane.ranking.query.MAX_QUERY_CHARS` characters are
+    recalled on. A damaged index answers with the line saying to run ``memlane repair``.
+    """
+    reply = _Reply("user-prompt-submit")
+    _user_prompt_submit(home, payload, reply, max_tokens=max_tokens, max_chars=max_chars, role=role)
+    return reply.output()
+
+
+def _user_prompt_submit(home: str | os.PathLike[str], payload: dict[str, Any], reply: _Reply, *, max_tokens: int, max_chars: int,
+                        role: Role | None) -> None:
+    from memlane import _check
+    from memlane.errors import CorruptIndexError
+    from memlane.ranking.query import bounded
+    from memlane.recall import DAMAGED_INDEX
+
+    _check.integer("max_tokens", max_tokens, minimum=1)
+    _check.integer("max_chars", max_chars, minimum=1)
+    budget = min(max_tokens, max_chars // 4)  # four UTF-8 bytes per token: bytes ≥ characters
+    prompt = bounded(_field(payload, "prompt")).strip()  # bounded here too: a served index would get it whole
+    session_id = _field(payload, "session_id")
+    if budget < _MIN_RECALL_TOKENS or not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
+        return
     role = role or Role()
-    recalled = _recall_words(home, prompt, min(max_tokens, max_chars // 4), _project(role, payload), role)
-    return _context_output("user-prompt-submit", recalled) if recalled else None
+    try:
+        recalled = _recall_words(home, prompt, budget, _project(role, payload), role)
+    except CorruptIndexError:
+        recalled = DAMAGED_INDEX
+    if recalled:
+        reply.add(recalled)
 
 
 def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, project: str | None, role: Role) -> str:
@@ -508,6 +619,36 @@ def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
 # -- command line ---------------------------------------------------------------------------
 
 
+def _at_least_one(value: str) -> int:
+    """argparse type of ``--max-tokens`` and ``--max-chars``: a whole number ≥ 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _seconds(value: str) -> float:
+    """argparse type of ``--deadline`` (and the reading of ``$MEMLANE_HOOK_DEADLINE``): seconds > 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a number of seconds, got {value!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {value!r}")
+    return seconds
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors raise :class:`HookUsageError` (one line, exit 1 from
+    :func:`main`) instead of printing the usage and exiting 2, which a client reads as "block"."""
+
+    def error(self, message: str) -> NoReturn:
+        raise HookUsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """The ``hook`` subcommand's arguments: ``CLIENT EVENT [PAYLOAD]`` or ``drain``."""
     sub = parser.add_subparsers(dest="client", required=True, metavar="CLIENT")
@@ -515,55 +656,136 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
         p = sub.add_parser(client, parents=list(parents), help=f"handle a {client} hook event (payload JSON on stdin)")
         p.add_argument("event", choices=events)
         p.add_argument("payload", nargs="?", help="the payload JSON (Codex notify passes it as an argument)")
-        p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})")
-        p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)")
+        p.add_argument("--max-tokens", type=_at_least_one, default=DEFAULT_MAX_TOKENS, help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})")
+        p.add_argument("--max-chars", type=_at_least_one, default=DEFAULT_MAX_CHARS, help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)")
+        p.add_argument("--deadline", type=_seconds, metavar="SECONDS",
+                       help=f"answer with what is ready after this long (default ${DEADLINE_ENV}, else {DEFAULT_DEADLINE_S:g})")
         p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
         p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil the session into MEMORY.md when it ends")
         p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
     p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
 
 
-def run(args: argparse.Namespace, stdin: Any = None) -> int:
-    """Run a parsed ``memlane hook …`` command; returns 0, or 1 with one line on stderr (never 2: "block")."""
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run(args: argparse.Namespace, stdin: Any = None, *, hard_exit: bool = False) -> int:
+    """Run a parsed ``memlane hook …`` command; returns 0, or 1 with one line on stderr (never 2: "block").
+
+    An event is answered within its deadline (see the module doc); with ``hard_exit`` (the
+    hook is the whole process) a late answer ends the process at once.
+    """
+    what = " ".join(x for x in (args.client, getattr(args, "event", None)) if x)
     try:
-        return _run(args, stdin)
+        if args.client == "drain":
+            report = drain(Path(args.home).expanduser())
+            if getattr(args, "json", False):
+                print(json.dumps(report.to_dict()))
+            return 0
+        return _answer(args, stdin, what, hard_exit)
+    except (HookInputError, HookUsageError) as exc:
+        sys.stderr.write(f"memlane hook {what}: {_one_line(str(exc))}\n")
+        return 1
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback into the agent's UI
-        what = " ".join(x for x in (args.client, getattr(args, "event", None)) if x)
-        sys.stderr.write(f"memlane hook {what}: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"memlane hook {what}: {type(exc).__name__}: {_one_line(str(exc))}\n")
         return 1
 
 
-def _run(args: argparse.Namespace, stdin: Any) -> int:
-    home = Path(args.home).expanduser()
-    if args.client == "drain":
-        report = drain(home)
-        if getattr(args, "json", False):
-            print(json.dumps(report.to_dict()))
-        return 0
-    event = args.event
+def _deadline(args: argparse.Namespace) -> float:
+    if getattr(args, "deadline", None) is not None:
+        return float(args.deadline)
+    value = os.environ.get(DEADLINE_ENV, "").strip()
+    if not value:
+        return DEFAULT_DEADLINE_S
     try:
-        payload = read_payload(args.payload if args.payload is not None else (stdin or sys.stdin).read())
-    except HookInputError as exc:
-        sys.stderr.write(f"memlane hook {args.client} {event}: {exc}\n")
-        return 1
+        return _seconds(value)
+    except argparse.ArgumentTypeError as exc:
+        raise HookUsageError(f"${DEADLINE_ENV} {exc}") from None
+
+
+def _answer(args: argparse.Namespace, stdin: Any, what: str, hard_exit: bool) -> int:
+    """Handle the event on a worker thread and answer by the deadline, with what is ready then."""
+    deadline = _deadline(args)
+    reply = _Reply(args.event)
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _handle(args, stdin, reply)
+        except BaseException as exc:  # noqa: BLE001 - handed to the answering thread, which reports it
+            failed.append(exc)
+
+    # A daemon thread: one stuck in a system call (an open() on a FIFO) never keeps the process alive.
+    worker = threading.Thread(target=work, name="memlane-hook", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if not worker.is_alive():
+        if failed:
+            raise failed[0]
+        out = reply.output()
+        if out:
+            sys.stdout.write(out + "\n")
+        return 0
+    out = reply.output()
+    if out:
+        sys.stdout.write(out + "\n")
+    ready = "the context ready by then" if out else "nothing (no context was ready)"
+    sys.stderr.write(f"memlane hook {what}: answered at its {deadline:g} s deadline with {ready}; --deadline or ${DEADLINE_ENV} sets it\n")
+    if hard_exit:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # the worker may be stuck where no exception reaches it: end the process now
+    return 0
+
+
+def _handle(args: argparse.Namespace, stdin: Any, reply: _Reply) -> None:
+    """Read the payload and handle the event (on the worker thread), putting context in ``reply``."""
+    home = Path(args.home).expanduser()
+    event = args.event
+    payload = read_payload(args.payload if args.payload is not None else _read_stdin(stdin))
     role = Role.parse(args.agent)
     if event == "session-start":
-        out = session_start(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
+        _session_start(home, payload, reply, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     elif event == "user-prompt-submit":
-        out = user_prompt_submit(home, payload, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
+        _user_prompt_submit(home, payload, reply, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     else:
         # A skill agent writes nothing to the brain: its transcript is indexed, never distilled.
         distill = args.distill if event == "session-end" and role.can_write else None
         if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
             spawn_worker(home)
-        out = None
-    if out:
-        sys.stdout.write(out + "\n")
-    return 0
 
 
-def main(argv: Sequence[str]) -> int:
-    """``memlane hook …`` without building the full CLI: hooks start a process per event."""
+_GLOBAL_VALUE_OPTIONS = ("--home", "--index", "--remote")
+
+
+def hook_arguments(argv: Sequence[str]) -> list[str] | None:
+    """The arguments of a ``memlane …`` command line that runs ``hook`` (the global options
+    before it kept), or None when it runs another command.
+
+    Example:
+        >>> hook_arguments(["--home", "/h", "hook", "claude-code", "stop"])
+        ['--home', '/h', 'claude-code', 'stop']
+        >>> hook_arguments(["search", "hook"]) is None
+        True
+    """
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return [*argv[:i], *argv[i + 1 :]] if arg == "hook" else None
+    return None
+
+
+def main(argv: Sequence[str], *, hard_exit: bool = False) -> int:
+    """``memlane hook …`` without building the full CLI: hooks start a process per event.
+
+    Returns 0 or 1, never 2 (a client's "block"), whatever ``argv`` holds; ``hard_exit`` when
+    the hook is the whole process (see :func:`run`).
+    """
     from memlane._paths import default_home
 
     def common(defaults: bool) -> argparse.ArgumentParser:
@@ -573,6 +795,13 @@ def main(argv: Sequence[str]) -> int:
         p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout (drain)")
         return p
 
-    parser = argparse.ArgumentParser(prog="memlane hook", description="Handle an agent hook event.", parents=[common(True)])
+    parser = _Parser(prog="memlane hook", description="Handle an agent hook event.", parents=[common(True)])
     add_arguments(parser, [common(False)])
-    return run(parser.parse_args(argv))
+    try:
+        args = parser.parse_args(list(argv))
+    except HookUsageError as exc:
+        sys.stderr.write(_one_line(str(exc)) + "\n")
+        return 1
+    except SystemExit as exc:  # --help printed what was asked for
+        return 0 if exc.code in (0, None) else 1
+    return run(args, hard_exit=hard_exit)
