@@ -41,6 +41,23 @@ class _Status(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_POST(self) -> None:  # noqa: N802
+        """A search or recall as a server with roles answers it: 403 for secrets in clear or
+        another project than the token's, else an empty answer."""
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("show_secrets"):
+            status, answer = 403, {"error": "show_secrets refused: this server hands out texts with secrets masked"}
+        elif body.get("project") not in (None, "alpha"):
+            status, answer = 403, {"error": f"agent project:alpha reads project alpha only, not {body['project']}"}
+        else:
+            status, answer = 200, {"hits": [], "partial": False, "missing_shards": [], "generation": 7}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -88,6 +105,18 @@ def test_threads_each_get_a_connection_and_give_it_back(server: ThreadingHTTPSer
         assert 1 <= opened <= 3  # at most one per request in flight
         assert [mem.status()["chunks"] for _ in range(4)] == [3] * 4
         assert server.connections == opened  # type: ignore[attr-defined]  # the kept ones answered
+
+
+def test_a_refused_request_is_one_error_saying_why_and_the_connection_serves_on(server: ThreadingHTTPServer) -> None:
+    url = _url(server)
+    with memlane.connect(url, token="agent-token") as mem:
+        with pytest.raises(RemoteError) as refused:
+            mem.search("deploy key", show_secrets=True)
+        assert str(refused.value) == f"{url}/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked"
+        with pytest.raises(RemoteError, match=f"^{url}/recall: 403 forbidden: agent project:alpha reads project alpha only, not beta$"):
+            mem.recall("deploy key", project="beta")
+        assert mem.search("deploy key", project="alpha") == [] and mem.generation == 7
+    assert server.connections == 1  # type: ignore[attr-defined]  # a refusal leaves the connection open
 
 
 def test_a_server_gone_is_one_error_and_the_next_request_tries_again(server: ThreadingHTTPServer) -> None:

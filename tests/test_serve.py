@@ -45,20 +45,27 @@ from memlane.cluster.client import RemoteError  # noqa: E402
 from memlane.cluster.index import index_sources  # noqa: E402
 
 TOKEN = "s3cret-token"
+AGENT_TOKEN = "alpha-agent-token"  # the hybrid server's tokens file: project:alpha
 PROJECT_QUERY = "which database does billing use"
+SECRET = "AKIAQYLPMN5HHHFP8WVY"  # an AWS key id pasted into a beta session
+SECRET_QUERY = "billing deploy key rotation"
 
 
 def _projects(root: Path) -> None:
-    """Sessions written in two repositories, each under its own top folder (one shard each)."""
+    """Sessions written in two repositories, each under its own top folder (one shard each);
+    beta's second session holds a key."""
     for name, db in (("alpha", "Postgres 16"), ("beta", "MySQL 8")):
         turns = [(PROJECT_QUERY + "?", f"Billing in {name} stores invoices in {db}, backed up nightly.", f"/src/{name}", "main")]
         write_jsonl(root / f"team-{name}" / f"{name}.jsonl", claude_lines(f"{name}-1", turns))
+    turns = [(SECRET_QUERY + "?", f"The billing deploy key is {SECRET}; its rotation is monthly.", "/src/beta", "main")]
+    write_jsonl(root / "team-beta" / "keys.jsonl", claude_lines("beta-2", turns))
 
 
 @pytest.fixture(scope="module")
 def served(cluster, s3, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
     """One hybrid index (fake vectors) in 4 shards partitioned by top folder, served twice:
-    ``bm25`` (no query embedder, no token) and ``hybrid`` (the fake embedder, a token)."""
+    ``bm25`` (no query embedder, no token) and ``hybrid`` (the fake embedder, an admin token, a
+    tokens file giving AGENT_TOKEN the role project:alpha, show_secrets allowed)."""
     root = tmp_path_factory.mktemp("served-corpus")
     import shutil
 
@@ -73,7 +80,13 @@ def served(cluster, s3, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
     port = _free_port()
     cache = str(tmp_path_factory.mktemp("serve-cache"))
     bm25 = srv.start(out, port=port, embedder="none", shard_actors=2, refresh_seconds=0.5, cache_dir=cache, app="bm25", route_prefix="/bm25")
-    hybrid = srv.start(out, port=port, embedder=FakeEmbedder(), token=TOKEN, shard_actors=2, cache_dir=cache, app="hybrid", route_prefix="/hybrid")
+    tokens = tmp_path_factory.mktemp("tokens") / "tokens.txt"
+    tokens.write_text(f"# agents of the served index\n{AGENT_TOKEN} project:alpha\n")
+    tokens.chmod(0o600)
+    hybrid = srv.start(
+        out, port=port, embedder=FakeEmbedder(), token=TOKEN, token_file=str(tokens), allow_show_secrets=True, shard_actors=2, cache_dir=cache,
+        app="hybrid", route_prefix="/hybrid",
+    )  # fmt: skip
     yield {"root": root, "out": out, "bm25": bm25, "hybrid": hybrid, "report": report}
     from ray import serve
 
@@ -141,6 +154,10 @@ def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, cap
     assert err.count("\n") == 1 and "401" in err and "Traceback" not in err
     monkeypatch.setenv("MEMLANE_TOKEN", TOKEN)  # the client reads the same variable
     assert memlane.connect(url).status()["generation"] == 1
+    # The scheme's case is free (RFC 7235): any spelling of bearer carries the token.
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        assert _ask(url, "/status", token=TOKEN, scheme=scheme) == (200, _ask(url, "/status", token=TOKEN)[1] | {"role": "admin"})
+    assert _ask(url, "/status", token=TOKEN, scheme="Basic")[0] == 401
     # A client process never imports Ray (nor an HTTP package beyond the standard library's).
     code = f"import sys, memlane; memlane.connect({url!r}).search('deploy'); print(sorted({{'ray', 'requests', 'httpx'}} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MEMLANE_TOKEN": TOKEN}, check=True)
@@ -179,6 +196,98 @@ def test_bad_requests_get_a_json_error_and_a_status_saying_which(served) -> None
         assert got[0] == status and says in got[1]["error"], (path, body, got)
 
 
+def _ask(url: str, path: str, body: dict | None = None, *, token: str | None = None, scheme: str = "Bearer") -> tuple[int, dict]:
+    """One request with the standard library: its status and JSON answer (an error's too)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"{scheme} {token}"} if token else {})}
+    request = urllib.request.Request(f"{url}{path}", None if body is None else json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        assert error.headers["Content-Type"] == "application/json"
+        return error.code, json.loads(error.read())
+
+
+def test_show_secrets_is_refused_by_a_server_not_started_to_allow_it(served, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    url = served["bm25"].url
+    masked = _ask(url, "/search", {"query": SECRET_QUERY, "k": 3})
+    assert masked[0] == 200 and "AKIA…8WVY" in json.dumps(masked[1], ensure_ascii=False) and SECRET not in json.dumps(masked[1])
+    for route, body in (("/search", {"query": SECRET_QUERY, "show_secrets": True}), ("/recall", {"query": SECRET_QUERY, "show_secrets": True})):
+        status, answer = _ask(url, route, body)
+        assert status == 403 and SECRET not in json.dumps(answer), (route, answer)
+        assert answer["error"] == (
+            "show_secrets refused: this server hands out texts with secrets masked "
+            "(`memlane serve --allow-show-secrets` lets admin tokens ask, each request logged)"
+        )
+    with pytest.raises(RemoteError, match=r"/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked"):
+        memlane.connect(url).search(SECRET_QUERY, show_secrets=True)
+    assert main(["--remote", url, "recall", SECRET_QUERY]) == 0  # masked, as by default
+    out = capsys.readouterr().out
+    assert "AKIA…8WVY" in out and SECRET not in out
+
+
+def _serve_log(app: str) -> str:
+    """What the router replicas of Serve application ``app`` wrote to their log files."""
+    from ray._private import worker
+
+    logs = Path(worker._global_node.get_session_dir_path()) / "logs" / "serve"
+    return "".join(path.read_text(errors="replace") for path in sorted(logs.glob(f"replica_{app}_router_*.log")))
+
+
+def test_show_secrets_allowed_is_granted_to_admin_tokens_only_and_logged(served) -> None:
+    url = served["hybrid"].url
+    admin, agent = memlane.connect(url, token=TOKEN), memlane.connect(url, token=AGENT_TOKEN)
+    assert SECRET in " ".join(h.text for h in admin.search(SECRET_QUERY, show_secrets=True))
+    assert SECRET in admin.recall(SECRET_QUERY, show_secrets=True).text
+    assert SECRET not in " ".join(h.text for h in admin.search(SECRET_QUERY)) + admin.recall(SECRET_QUERY).text
+    with pytest.raises(RemoteError, match="403 forbidden: show_secrets refused: agent project:alpha gets texts with secrets masked"):
+        agent.search(SECRET_QUERY, show_secrets=True)
+    # Each granted request is a line of the router replica's log, naming the role and where its
+    # token was given (never the token).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _serve_log("hybrid").count("show_secrets granted") < 2:
+        time.sleep(0.2)
+    log = _serve_log("hybrid")
+    assert "show_secrets granted: POST /search by admin (token of --token)" in log
+    assert "show_secrets granted: POST /recall by admin (token of --token)" in log
+    assert log.count("show_secrets granted") == 2 and TOKEN not in log and AGENT_TOKEN not in log
+
+
+def test_a_project_agent_s_token_reads_its_project_only(served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    url = served["hybrid"].url
+    admin, agent = memlane.connect(url, token=TOKEN), memlane.connect(url, token=AGENT_TOKEN)
+    assert agent.status()["role"] == "project:alpha" and admin.status()["role"] == "admin"
+    # The admin reads every project; the agent, asking for none, alpha's only.
+    assert {"/src/alpha", "/src/beta"} <= {h.project for h in admin.search(PROJECT_QUERY, k=20)}
+    hits = agent.search(PROJECT_QUERY, k=20)
+    assert hits and {h.project for h in hits} == {"/src/alpha"}
+    assert "/src/beta" in {h.project for h in admin.search(SECRET_QUERY)} and "/src/beta" not in {h.project for h in agent.search(SECRET_QUERY, k=20)}
+    assert [h.id for h in agent.search(PROJECT_QUERY, project="/src/alpha", k=20)] == [h.id for h in hits]
+    recalled = agent.recall(PROJECT_QUERY, max_tokens=2000).text
+    assert "Postgres 16" in recalled and "MySQL 8" not in recalled
+    # Another project asked is refused, not quietly answered from alpha's.
+    for route, body in (("/search", {"query": PROJECT_QUERY, "project": "beta"}), ("/recall", {"query": PROJECT_QUERY, "project": "/src/beta"})):
+        status, answer = _ask(url, route, body, token=AGENT_TOKEN)
+        assert (status, answer["error"]) == (403, f"agent project:alpha reads project alpha only, not {body['project']}")
+    with pytest.raises(RemoteError, match="403 forbidden: agent project:alpha reads project alpha only, not beta"):
+        agent.search(PROJECT_QUERY, project="beta")
+    assert {h.project for h in admin.search(PROJECT_QUERY, project="beta")} == {"/src/beta"}
+    # The command line says so in one line.
+    monkeypatch.setenv("MEMLANE_TOKEN", AGENT_TOKEN)
+    assert main(["--remote", url, "search", PROJECT_QUERY, "--project", "beta"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"memlane search: {url}/search: 403 forbidden: agent project:alpha reads project alpha only, not beta\n"
+    assert main(["--remote", url, "recall", PROJECT_QUERY]) == 0
+    out = capsys.readouterr().out
+    assert "Postgres 16" in out and "MySQL 8" not in out
+
+
 def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
     assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(_free_port())]) == 2
@@ -201,7 +310,7 @@ def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.Ca
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "orjson" else find_spec(name, *a))
     assert main(["--index", "s3://nowhere/index/", "serve", "--port", str(_free_port())]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'memlane[ray]'" in err
+    assert err.count("\n") == 1 and "pip install 'memlane[ray]'" in err and "force-reinstall" not in err
 
 
 def test_project_scoped_query_touches_only_the_project_s_shards(served, tmp_path: Path) -> None:

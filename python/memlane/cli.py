@@ -486,16 +486,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from memlane.cluster.client import loopback
     from memlane.cluster.serve import check_binding
 
-    check_binding(args.host, args.token, args.insecure)  # before Ray starts: a refusal is instant
+    check_binding(args.host, args.token, args.insecure, args.token_file)  # before Ray starts: a refusal is instant
     from memlane.cluster.serve import start
 
     server = start(
         args.index, ray_address=args.ray, host=args.host, port=args.port, replicas=args.replicas, token=args.token,
-        insecure=args.insecure, embedder=args.embed, shard_actors=args.shard_actors, refresh_seconds=args.refresh,
-        tls_cert=args.tls_cert, tls_key=args.tls_key,
+        token_file=args.token_file, allow_show_secrets=args.allow_show_secrets, insecure=args.insecure, embedder=args.embed,
+        shard_actors=args.shard_actors, refresh_seconds=args.refresh, tls_cert=args.tls_cert, tls_key=args.tls_key,
     )  # fmt: skip
-    auth = ", token required" if args.token else ""
-    if args.token and not args.tls_cert and not loopback(args.host):
+    auth = ", token required" if args.token or args.token_file else ""
+    if args.allow_show_secrets:
+        auth += ", show_secrets granted to admin tokens (each request logged in the router replica's Ray Serve log)"
+    if (args.token or args.token_file) and not args.tls_cert and not loopback(args.host):
         auth += ", plain HTTP beyond loopback: the token crosses the network readable (--tls-cert/--tls-key serve HTTPS)"
     shards = f"{len(server.actors)} shard actors" if server.actors else "shards in the router"
     sys.stderr.write(
@@ -669,6 +671,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
     p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
+    p.add_argument("--token-file", metavar="FILE", help="more tokens, one `TOKEN ROLE` a line (admin or project:NAME: that project only); readable by its owner only")
+    p.add_argument("--allow-show-secrets", action="store_true", help="let admin tokens ask for texts with secrets in clear (refused by default; each request logged)")
     p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
     p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed")
     p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
@@ -758,7 +762,8 @@ def _fail(args: argparse.Namespace, exc: BaseException) -> int:
     if isinstance(exc, sqlite3.DatabaseError):
         message = f"database error: {message}"
     elif isinstance(exc, ImportError):
-        message = f"{message}: memlane's installation is incomplete (pip install --force-reinstall memlane)"
+        if "pip install" not in message:  # one that names what to install (an extra) says enough
+            message = f"{message}: memlane's installation is incomplete (pip install --force-reinstall memlane)"
     elif not isinstance(exc, (MemlaneError, OSError, ValueError, TypeError, LookupError)):
         message = f"internal error ({type(exc).__name__}: {message}); MEMLANE_DEBUG=1 shows the traceback"
     if getattr(args, "json", False):

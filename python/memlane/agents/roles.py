@@ -26,6 +26,7 @@ NAME is a project's name (``billing``) or path. Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memlane._check import echo
@@ -74,6 +75,31 @@ class Role:
 
             return _core.project_of(cwd)
         return None
+
+    def narrow(self, asked: str | None, keys: Callable[[str], list[str]], cwd: str | None = None) -> str | None:
+        """The project a read that asked for ``asked`` covers under this role: what was asked
+        when it lies within the role's project (``keys`` resolves a project to its keys, as
+        :meth:`memlane.Memory.project_keys`), the role's project when nothing was asked; never
+        more than the role reads.
+
+        Raises:
+            PermissionError: ``asked`` names a project outside the role's.
+
+        Example:
+            >>> keys = {"billing": ["/src/billing"], "/src/billing": ["/src/billing"], "search": ["/src/search"]}.get
+            >>> role = Role.parse("project:billing")
+            >>> role.narrow(None, keys), role.narrow("/src/billing", keys), Role().narrow(None, keys)
+            ('billing', '/src/billing', None)
+            >>> role.narrow("search", keys)
+            Traceback (most recent call last):
+            PermissionError: agent project:billing reads project billing only, not search
+        """
+        reads = self.reads(cwd)
+        if reads is None:
+            return asked
+        if asked is not None and set(keys(asked)) - set(keys(reads)):
+            raise PermissionError(f"agent {self} reads project {reads} only, not {echo(asked)}")
+        return reads if asked is None else asked
 
     def writes(self, section: str, type: str | None, project: str | None) -> tuple[str | None, str | None]:  # noqa: A002 - the field's name
         """The ``(type, project)`` a write of section ``section`` gets under this role.

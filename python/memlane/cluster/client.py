@@ -4,10 +4,11 @@ It speaks HTTP with the standard library's ``http.client`` (no Ray, no HTTP pack
 memlane`` and a hook process stay light), keeping its connections open for the next request
 (a new connection costs ~0.5 ms more on loopback), and returns the same :class:`memlane.Hit`
 and :class:`memlane.recall.Recall` objects as a home. The bearer token comes from ``token`` or
-``MEMLANE_TOKEN``. A server beyond loopback is reached through the proxy the environment names
+``MEMLANE_TOKEN``; the server decides what it may read (:mod:`memlane.cluster.access`). A
+server beyond loopback is reached through the proxy the environment names
 (``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY`` as curl and pip read them; HTTPS through a
-``CONNECT`` tunnel). Every failure — a wrong URL, a server down, a refused token — is one
-:class:`RemoteError` saying what to do.
+``CONNECT`` tunnel). Every failure — a wrong URL, a server down, a refused token or request —
+is one :class:`RemoteError` saying what to do.
 
 Example:
     >>> mem = connect("http://127.0.0.1:9")  # nothing listens on port 9
@@ -163,6 +164,8 @@ class RemoteMemory:
             if status == 401:
                 hint = "the server refused the token" if self.token else "the server needs a token: set MEMLANE_TOKEN"
                 raise RemoteError(f"{self.url}: 401 unauthorized: {hint}") from None
+            if status == 403:  # the token is good; what it asked is not its to read (secrets, another project)
+                raise RemoteError(f"{self.url}/{route}: 403 forbidden: {detail}") from None
             raise RemoteError(f"{self.url}/{route}: HTTP {status}: {detail}") from None
         try:
             answer = json.loads(raw)
@@ -195,8 +198,11 @@ class RemoteMemory:
         snippet_chars: int = 0,
     ) -> list[Hit]:
         """Hits as :meth:`memlane.Memory.search` returns them, answered by the server (texts
-        masked unless ``show_secrets``; with ``snippet_chars`` the server also cuts each hit's
-        best passage, which :meth:`snippets` then returns)."""
+        masked unless ``show_secrets``, which a server grants only when started with
+        ``--allow-show-secrets``, and to admin tokens only; with ``snippet_chars`` the server
+        also cuts each hit's best passage, which :meth:`snippets` then returns). A token given
+        a project agent's role reads that project only (the server's ``project`` when none is
+        asked)."""
         body: dict[str, Any] = {
             "query": query, "k": k, "sources": list(sources) if sources else None, "session_id": session_id, "since": since,
             "until": until, "fusion": fusion, "vector_weight": vector_weight, "recency": recency, "temporal": temporal,

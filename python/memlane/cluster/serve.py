@@ -32,6 +32,13 @@ Shape:
   A search answers ``{"hits": [...], "partial", "missing_shards", "generation"}`` with hits as
   ``memlane search --json`` prints them; a recall, ``memlane recall --json``'s object plus the
   same three fields. With a token every request needs ``Authorization: Bearer <token>`` (401).
+- **Who reads what** (:mod:`memlane.cluster.access`): ``--token`` is an admin token;
+  ``--token-file`` maps more tokens to agent roles, and a project agent's token reads its
+  project only (another ``project`` asked: 403). ``show_secrets`` is refused (403) unless the
+  server runs with ``--allow-show-secrets``, and then granted to admin tokens only, each
+  request logged as a warning on the ``ray.serve`` logger: in the replica's log, under the Ray
+  session's ``logs/serve/replica_<app>_router_*.log`` (a served index has no home, so no events
+  log to write to).
 - **HTTPS**: with a certificate and its key (``--tls-cert``/``--tls-key``) the same port speaks
   TLS (Serve's own HTTPS, in the replica under direct ingress): a token sent from beyond
   loopback then does not cross the network readable.
@@ -43,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import importlib.util
 import logging
 import os
@@ -67,6 +73,7 @@ except ImportError:  # the module still imports (docs, doctests); start() says w
 
 from memlane import _check
 from memlane.cluster import catalog as cat
+from memlane.cluster.access import Access, Forbidden, Grant, read_tokens
 from memlane.cluster.client import loopback
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
 from memlane.cluster.storage import location
@@ -75,6 +82,9 @@ __all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_
 
 NAMESPACE = "memlane"
 _LOG = logging.getLogger(__name__)
+# Serve writes this logger's lines to the replica's log file: where an operator finds who was
+# handed secrets in clear.
+_AUDIT = logging.getLogger("ray.serve")
 # Versions of a shard a shard actor keeps open: the current one and the one queries started
 # before the last switch may still be reading.
 _KEEP_VERSIONS = 2
@@ -331,13 +341,13 @@ class Router:
     """The HTTP ingress, one Ray Serve deployment: ``POST /search``, ``POST /recall``, ``GET /status``."""
 
     def __init__(
-        self, uri: str, names: list[str], embedder: Any, token: str | None, refresh_seconds: float, cache_dir: str | None, timeout: float, ingress: str
+        self, uri: str, names: list[str], embedder: Any, access: Access, refresh_seconds: float, cache_dir: str | None, timeout: float, ingress: str
     ) -> None:
         if names:
             self.index: ServedIndex | ReplicaIndex = ServedIndex(uri, embedder, ShardPool(names, timeout), cache_dir=cache_dir)
         else:
             self.index = ReplicaIndex(uri, embedder, cache_dir=cache_dir)
-        self.token = token
+        self.access = access
         self.ingress = ingress
         self.replica = _replica_id()
         threading.Thread(target=self._watch, args=(refresh_seconds,), daemon=True, name="memlane-catalog").start()
@@ -353,7 +363,8 @@ class Router:
                 _LOG.warning("catalog refresh failed (still serving version %s): %s", self.index.catalog.generation, exc)
 
     async def __call__(self, request: Any) -> Any:
-        if self.token and not hmac.compare_digest(request.headers.get("authorization", "").encode(), f"Bearer {self.token}".encode()):
+        grant = self.access.grant(request.headers.get("authorization", ""))
+        if grant is None:
             return _json_response({"error": "unauthorized: send Authorization: Bearer <token> (MEMLANE_TOKEN)"}, 401, {"WWW-Authenticate": "Bearer"})
         route = request.url.path.rstrip("/").rsplit("/", 1)[-1]
         expected = {"search": "POST", "recall": "POST", "status": "GET"}.get(route)
@@ -371,15 +382,21 @@ class Router:
                 return _json_response({"error": "the body must be a JSON object"}, 400)
         try:
             started = time.perf_counter()
-            answer = await asyncio.to_thread(self.answer, route, body)
+            answer = await asyncio.to_thread(self.answer, route, body, grant)
             # The router's own time, HTTP and the proxy excluded (what benches/bench_serve.py compares).
             took = f"{route};dur={(time.perf_counter() - started) * 1000:.3f}"
             return _json_response(answer, headers={"Server-Timing": took})
+        except Forbidden as exc:
+            return _json_response({"error": str(exc)}, 403)
         except (ValueError, TypeError, LookupError) as exc:
             return _json_response({"error": str(exc) or type(exc).__name__}, 400)
 
-    def answer(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
-        """The JSON answer of one request (run on a thread: the shard calls block)."""
+    def answer(self, route: str, body: dict[str, Any], grant: Grant) -> dict[str, Any]:
+        """The JSON answer of one request made with ``grant`` (run on a thread: the shard calls block).
+
+        Raises:
+            Forbidden: What the grant may not ask (secrets in clear, another project).
+        """
         from memlane import secrets
 
         index = self.index
@@ -387,7 +404,7 @@ class Router:
         generation = index.catalog.generation
         if route == "status":
             status = index.status()
-            return {**status, "ingress": self.ingress, "replica": self.replica, "partial": bool(status["missing_shards"])}
+            return {**status, "ingress": self.ingress, "replica": self.replica, "partial": bool(status["missing_shards"]), "role": str(grant.role)}
         query = body.get("query")
         if not isinstance(query, str):
             raise ValueError("the body needs a query (a string)")
@@ -397,6 +414,9 @@ class Router:
             raise ValueError(f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}")
         if route == "search" and "k" in body:
             _check.integer("k", body["k"], minimum=1, maximum=MAX_K)
+        body = self.access.narrow(grant, body, index.project_keys)
+        if body.get("show_secrets"):
+            _AUDIT.warning("show_secrets granted: POST /%s by %s (token of %s)", route, grant.role, grant.source)
         if route == "recall":
             payload = index.recall(query, **{k: body[k] for k in _RECALL_FIELDS & set(body)}).to_dict()
         else:
@@ -442,7 +462,9 @@ def direct_ingress(port: int) -> dict[str, str]:
     port goes back at once (no quarantine), so a replica Serve restarts takes it again. The
     router's code runs on the replica's own event loop, not a second one in another thread:
     a request then crosses no thread to reach it (0.3-0.5 ms less a request, 1M bench). The
-    router never blocks that loop: a search runs on a worker thread.
+    router never blocks that loop: a search runs on a worker thread. A replica stopping does
+    not stay reachable for a load balancer to deregister it (Serve's default: 30 s, which made
+    Ctrl-C take ~34 s): none stands in front of it.
 
     Example:
         >>> direct_ingress(8765)["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"]
@@ -454,6 +476,7 @@ def direct_ingress(port: int) -> dict[str, str]:
         "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(port + 1),  # exclusive: the one port
         "RAY_SERVE_PORT_QUARANTINE_S": "0",
         "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+        "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
     }
 
 
@@ -488,17 +511,17 @@ def _check_running_serve(host: str, port: int, tls: dict[str, str]) -> None:
         )
 
 
-def check_binding(host: str, token: str | None, insecure: bool) -> None:
+def check_binding(host: str, token: str | None, insecure: bool, token_file: str | None = None) -> None:
     """Refuse to serve beyond loopback without a token (unless ``insecure``).
 
     Example:
         >>> check_binding("127.0.0.1", None, False)
         >>> check_binding("0.0.0.0", None, False)
         Traceback (most recent call last):
-        ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure
+        ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure
     """
-    if not loopback(host) and not token and not insecure:
-        raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token or MEMLANE_TOKEN, or pass --insecure")
+    if not loopback(host) and not token and not token_file and not insecure:
+        raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure")
 
 
 def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
@@ -561,6 +584,8 @@ def start(
     port: int = 8765,
     replicas: int = 1,
     token: str | None = None,
+    token_file: str | None = None,
+    allow_show_secrets: bool = False,
     insecure: bool = False,
     embedder: Any = "local",
     shard_actors: int | None = None,
@@ -581,7 +606,9 @@ def start(
         host: Address to bind (default loopback; beyond it needs ``token`` or ``insecure``).
         port: HTTP port (Serve's proxy: one per cluster, fixed when Serve first starts).
         replicas: Router replicas.
-        token: Bearer token every request must carry.
+        token: Bearer token every request must carry (an admin token; see :mod:`memlane.cluster.access`).
+        token_file: A file of ``TOKEN ROLE`` lines: more tokens, each read as its agent role.
+        allow_show_secrets: Let admin tokens ask ``show_secrets`` (each request logged); refused otherwise.
         insecure: Allow binding beyond loopback without a token.
         embedder: Query embedder of an index with vectors (``local``, an embedder object …).
         shard_actors: Shard actors; 0: the shards open in each router replica (default on a
@@ -595,7 +622,8 @@ def start(
     """
     from memlane.cluster.index import init_ray
 
-    check_binding(host, token, insecure)
+    check_binding(host, token, insecure, token_file)
+    access = Access.build(token, read_tokens(token_file) if token_file else None, allow_show_secrets)
     tls = tls_options(tls_cert, tls_key)
     if ray is None or importlib.util.find_spec("orjson") is None:  # orjson renders the answers
         raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
@@ -638,11 +666,14 @@ def start(
     quiet = {"enable_access_log": False}
     # Under direct ingress the replica takes the port; Serve's proxy (started all the same) must not.
     serve.start(http_options={"host": host, "port": 0 if direct else port, **tls}, logging_config=quiet)
+    # A stopping replica checks for requests still in flight every 0.2 s (Serve's default: 2 s)
+    # and waits for them at most 5 s (20): an answer takes milliseconds.
     deployment = serve.deployment(
-        Router, name="router", num_replicas=replicas, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64, logging_config=quiet
-    )
+        Router, name="router", num_replicas=replicas, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64, logging_config=quiet,
+        graceful_shutdown_wait_loop_s=0.2, graceful_shutdown_timeout_s=5,
+    )  # fmt: skip
     ingress = "direct" if direct else "proxy"
-    serve.run(deployment.bind(uri, names, embedder, token, refresh_seconds, cache_dir, timeout, ingress), name=app, route_prefix=route_prefix)
+    serve.run(deployment.bind(uri, names, embedder, access, refresh_seconds, cache_dir, timeout, ingress), name=app, route_prefix=route_prefix)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     scheme = "https" if tls else "http"
     return Server(f"{scheme}://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles, ingress)
