@@ -84,3 +84,104 @@ def test_embed_resumes_a_keyword_only_index(tmp_path, capsys, monkeypatch, fake_
     assert code == 0 and json.loads(out)["chunks_embedded"] == 1
     code, out, _ = run(capsys, "--home", home, "--json", "embed")
     assert json.loads(out)["chunks_embedded"] == 0
+
+
+# A `memlane` whose embedder is the fake one, slowed down in its second batch so that a test
+# can interrupt it there: the keywords are committed and one batch of vectors added by then.
+_INTERRUPTIBLE = """
+import pathlib, sys, time
+sys.path.insert(0, {tests!r})
+import memlane, memlane.cli as cli, memlane.memory
+from conftest import FakeEmbedder
+
+class Slow(FakeEmbedder):
+    def embed_documents(self, texts):
+        if self.calls == 1 and not pathlib.Path({ready!r}).exists():  # the first run only
+            pathlib.Path({ready!r}).touch()
+            time.sleep(120)
+        return super().embed_documents(texts)
+
+memlane.memory._CHUNKS_PER_EMBED_BATCH = 4
+cli._open = lambda args, embedder: memlane.open(args.home, embedder="none" if embedder == "none" else Slow())
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_during_index_says_what_was_committed_and_embed_resumes(tmp_path):
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    src = tmp_path / "src"
+    for n in range(3):
+        pairs = [(f"what broke in release {n}.{k}?", f"Release {n}.{k} broke " + " ".join(f"module{n}x{k}x{j}" for j in range(90))) for k in range(4)]
+        write_jsonl(src / f"s{n}.jsonl", generic_session(f"s{n}", pairs))
+    home, ready = tmp_path / "home", tmp_path / "ready"
+    script = _INTERRUPTIBLE.format(tests=str(Path(__file__).parent), ready=str(ready))
+    env = {**os.environ, "MEMLANE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def memlane(*argv, **kw):
+        return subprocess.Popen([sys.executable, "-c", script, "--home", str(home), *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, **kw)  # fmt: skip
+
+    proc = memlane("index", str(src))
+    deadline = time.monotonic() + 120
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists(), proc.communicate(timeout=10)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err == "memlane index: interrupted: keywords for all 3 files committed, 8 chunks await vectors; run `memlane embed` (or the same `memlane index`) to resume\n"
+
+    verify = memlane("--json", "verify")
+    out, err = verify.communicate(timeout=60)
+    verdict = json.loads(out)
+    assert verify.returncode == 0 and verdict["sound"] and (verdict["chunks"], verdict["vectors_pending"]) == (12, 8), err
+    status = memlane("status")
+    out, _ = status.communicate(timeout=60)
+    assert "vectors pending: 8 chunks have none yet: `memlane embed` adds them" in out
+
+    embed = memlane("embed")
+    out, err = embed.communicate(timeout=60)
+    assert embed.returncode == 0 and out.startswith("embedded 8 chunks"), err
+    verify = memlane("verify")
+    out, _ = verify.communicate(timeout=60)
+    assert verify.returncode == 0 and "sound (3 files, 12 chunks, 12 with vectors)" in out and "pending" not in out
+
+
+def test_a_fifo_named_like_a_transcript_is_reported_not_opened(tmp_path):
+    import os
+
+    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", PAIRS))
+    os.mkfifo(tmp_path / "t" / "pipe.jsonl")
+    argv = [sys.executable, "-m", "memlane.cli", "--home", str(tmp_path / "home"), "--json", "index", str(tmp_path / "t"), "--embed", "none"]
+    # A FIFO opened for reading waits for a writer: a timeout here is the hang this prevents.
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["records_skipped"] == {"not_a_regular_file": 1}
+    assert (report["files_seen"], report["files_indexed"], report["chunks_added"]) == (2, 1, 1)
+    [fifo] = [f for f in report["files"] if f["path"].endswith("pipe.jsonl")]
+    assert fifo["empty_reason"] == "not_a_regular_file"
+    proc = subprocess.run([*argv[:5], "index", str(tmp_path / "t"), "--embed", "none"], capture_output=True, text=True, timeout=120, check=False)
+    assert "pipe.jsonl: nothing indexed (not a regular file)" in proc.stdout and "not_a_regular_file: 1" in proc.stdout
+
+
+def test_ctrl_c_while_parsing_names_the_files_committed(tmp_path, capsys, monkeypatch):
+    import memlane.cli as cli
+
+    for n in range(70):  # two parse batches: 64 files, then 6
+        write_jsonl(tmp_path / "t" / f"s{n:02d}.jsonl", generic_session(f"s{n}", PAIRS))
+
+    def interrupt(self, stage, done, total):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._Bar, "__call__", interrupt)
+    code, out, err = run(capsys, "--home", str(tmp_path / "home"), "index", str(tmp_path / "t"), "--embed", "none")
+    assert code == 130 and out == ""
+    assert err == "memlane index: interrupted: keywords for 64 of 70 files committed; run the same `memlane index` again to resume\n"
+    code, out, _ = run(capsys, "--home", str(tmp_path / "home"), "--json", "index", str(tmp_path / "t"), "--embed", "none")
+    assert code == 130 and json.loads(out)["kind"] == "IndexInterrupted" and json.loads(out)["report"]["files_indexed"] == 6

@@ -129,6 +129,101 @@ def test_a_healthy_home_is_sound_and_repair_leaves_it_alone(built, tmp_path):
     assert (home / "manifest.json").read_bytes() == before
 
 
+def test_repair_keeps_a_keyword_only_home_keyword_only(built, tmp_path):
+    # The shared cache holds vectors of these very chunks (the `built` home's): a repair must
+    # not take them for the vectors of a home that records it has none.
+    healthy, src, _, ids = built
+    cache = healthy.parent / "cache"
+    home = tmp_path / "home"
+    memlane.open(home, embedder="none", cache_dir=cache).index([src])
+    embedder = FakeEmbedder()
+    mem = memlane.open(home, embedder=embedder, cache_dir=cache)
+    before = {q: [(h.id, h.score) for h in mem.search(q, k=5)] for q in QUERIES}
+    DAMAGES[".store damaged"](home)
+    assert not mem.verify()["sound"]
+
+    report = mem.repair()
+    assert report.repaired and report.vectors_from_cache == report.vectors_from_old_index == report.chunks_without_vectors == 0
+    assert mem.vectors_embedder_id is None and not (home / "vectors.usearch").exists()
+    status = mem.status()
+    assert (status["chunks_with_vectors"], status["vectors_pending"]) == (0, 0)
+    assert mem.verify()["sound"] and _chunk_ids(home) == ids
+    assert {q: [(h.id, h.score) for h in mem.search(q, k=5)] for q in QUERIES} == before
+    assert embedder.calls == 0, "a keyword-only home answers without embedding the query"
+
+
+def test_vectors_an_index_did_not_finish_are_pending_not_damage(built, tmp_path):
+    # memlane.json names the embedder at the first vector; the vector file comes at a later
+    # commit. Without it, or with fewer chunks in it than the index holds, the home waits for
+    # vectors (a note, `memlane embed`), which the cache gives back without an embedding call.
+    healthy, *_ = built
+    home = tmp_path / "home"
+    shutil.copytree(healthy, home)
+    (home / "vectors.usearch").unlink()
+    embedder = FakeEmbedder()
+    mem = memlane.open(home, embedder=embedder, cache_dir=healthy.parent / "cache")
+    verdict = mem.verify()
+    assert verdict["sound"], verdict["findings"]
+    assert verdict["vectors_pending"] == verdict["chunks"] > 0 and verdict["chunks_with_vectors"] == 0
+    [note] = [f for f in verdict["findings"] if f["part"] == "vectors"]
+    assert note["severity"] == "note" and f"vectors pending: {verdict['chunks']} chunks" in note["message"]
+    assert "memlane embed" in note["message"] and "repair" not in note["message"]
+    assert mem.status()["vectors_pending"] == verdict["chunks"]
+    assert not mem.repair().repaired  # nothing is broken
+
+    assert mem.embed_pending() == verdict["chunks"] and embedder.calls == 0
+    verdict = mem.verify()
+    assert verdict["sound"] and verdict["vectors_pending"] == 0 and verdict["chunks_with_vectors"] == verdict["chunks"]
+    assert not [f for f in verdict["findings"] if f["part"] == "vectors"]
+
+
+def test_an_interrupted_index_commits_what_it_did_and_waits_for_the_rest(built, tmp_path, monkeypatch):
+    import memlane.memory
+    from memlane.errors import IndexInterrupted
+
+    class StoppedInItsSecondBatch(FakeEmbedder):
+        def embed_documents(self, texts):
+            if self.calls == 1:
+                raise KeyboardInterrupt  # as Ctrl-C raises it, between two batches' calls
+            return super().embed_documents(texts)
+
+    _, src, _, ids = built
+    monkeypatch.setattr(memlane.memory, "_CHUNKS_PER_EMBED_BATCH", 8)
+    home = tmp_path / "home"
+    mem = memlane.open(home, embedder=StoppedInItsSecondBatch(), cache_dir=tmp_path / "cache")
+    with pytest.raises(IndexInterrupted) as stopped:
+        mem.index([src])
+    report = stopped.value.report
+    assert report.files_indexed == stopped.value.files_to_index == 42
+    assert stopped.value.chunks_pending == len(ids) - 8
+    verdict = mem.verify()
+    assert verdict["sound"], verdict["findings"]
+    assert (verdict["chunks"], verdict["chunks_with_vectors"], verdict["vectors_pending"]) == (len(ids), 8, len(ids) - 8)
+
+    mem = memlane.open(home, embedder=FakeEmbedder(), cache_dir=tmp_path / "cache")
+    assert mem.embed_pending() == len(ids) - 8
+    assert mem.verify()["vectors_pending"] == 0 and _chunk_ids(home) == ids
+
+
+def test_an_index_stopped_before_its_first_vector_still_waits_for_them(tmp_path):
+    # Ctrl-C while the first batch is embedded: nothing of it reached the vector file, yet
+    # the home records the embedder asked for, so it reads as waiting, not as keyword-only.
+    class StoppedAtOnce(FakeEmbedder):
+        def embed_documents(self, texts):
+            raise KeyboardInterrupt
+
+    from memlane.errors import IndexInterrupted
+
+    src = write_deploy_and_cooking(tmp_path / "src")
+    mem = memlane.open(tmp_path / "home", embedder=StoppedAtOnce(), cache_dir=tmp_path / "cache")
+    with pytest.raises(IndexInterrupted) as stopped:
+        mem.index([src])
+    assert stopped.value.chunks_pending == 5
+    assert mem.vectors_embedder_id == FakeEmbedder.id and not (tmp_path / "home" / "vectors.usearch").exists()
+    verdict = mem.verify()
+    assert verdict["sound"] and verdict["vectors_pending"] == 5
+
+
 def test_repair_stores_an_f16_home_in_i8_as_a_clean_i8_build_without_embedding(built, tmp_path, capsys, monkeypatch):
     # A home made in f16 (the default before i8) is rebuilt in i8 on request, sound as it is:
     # its vectors from the embedding cache, no embedding call, every answer as a home built in

@@ -422,3 +422,24 @@ def test_a_hit_found_by_vector_alone_is_the_live_chunk_not_a_deleted_copy(tmp_pa
     assert "Postgres 16" in hits[0].text
     assert all(h.path.startswith(str(moved)) for h in hits if h.session_id == "deploy-1")
     assert mem.get(hits[0].id).path == str(moved / "deploy.jsonl")
+
+
+def test_ctrl_c_while_parsing_keeps_the_batches_read_and_the_next_run_reads_the_rest(tmp_path, fake_embedder):
+    from memlane.errors import IndexInterrupted
+
+    src = tmp_path / "src"
+    for n in range(70):  # two parse batches: 64 files, then 6
+        write_jsonl(src / f"s{n:02d}.jsonl", generic_session(f"s{n}", [(f"question {n}", f"answer about widget{n}")]))
+
+    def stop(stage, done, total):
+        raise KeyboardInterrupt  # Ctrl-C lands once the first batch was added
+
+    mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
+    with pytest.raises(IndexInterrupted) as stopped:
+        mem.index([src], progress=stop)
+    assert (stopped.value.report.files_indexed, stopped.value.files_to_index) == (64, 70)
+    assert stopped.value.chunks_pending == 64 and fake_embedder.calls == 0
+    assert mem.status()["files"] == 64 and mem.verify()["sound"]
+    report = mem.index([src])
+    assert (report.files_indexed, report.chunks_embedded) == (6, 70)
+    assert mem.status()["chunks_with_vectors"] == 70

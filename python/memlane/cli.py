@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
 from memlane.cli_output import emit
+from memlane.errors import IndexInterrupted
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
@@ -144,7 +145,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(f"note: {mem.home} stores its vectors as {mem.quantization} (a home keeps its own): "
               f"`memlane repair --quantization {args.quantization}` converts it", file=sys.stderr)  # fmt: skip
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
-    report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
+    try:
+        report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
+    except IndexInterrupted as stop:
+        return _index_interrupted(args, stop, bar.enabled)
     d = report.to_dict()
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
     text = ""
@@ -173,6 +177,28 @@ def _cmd_index(args: argparse.Namespace) -> int:
         sys.stderr.write(f"memlane index: nothing indexed from {', '.join(empty)}: no file there gave a conversation or a note\n")
         return 1
     return 0
+
+
+def _index_interrupted(args: argparse.Namespace, stop: Any, bar: bool) -> int:
+    """Ctrl-C during ``index``: one line on what was committed and how to resume; status 130."""
+    done, total, pending = stop.report.files_indexed, stop.files_to_index, stop.chunks_pending
+    kept = f"keywords for {done} of {total} files committed" if done < total else f"keywords for all {total} files committed"
+    if pending:
+        kept += f", {pending} chunks await vectors"
+    if done < total:
+        resume = "run the same `memlane index` again to resume"
+    elif pending:
+        resume = "run `memlane embed` (or the same `memlane index`) to resume"
+    else:
+        resume = "nothing is left to do"
+    line = f"interrupted: {kept}; {resume}"
+    if args.json:
+        json.dump({"error": line, "kind": "IndexInterrupted", "files_to_index": total, "chunks_pending": pending,
+                   "report": stop.report.to_dict()}, sys.stdout)  # fmt: skip
+        sys.stdout.write("\n")
+    else:
+        sys.stderr.write(("\n" if bar else "") + f"memlane index: {line}\n")
+    return 130
 
 
 # Files listed by `index` without --verbose (those that gave nothing or skipped records).
@@ -464,6 +490,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         shown = sorted(status["projects"].items(), key=lambda kv: -kv[1])
         text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
         text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
+    if status["vectors_pending"]:
+        text += f"\nnote        vectors pending: {status['vectors_pending']:,} chunks have none yet: `memlane embed` adds them"
     if status["quantization"] == "f16" and status["vectors"]:
         text += "\nnote        vectors stored in f16: `memlane repair --quantization i8` makes the vector file ~40% smaller, no embedding call"
     if not status["records_projects"] and status["chunks"]:
@@ -520,7 +548,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     lines = [f"{f['severity']:<8}{f['part']:<16}{f['path']}: {f['message']}" for f in report["findings"]]
     verdict = (
         f"{report['home']}: sound ({report['files']:,} files, {report['chunks']:,} chunks, "
-        f"{report['chunks_with_vectors']:,} with vectors)"
+        f"{report['chunks_with_vectors']:,} with vectors" + (f", {report['vectors_pending']:,} pending" if report["vectors_pending"] else "") + ")"
         if report["sound"]
         else f"{report['home']}: unsound: `memlane repair` rebuilds it from the sources and the embedding cache"
     )

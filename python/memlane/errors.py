@@ -28,6 +28,7 @@ __all__ = [
     "CorruptIndexError",
     "DiskFullError",
     "EmbedderMismatchError",
+    "IndexInterrupted",
     "IndexLockedError",
     "InvalidArgumentError",
     "MemlaneError",
@@ -46,3 +47,19 @@ class ArgumentTypeError(MemlaneError, TypeError):
 
 class WeightsMismatchError(MemlaneError, ValueError):
     """A model file's bytes differ from the sha256 memlane pins for it (a changed or damaged package)."""
+
+
+class IndexInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :meth:`memlane.Memory.index` after it committed what it had done.
+
+    Still a :class:`KeyboardInterrupt` (``except Exception`` never swallows it). ``report``
+    is the :class:`memlane.memory.IndexReport` of what was committed; ``files_to_index`` the
+    files the run set out to read; ``chunks_pending`` the chunks left without vectors for
+    ``memlane embed`` (or the same index run) to fill in.
+    """
+
+    def __init__(self, report: object, files_to_index: int, chunks_pending: int) -> None:
+        super().__init__("index interrupted")
+        self.report = report
+        self.files_to_index = files_to_index
+        self.chunks_pending = chunks_pending

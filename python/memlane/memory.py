@@ -10,7 +10,8 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from os import PathLike
@@ -78,7 +79,7 @@ class IndexReport:
     """Per file read this run: ``path``, ``format``, ``sessions``, ``turns``, ``chunks``,
     ``skipped`` (by reason), ``resumed``, and ``empty_reason`` when it gave no chunk
     (``binary``, ``unknown_format``, ``oversize_line``, ``empty_file``, ``no_conversation``,
-    ``unreadable: …``, ``corrupt: …``)."""
+    ``not_a_regular_file``, ``unreadable: …``, ``corrupt: …``)."""
     empty_roots: list[str] = field(default_factory=list)
     """Paths named in the run from which the home holds no chunk at all."""
     repaired: RepairReport | None = None
@@ -135,6 +136,24 @@ def _masked(query: str) -> str:
     from memlane.secrets import mask
 
     return mask(query)
+
+
+def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
+    """Copy the core's counts of an index run into ``report``."""
+    for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed", "files_resumed"):
+        setattr(report, name, core_report[name])
+    report.records_skipped = dict(core_report["records_skipped"])
+
+
+def _record_embedder(writer: Any, embedder: Embedder) -> None:
+    """Have ``memlane.json`` name ``embedder`` before the first vector is embedded, when chunks
+    wait for one: a run stopped before its first vectors then leaves a home that reads as
+    waiting for them (``memlane embed`` resumes), not as keyword-only."""
+    if len(writer.pending_vectors()):
+        import numpy as np
+
+        nothing = np.empty(0, dtype=np.uint64)
+        writer.add_vectors(embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32))
 
 
 def _parse_time(value: str | int | float | datetime | None) -> int | None:
@@ -332,38 +351,54 @@ class Memory:
             total_bytes, done_bytes = plan["bytes_to_index"], 0
             batch: list[str] = []
             batch_bytes = 0
-            for i, path in enumerate(todo):
-                try:
-                    size = Path(path).stat().st_size
-                except OSError:  # vanished since the scan; index_files counts it
-                    size = 0
-                batch.append(path)
-                batch_bytes += size
-                if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
-                    writer.index_files(batch)
-                    done_bytes += batch_bytes
-                    if progress:
-                        progress("parse", done_bytes, total_bytes)
-                    batch, batch_bytes = [], 0
-            core_report = writer.commit()
-            report.keyword_seconds = time.perf_counter() - started
-            if embed and self.embedder is not None:
-                # Billed backends (Bedrock) expose cumulative usage; report this run's share.
-                before = getattr(self.embedder, "usage", None)
-                report.chunks_embedded, report.embed_cache_hits = self._backfill(writer, self.embedder, progress)
+            with self._kept_on_interrupt(writer, report, len(todo), embed):
+                for i, path in enumerate(todo):
+                    try:
+                        size = Path(path).stat().st_size
+                    except OSError:  # vanished since the scan; index_files counts it
+                        size = 0
+                    batch.append(path)
+                    batch_bytes += size
+                    if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
+                        writer.index_files(batch)
+                        done_bytes += batch_bytes
+                        if progress:
+                            progress("parse", done_bytes, total_bytes)
+                        batch, batch_bytes = [], 0
                 core_report = writer.commit()
-                if before is not None:
-                    report.embed_usage = (self.embedder.usage - before).to_dict()
-        for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed",
-                     "files_resumed"):
-            setattr(report, name, core_report[name])
-        report.records_skipped = dict(core_report["records_skipped"])
+                report.keyword_seconds = time.perf_counter() - started
+                if embed and self.embedder is not None:
+                    # Billed backends (Bedrock) expose cumulative usage; report this run's share.
+                    before = getattr(self.embedder, "usage", None)
+                    _record_embedder(writer, self.embedder)
+                    report.chunks_embedded, report.embed_cache_hits = self._backfill(writer, self.embedder, progress)
+                    core_report = writer.commit()
+                    if before is not None:
+                        report.embed_usage = (self.embedder.usage - before).to_dict()
+        _fill(report, core_report)
         report.files = core_report["files"]
         report.empty_roots = core_report["empty_roots"]
         report.seconds = time.perf_counter() - started
         self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
                            chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded)
         return report
+
+    @contextmanager
+    def _kept_on_interrupt(self, writer: Any, report: IndexReport, files_to_index: int, embed: bool) -> Iterator[None]:
+        """Turn Ctrl-C during an index run into :class:`~memlane.errors.IndexInterrupted`, after
+        committing what the run had done: the batches of files parsed (whole files: a batch is
+        added in one call) and the vectors added, so that running it again resumes there."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            from memlane.errors import IndexInterrupted
+
+            committed = writer.commit()
+            _fill(report, committed)
+            report.files = committed["files"]
+            embedding = embed and self._embedder_spec not in (None, "none")
+            pending = len(writer.pending_vectors()) if embedding else 0
+            raise IndexInterrupted(report, files_to_index, pending) from None
 
     def remove_sources(self, paths: Iterable[str | PathLike[str]]) -> int:
         """Drop the chunks of these source files as if they had been deleted (a home that
@@ -883,8 +918,9 @@ class Memory:
 
         Returns:
             ``{"sound", "findings": [{"severity", "part", "path", "message"}], "files",
-            "chunks", "chunks_with_vectors", ...}``; ``sound`` is false when any finding is
-            a ``problem`` (notes are harmless).
+            "chunks", "chunks_with_vectors", "vectors_pending", ...}``; ``sound`` is false when
+            any finding is a ``problem`` (notes are harmless). Chunks waiting for vectors (an
+            index stopped while embedding) are ``vectors_pending``, a note for ``memlane embed``.
 
         Raises:
             IndexLockedError: An index run is writing to the home.
@@ -959,7 +995,7 @@ class Memory:
                 adopted = writer.adopt_files(self._store, gone)
                 report.files_carried_over, report.lost = adopted["files"], adopted["lost"]
                 writer.commit()
-                embedder_id = old_meta.get("embedder_id") or self._cached_embedder(writer)
+                embedder_id = self._rebuilt_embedder(old_meta, writer)
                 if embedder_id:
                     report.vectors_from_cache, _ = rebuilt._backfill(writer, _CacheOnly(embedder_id), progress, cache_only=True)
                     report.vectors_from_old_index = writer.adopt_vectors(self._store, embedder_id)
@@ -974,6 +1010,15 @@ class Memory:
         self.events.append("repair", problems=len(problems), files_reindexed=report.files_reindexed, chunks=report.chunks,
                            lost=len(report.lost), chunks_without_vectors=report.chunks_without_vectors)
         return report
+
+    def _rebuilt_embedder(self, old_meta: dict[str, Any], writer: Any) -> str | None:
+        """The embedder whose vectors a rebuilt home gets: the one ``memlane.json`` records.
+        A readable record of none is a keyword-only home, and stays one (vectors of it in the
+        shared cache come from other homes); only a record that cannot be read, or one that
+        names no embedder beside a vector file, leaves the cache to tell."""
+        if old_meta and (old_meta.get("embedder_id") or not (self.home / "vectors.usearch").exists()):
+            return old_meta.get("embedder_id")
+        return self._cached_embedder(writer)
 
     def _cached_embedder(self, writer: Any) -> str | None:
         """The embedder whose cached vectors cover the most of a sample of the home's chunks
@@ -995,6 +1040,9 @@ class Memory:
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, its projects, plus the embedding cache."""
         status = dict(self._store.status())
+        # A home that records an embedder waits for the vectors its chunks lack (an index run
+        # stopped while embedding, or one that left them to `memlane embed`).
+        status["vectors_pending"] = status["chunks"] - status["chunks_with_vectors"] if status["embedder_id"] else 0
         status["projects"] = self.projects()
         cache = self._cache_dir / "embeddings.sqlite"
         empty = {"path": str(cache), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}

@@ -57,7 +57,33 @@ pub enum Error {
     Json(#[from] serde_json::Error),
 }
 
+/// What to do about a damaged part of a home. Said once, at the end of the error a reader
+/// gets ([`Error::corrupt`]); `verify` lists the causes alone ([`Error::cause`]) and its
+/// verdict says it.
+const REPAIR_HINT: &str = "; `memlane repair` rebuilds it";
+
 impl Error {
+    /// `Corrupt` at `path` because of `cause`, saying what mends it.
+    pub fn corrupt(path: &std::path::Path, cause: impl std::fmt::Display) -> Error {
+        Error::Corrupt {
+            path: path.to_owned(),
+            reason: format!("{cause}{REPAIR_HINT}"),
+        }
+    }
+
+    /// Why a part cannot be read, without what mends it: a `Corrupt` error's cause, any
+    /// other error as it reads.
+    #[must_use]
+    pub fn cause(&self) -> String {
+        match self {
+            Error::Corrupt { reason, .. } => reason
+                .strip_suffix(REPAIR_HINT)
+                .unwrap_or(reason)
+                .to_owned(),
+            other => other.to_string(),
+        }
+    }
+
     /// This error as [`Error::DiskFull`] at `home` when it comes from a full disk (ENOSPC
     /// anywhere in its chain, or in the message of a C++ library that only gives text).
     #[must_use]

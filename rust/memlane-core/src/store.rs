@@ -47,6 +47,8 @@ const MANIFEST_FILE: &str = "manifest.json";
 const RESUME_DIR: &str = "resume";
 const LEXICAL_DIR: &str = "lexical";
 const VECTORS_FILE: &str = "vectors.usearch";
+/// Why a FIFO, socket or device named like a transcript gave nothing: it is never opened.
+const NOT_A_REGULAR_FILE: &str = "not_a_regular_file";
 const LOCK_FILE: &str = "write.lock";
 const FORMAT_VERSION: u32 = 1;
 /// Segments under this many chunks count as small: a sync of a few files makes one.
@@ -216,7 +218,8 @@ pub struct FileReport {
     /// Parsed only from its last turn on.
     pub resumed: bool,
     /// Why the file gave no chunk: `binary`, `unknown_format`, `oversize_line`, `empty_file`,
-    /// `no_conversation`, `unreadable: …` or `corrupt: …`; `None` when it gave some.
+    /// `no_conversation`, `not_a_regular_file` (a FIFO, socket or device: never opened),
+    /// `unreadable: …` or `corrupt: …`; `None` when it gave some.
     pub empty_reason: Option<String>,
 }
 
@@ -317,10 +320,7 @@ pub struct Status {
 
 fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-            path: path.to_owned(),
-            reason: format!("{e}; `memlane repair` rebuilds it from the sources"),
-        }),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(e) => Err(e.into()),
     }
@@ -360,7 +360,10 @@ fn open_lexical(home: &Path) -> std::result::Result<Lexical, Damage> {
             Err(e) => {
                 return Err(Damage {
                     path: meta,
-                    reason: format!("missing, and the manifest is unreadable too ({e})"),
+                    reason: format!(
+                        "missing, and the manifest is unreadable too ({})",
+                        e.cause()
+                    ),
                 })
             }
         };
@@ -373,10 +376,7 @@ fn open_lexical(home: &Path) -> std::result::Result<Lexical, Damage> {
     }
     guarded(&dir, || Lexical::open(&dir)).map_err(|e| Damage {
         path: dir.clone(),
-        reason: match e {
-            Error::Corrupt { reason, .. } => reason,
-            other => other.to_string(),
-        },
+        reason: e.cause(),
     })
 }
 
@@ -413,13 +413,7 @@ struct Damage {
 
 impl Damage {
     fn error(&self) -> Error {
-        Error::Corrupt {
-            path: self.path.clone(),
-            reason: format!(
-                "{}; `memlane repair` rebuilds it from the sources",
-                self.reason
-            ),
-        }
+        Error::corrupt(&self.path, &self.reason)
     }
 }
 
@@ -439,24 +433,20 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     caught
         .map(|r| r.map_err(|e| read_error(path, e)))
         .unwrap_or_else(|payload| {
-            Err(Error::Corrupt {
-                path: path.to_owned(),
-                reason: format!(
-                    "internal error while reading it ({}); `memlane verify` checks the home, \
-                 `memlane repair` rebuilds it",
+            Err(Error::corrupt(
+                path,
+                format_args!(
+                    "internal error while reading it ({})",
                     panic_message(&*payload)
                 ),
-            })
+            ))
         })
 }
 
 /// A tantivy error while reading is damage to its files: say so, naming the index.
 fn read_error(dir: &Path, e: Error) -> Error {
     match e {
-        Error::Tantivy(t) => Error::Corrupt {
-            path: dir.to_owned(),
-            reason: format!("{t}; `memlane verify` checks the home, `memlane repair` rebuilds it"),
-        },
+        Error::Tantivy(t) => Error::corrupt(dir, t),
         other => other,
     }
 }
@@ -534,13 +524,10 @@ impl Store {
         if !path.exists() && self.damage.is_none() {
             let chunks = guarded(&self.lexical_dir(), || Ok(self.lexical.num_docs()))?;
             if chunks > 0 {
-                return Err(Error::Corrupt {
-                    path,
-                    reason: format!(
-                        "missing while the keyword index holds {chunks} chunks; `memlane repair` \
-                         rebuilds it from the sources"
-                    ),
-                });
+                return Err(Error::corrupt(
+                    &path,
+                    format_args!("missing while the keyword index holds {chunks} chunks"),
+                ));
             }
         }
         read_json(&path)
@@ -1148,9 +1135,10 @@ impl Writer {
             let root = std::fs::canonicalize(named).map_err(|_| Error::NotFound(named.clone()))?;
             self.roots
                 .push((named.to_string_lossy().into_owned(), root.clone()));
-            let files: Vec<PathBuf> = if root.is_file() {
+            let files: Vec<PathBuf> = if !root.is_dir() {
                 // A named file exists, so nothing under it can be gone; adding it as a
                 // prefix would wrongly cover siblings such as `a.jsonl.zst` of `a.jsonl`.
+                // A FIFO or a device named here goes on too: reading refuses it, with a reason.
                 vec![root.clone()]
             } else {
                 let mut prefix = root.to_string_lossy().into_owned();
@@ -1163,7 +1151,12 @@ impl Writer {
                     .into_iter()
                     .filter_map(std::result::Result::ok)
                     .filter(|e| {
-                        e.file_type().is_file() && parse::is_candidate(e.path(), self.format)
+                        // Links are not followed; a FIFO, socket or device named like a
+                        // transcript is kept, to be refused (never opened) with a reason.
+                        let kind = e.file_type();
+                        !kind.is_dir()
+                            && !kind.is_symlink()
+                            && parse::is_candidate(e.path(), self.format)
                     })
                     .map(walkdir::DirEntry::into_path)
                     .collect()
@@ -1295,10 +1288,12 @@ impl Writer {
             let source = match result {
                 Ok(source) => source,
                 Err(reason) => {
-                    *batch
-                        .records_skipped
-                        .entry("unreadable_file".into())
-                        .or_insert(0) += 1;
+                    let counted = if reason == NOT_A_REGULAR_FILE {
+                        NOT_A_REGULAR_FILE
+                    } else {
+                        "unreadable_file"
+                    };
+                    *batch.records_skipped.entry(counted.into()).or_insert(0) += 1;
                     batch.files.push(FileReport {
                         path: key,
                         empty_reason: Some(reason),
@@ -1813,6 +1808,10 @@ impl ParsedSource {
     ) -> std::result::Result<ParsedSource, String> {
         let unreadable = |e: &dyn std::fmt::Display| format!("unreadable: {e}");
         let meta = std::fs::metadata(path).map_err(|e| unreadable(&e))?;
+        if !meta.is_file() {
+            // Opening a FIFO waits for a writer (forever), a device may never end.
+            return Err(NOT_A_REGULAR_FILE.into());
+        }
         let mut parsed = parse::parse_file(path, format).map_err(|e| match e {
             Error::Parse { reason, .. } => format!("corrupt: {reason}"),
             Error::Io(io) => unreadable(&io),
@@ -1842,7 +1841,9 @@ impl ParsedSource {
         budget: usize,
         prior: Prior,
     ) -> Option<ParsedSource> {
-        let meta = std::fs::metadata(path).ok()?;
+        let meta = std::fs::metadata(path)
+            .ok()
+            .filter(std::fs::Metadata::is_file)?;
         if meta.len() < prior.size {
             return None;
         }

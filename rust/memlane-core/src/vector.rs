@@ -177,18 +177,15 @@ impl VectorIndex {
         let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
         let p = path.to_string_lossy();
         let loaded = if view { index.view(&p) } else { index.load(&p) };
-        loaded.map_err(|e| Error::Corrupt {
-            path: path.to_owned(),
-            reason: format!("{e}; `memlane repair` rebuilds it from the embedding cache"),
-        })?;
+        loaded.map_err(|e| Error::corrupt(path, e))?;
         if index.dimensions() != dim {
-            return Err(Error::Corrupt {
-                path: path.to_owned(),
-                reason: format!(
+            return Err(Error::corrupt(
+                path,
+                format_args!(
                     "vectors have {} dimensions, expected {dim}",
                     index.dimensions()
                 ),
-            });
+            ));
         }
         Ok(VectorIndex { index, dim })
     }
@@ -396,10 +393,7 @@ impl VectorIndex {
     /// # Errors
     /// `Corrupt` saying what does not match.
     pub fn check_file(path: &Path, dim: usize, quantization: Quantization) -> Result<VectorIndex> {
-        let corrupt = |reason: String| Error::Corrupt {
-            path: path.to_owned(),
-            reason,
-        };
+        let corrupt = |reason: String| Error::corrupt(path, reason);
         let header = Index::metadata(&path.to_string_lossy())
             .map_err(|e| corrupt(format!("unreadable header: {e}")))?;
         let index = VectorIndex::load(path, dim, quantization, true)?;

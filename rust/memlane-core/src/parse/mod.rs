@@ -357,8 +357,16 @@ fn unrecognised(bytes: &[u8], out: &mut ParsedFile) -> &'static str {
 ///
 /// # Errors
 /// [`Error::NotFound`] when `path` does not exist, [`Error::Io`] when it cannot be read,
-/// [`Error::Parse`] when a `.zst` file is not valid zstd. Malformed content never errors.
+/// [`Error::Parse`] when a `.zst` file is not valid zstd or `path` is a FIFO, socket or
+/// device (never opened). Malformed content never errors.
 pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        // Opening a FIFO waits for a writer (forever), a device may never end.
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            reason: "not a regular file (a FIFO, socket or device is never opened)".into(),
+        });
+    }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -618,6 +626,10 @@ fn subagent_title(path: &Path, parsed: &mut ParsedFile) {
         return;
     }
     let meta = path.with_file_name(format!("{stem}.meta.json"));
+    // A sidecar that is a FIFO would block the open below: only a regular file is read.
+    if !std::fs::metadata(&meta).is_ok_and(|m| m.is_file()) {
+        return;
+    }
     let Ok(f) = std::fs::File::open(&meta) else {
         return;
     };

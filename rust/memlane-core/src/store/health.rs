@@ -70,6 +70,9 @@ pub struct Verification {
     pub chunks: u64,
     /// Of those, chunks that have vectors.
     pub chunks_with_vectors: u64,
+    /// Chunks still waiting for vectors in a home that records an embedder (an interrupted
+    /// or keyword-first index run): not damage, `memlane embed` fills them in.
+    pub vectors_pending: u64,
 }
 
 impl Verification {
@@ -109,7 +112,7 @@ impl Store {
         let meta: Option<HomeMeta> = match read_json(&meta_path) {
             Ok(meta) => Some(meta),
             Err(e) => {
-                v.add(Severity::Problem, "meta", &meta_path, e.to_string());
+                v.add(Severity::Problem, "meta", &meta_path, e.cause());
                 None
             }
         };
@@ -117,7 +120,7 @@ impl Store {
         let manifest: Option<Manifest> = match self.read_manifest() {
             Ok(m) => Some(m),
             Err(e) => {
-                v.add(Severity::Problem, "manifest", &manifest_path, e.to_string());
+                v.add(Severity::Problem, "manifest", &manifest_path, e.cause());
                 None
             }
         };
@@ -186,7 +189,7 @@ impl Store {
                         );
                     }
                 }
-                Err(e) => v.add(Severity::Problem, "keyword_index", &dir, e.to_string()),
+                Err(e) => v.add(Severity::Problem, "keyword_index", &dir, e.cause()),
             }
         }
         let keys = match guarded(&dir, || {
@@ -195,7 +198,7 @@ impl Store {
         }) {
             Ok(keys) => keys,
             Err(e) => {
-                v.add(Severity::Problem, "keyword_index", &dir, e.to_string());
+                v.add(Severity::Problem, "keyword_index", &dir, e.cause());
                 return None;
             }
         };
@@ -243,41 +246,36 @@ impl Store {
         let dim = meta.and_then(|m| m.dim);
         match (path.exists(), dim) {
             (false, None) => {}
-            (false, Some(_)) => v.add(
-                Severity::Problem,
-                "vectors",
-                &path,
-                "missing, though memlane.json records an embedder".into(),
-            ),
+            // memlane.json names the embedder at the first vectors added, the vector file is
+            // saved a few thousand chunks later: an index stopped between the two left chunks
+            // waiting for vectors, not a damaged file.
+            (false, Some(_)) => {
+                if keys.is_some() {
+                    v.vectors_pending = v.chunks;
+                }
+                pending_note(v, &path);
+            }
             (true, None) => v.add(
                 Severity::Problem,
                 "vectors",
                 &path,
                 "memlane.json records no embedder for these vectors".into(),
             ),
-            (true, Some(dim)) => {
-                match VectorIndex::check_file(&path, dim, self.quantization) {
-                    Err(e) => v.add(Severity::Problem, "vectors", &path, e.to_string()),
-                    Ok(index) => {
-                        let Some(keys) = keys else { return };
-                        let mut windows = 0;
-                        for &key in keys {
-                            let n = index.window_count(key);
-                            windows += n;
-                            v.chunks_with_vectors += u64::from(n > 0);
-                        }
-                        let pending = v.chunks - v.chunks_with_vectors;
-                        if pending > 0 {
-                            v.add(
-                            Severity::Note,
-                            "vectors",
-                            &path,
-                            format!("{pending} chunks have no vectors yet: `memlane embed` adds them"),
-                        );
-                        }
-                        let stale = index.len().saturating_sub(windows);
-                        if stale > 0 {
-                            v.add(
+            (true, Some(dim)) => match VectorIndex::check_file(&path, dim, self.quantization) {
+                Err(e) => v.add(Severity::Problem, "vectors", &path, e.cause()),
+                Ok(index) => {
+                    let Some(keys) = keys else { return };
+                    let mut windows = 0;
+                    for &key in keys {
+                        let n = index.window_count(key);
+                        windows += n;
+                        v.chunks_with_vectors += u64::from(n > 0);
+                    }
+                    v.vectors_pending = v.chunks - v.chunks_with_vectors;
+                    pending_note(v, &path);
+                    let stale = index.len().saturating_sub(windows);
+                    if stale > 0 {
+                        v.add(
                             Severity::Note,
                             "vectors",
                             &path,
@@ -286,10 +284,9 @@ impl Store {
                                  run; a repair drops them)"
                             ),
                         );
-                        }
                     }
                 }
-            }
+            },
         }
     }
 
@@ -346,6 +343,19 @@ impl Store {
             }
         }
         out
+    }
+}
+
+/// The note on chunks still waiting for vectors, when there are any.
+fn pending_note(v: &mut Verification, path: &Path) {
+    if v.vectors_pending > 0 {
+        let pending = v.vectors_pending;
+        v.add(
+            Severity::Note,
+            "vectors",
+            path,
+            format!("vectors pending: {pending} chunks have none yet; `memlane embed` adds them"),
+        );
     }
 }
 
