@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
 from memlane.cli_output import emit
+from memlane.embed.device import DEVICE_CHOICES
 from memlane.errors import IndexInterrupted
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
@@ -85,7 +86,8 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         if args.command not in ("search", "recall", "status"):
             raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
         return memlane.open_index(args.index, embedder=spec)
-    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or DEFAULT_QUANTIZATION)
+    return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or DEFAULT_QUANTIZATION,
+                        device=getattr(args, "device", "auto"))  # fmt: skip
 
 
 def _cmd_index_cluster(args: argparse.Namespace) -> int:
@@ -136,6 +138,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if args.ray or args.out:
         if not args.ray:
             raise ValueError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
+        if args.device != "auto":
+            raise ValueError("--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto")
         return _cmd_index_cluster(args)
     paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
     if not paths:
@@ -144,6 +148,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if args.quantization and mem.quantization != args.quantization:
         print(f"note: {mem.home} stores its vectors as {mem.quantization} (a home keeps its own): "
               f"`memlane repair --quantization {args.quantization}` converts it", file=sys.stderr)  # fmt: skip
+    placement = _placement(mem)
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
     try:
         report = mem.index(paths, embed=args.embed != "none", format=args.format, progress=bar)
@@ -163,6 +168,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if len(lines) > _FILE_LINES and not args.verbose:
         lines = [*lines[:_FILE_LINES], f"  … and {len(lines) - _FILE_LINES} more files (--verbose lists them all)"]
     text += "".join(f"\n{line}" for line in lines)
+    d.update(_device_fields(placement))
+    text += _device_line(placement)
     if report.embed_usage:
         u = report.embed_usage
         text += (
@@ -199,6 +206,26 @@ def _index_interrupted(args: argparse.Namespace, stop: Any, bar: bool) -> int:
     else:
         sys.stderr.write(("\n" if bar else "") + f"memlane index: {line}\n")
     return 130
+
+
+def _placement(mem: Any) -> Any:
+    """Where ``index``/``embed`` will run the local model, decided before any work (``--device
+    gpu`` where none can be used fails here, in one line); a note on stderr when a usable GPU is
+    left idle for a q8 home."""
+    placement = mem.placement
+    if placement is not None and placement.note:
+        print(f"note: {placement.note}", file=sys.stderr)
+    return placement
+
+
+def _device_fields(placement: Any) -> dict[str, str]:
+    """``device`` and ``device_reason`` for a ``--json`` report (none for another embedder than the local model)."""
+    return {"device": placement.device, "device_reason": placement.reason} if placement else {}
+
+
+def _device_line(placement: Any) -> str:
+    """The summary's line on the device the local model ran on."""
+    return f"\nembedded on the {placement.device.upper()} ({placement.reason})" if placement else ""
 
 
 # Files listed by `index` without --verbose (those that gave nothing or skipped records).
@@ -353,11 +380,13 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if args.batch_role or args.batch_only:
         raise ValueError("--batch-role and --batch-only go with --batch s3://bucket/prefix")
     mem = _open(args, args.embed)
+    placement = _placement(mem)
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
     started = time.perf_counter()
     done = mem.embed_pending(progress=bar)
     seconds = time.perf_counter() - started
-    emit(args, {"chunks_embedded": done, "seconds": round(seconds, 3)}, f"embedded {done} chunks in {seconds:.1f}s")
+    d = {"chunks_embedded": done, "seconds": round(seconds, 3), **_device_fields(placement)}
+    emit(args, d, f"embedded {done} chunks in {seconds:.1f}s" + _device_line(placement))
     return 0
 
 
@@ -449,6 +478,12 @@ def _weights(embedder_id: str | None) -> str | None:
     return minilm_source()
 
 
+def _last_index_device(mem: Any) -> str | None:
+    """The device the home's last ``index`` with the local model embedded on, from its events log."""
+    devices = [e["device"] for e in mem.events.read() if e.get("type") == "index" and e.get("device")]
+    return devices[-1] if devices else None
+
+
 def _served_shards(status: dict) -> str:
     """Where a server keeps its shards and how it takes HTTP, for ``status``."""
     where = f"{status['shard_actors']} shard actors" if status["shard_actors"] else "shards in the router"
@@ -486,6 +521,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
         f"events      {format_summary(status['memory_events'])}"
     )
+    status["last_index_device"] = _last_index_device(mem)
+    if status["last_index_device"]:
+        text += f"\ndevice      the last index embedded on the {status['last_index_device'].upper()} (`memlane index --device` chooses)"
     if status["projects"]:
         shown = sorted(status["projects"].items(), key=lambda kv: -kv[1])
         text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
@@ -638,11 +676,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--aws-profile", help="AWS profile for Bedrock")
         p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")
 
+    def device_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                       help="where the local model runs: auto (default: a GPU when onnxruntime-gpu can use one, else the CPU), cpu, gpu")  # fmt: skip
+
     p = sub.add_parser("index", parents=[common(False)], help="index transcripts and markdown notes, files or folders (incremental)")
     p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
     p.add_argument("--quantization", choices=QUANTIZATIONS, help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)")
+    device_option(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
     cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")
@@ -686,6 +729,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", metavar="S3_URI", help="Bedrock batch inference through s3://bucket/prefix (large archives; resumable)")
     p.add_argument("--batch-role", metavar="ARN", help="IAM service role Bedrock assumes to read and write the --batch location")
     p.add_argument("--batch-only", action="store_true", help="leave records the batch failed pending instead of embedding them on demand")
+    device_option(p)
     p.add_argument("--poll-seconds", type=float, default=60.0, help="pause between batch job status checks (default 60)")
     p.add_argument("--ray", metavar="ADDRESS", default="local", help="with --index: the Ray cluster that reads and fills the shards: local (default), auto or an address")
     p.set_defaults(func=_cmd_embed)

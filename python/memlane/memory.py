@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane import _check, _core
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
-from memlane.embed import Embedder, check_spec, make_embedder, spec_for_home
+from memlane.embed import Embedder, Placement, check_device, check_spec, make_embedder, place
 from memlane.errors import ArgumentTypeError, CorruptIndexError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
@@ -186,6 +186,10 @@ class Memory:
             a chunk with its graph at 384 dims, evidence recall as ``f16``'s on LoCoMo), ``f16``
             or ``f32``. A home keeps the storage it was made with.
         cache_dir: Shared embedding cache (default ``$MEMLANE_CACHE_DIR`` or ``~/.cache/memlane``).
+        device: Where the local model runs: ``auto`` (default: a GPU when one is usable, else the
+            CPU), ``cpu`` or ``gpu`` (fails, saying why, where no GPU can be used). On a GPU a new
+            home stores the fp32 model's vectors; a home holding q8 vectors keeps embedding on the
+            CPU. :attr:`placement` says what is chosen and why. Other embedders take ``auto``.
 
     Example:
         >>> import memlane, tempfile
@@ -201,6 +205,7 @@ class Memory:
         *,
         quantization: str = DEFAULT_QUANTIZATION,
         cache_dir: str | PathLike[str] | None = None,
+        device: str = "auto",
     ) -> None:
         if not isinstance(home, (str, PathLike)):
             raise ArgumentTypeError(f"home must be a path (str or os.PathLike), got {type(home).__name__}")
@@ -210,6 +215,8 @@ class Memory:
         elif embedder is not None and not isinstance(embedder, Embedder):
             raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
         _check.choice("quantization", quantization, QUANTIZATIONS)
+        self._device = check_device(embedder, device)
+        self._placement: Placement | None = None
         self.home = Path(home).expanduser()
         self._store = self._open_store(quantization)
         self._embedder_spec = embedder
@@ -231,8 +238,27 @@ class Memory:
     def embedder(self) -> Embedder | None:
         """The embedder, loaded on first use (``None`` in keyword-only mode)."""
         if self._embedder is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
-            self._embedder = make_embedder(spec_for_home(self._embedder_spec, self.vectors_embedder_id))
+            placement = self.placement
+            spec, options = (placement.spec, placement.options()) if placement else (self._embedder_spec, {})
+            self._embedder = make_embedder(spec, **options)
         return self._embedder
+
+    @property
+    def placement(self) -> Placement | None:
+        """Which graph of the local model embeds for this home, on which device, and why
+        (``None`` for another embedder); decided on first use, loading no model.
+
+        Raises:
+            memlane.errors.InvalidArgumentError: ``device="gpu"`` where no GPU can be used.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), device="cpu").placement.device
+            'cpu'
+        """
+        if self._placement is None and isinstance(self._embedder_spec, str) and self._embedder_spec != "none":
+            self._placement = place(self._embedder_spec, self.vectors_embedder_id, self._device)
+        return self._placement
 
     @property
     def quantization(self) -> str | None:
@@ -380,7 +406,8 @@ class Memory:
         report.empty_roots = core_report["empty_roots"]
         report.seconds = time.perf_counter() - started
         self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
-                           chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded)
+                           chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded,
+                           device=self._placement.device if embed and self._placement else None)
         return report
 
     @contextmanager

@@ -231,15 +231,8 @@ def _gpu_ids() -> list[Any]:
 
 def local_spec(spec: str, index_embedder_id: str | None, gpu: bool) -> str:
     """The local embedder spec embedding actors run: plain ``local`` means the graph of the
-    vectors the index holds, and on GPU actors of a new index the fp32 graph.
-
-    q8 is built for CPUs: each product quantises its activations per batch
-    (DynamicQuantizeLinear, which has CPU and DirectML kernels in onnxruntime but no CUDA one),
-    so on the CUDA provider 20 nodes would run on the CPU with activations copied there and
-    back every layer. The fp32 graph is plain MatMul/LayerNormalization that CUDA runs whole,
-    and its vectors are the exact model's, the ones ``local:fp32`` makes on any CPU, so
-    queries embedded on a laptop match (fp16 would be faster still but is another vector
-    space). An index that already holds q8 vectors keeps q8 (vector spaces never mix).
+    vectors the index holds, and on GPU actors of a new index the fp32 graph, as for one home
+    (:func:`memlane.embed.spec_for_home` says why q8 stays on CPUs).
 
     Example:
         >>> local_spec("local", None, gpu=True), local_spec("local", None, gpu=False)
@@ -249,11 +242,7 @@ def local_spec(spec: str, index_embedder_id: str | None, gpu: bool) -> str:
     """
     from memlane.embed import spec_for_home
 
-    if spec != "local":
-        return spec
-    if index_embedder_id:
-        return spec_for_home(spec, index_embedder_id)
-    return "local:fp32" if gpu else spec
+    return spec_for_home(spec, index_embedder_id, gpu=gpu)
 
 
 class EmbedWorker:

@@ -13,10 +13,11 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 * a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
 All run in one onnxruntime session per model and process, with as many intra-op threads as
-usable cores, on batches of windows sorted by length. ``device="gpu"`` (a cluster's GPU
-actor) runs the session on onnxruntime's CUDAExecutionProvider when the installed onnxruntime
-offers it (the ``onnxruntime-gpu`` wheel, ``memlane[gpu]``, in place of ``onnxruntime``),
-else on the CPU with one warning line.
+usable cores, on batches of windows sorted by length. ``device="gpu"`` (``memlane index
+--device gpu``, a cluster's GPU actor) runs the session on onnxruntime's CUDAExecutionProvider
+when the installed onnxruntime offers it (the ``onnxruntime-gpu`` wheel, ``memlane[gpu]``, in
+place of ``onnxruntime``), else on the CPU with one warning line; ``device="auto"`` takes the
+GPU when :func:`memlane.embed.device.gpu_unusable` finds none wrong.
 
 Example:
     >>> emb = LocalEmbedder()  # doctest: +SKIP
@@ -35,6 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memlane.embed.device import CPU_PROVIDER as _CPU
+from memlane.embed.device import CUDA_PROVIDER as _CUDA
+from memlane.embed.device import cuda_libraries_hint, gpu_unusable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
@@ -106,8 +111,6 @@ _RUNTIMES_LOCK = threading.Lock()
 
 log = logging.getLogger("memlane.embed.local")
 DEVICES = ("cpu", "gpu")
-_CUDA = "CUDAExecutionProvider"
-_CPU = "CPUExecutionProvider"
 
 
 def execution_providers(device: str) -> list[str]:
@@ -175,7 +178,7 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int, providers: Seq
                 raise ValueError(f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
             if _CUDA in providers and _CUDA not in session.get_providers():
                 # onnxruntime-gpu without the CUDA or cuDNN libraries it needs falls back on its own.
-                _no_gpu("onnxruntime could not start CUDA (are CUDA 12 and cuDNN 9 installed?)")
+                _no_gpu(f"onnxruntime could not start CUDA ({cuda_libraries_hint(ort)})")
             _RUNTIMES[key] = (tokenizer, session)
         return _RUNTIMES[key]
 
@@ -222,6 +225,8 @@ class LocalEmbedder:
         dim: Vector width (384 for MiniLM).
         max_window_tokens: Longest window (256 for MiniLM; a model directory's own limit).
         mode: ``"q8"``, ``"fp32"``, ``"int8"``, or ``"dir"`` for a model directory.
+        providers: onnxruntime's providers of the session, the one running the model first.
+        device: ``"gpu"`` when the session runs on CUDA, else ``"cpu"``.
         source: Where the weights were read from: package, version and verified hash for the
             built-in model, the directory for a model of your own.
         pooling: ``"mean"`` or ``"cls"``.
@@ -255,8 +260,10 @@ class LocalEmbedder:
             batch_size: Windows per inference call.
             model_dir: A sentence-embedding model directory to use instead of MiniLM
                 (see :mod:`memlane.embed.model_dir`).
-            device: ``"cpu"``, or ``"gpu"`` for CUDA when onnxruntime offers it (see
-                :func:`execution_providers`; the graph is ``mode``'s either way).
+            device: ``"cpu"``, ``"gpu"`` for CUDA when onnxruntime offers it (see
+                :func:`execution_providers`), or ``"auto"``: the GPU when one is usable (see
+                :func:`memlane.embed.device.gpu_unusable`), else the CPU. The graph is
+                ``mode``'s either way.
 
         Raises:
             ValueError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
@@ -274,6 +281,8 @@ class LocalEmbedder:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        if device == "auto":
+            device = "cpu" if gpu_unusable() else "gpu"
 
         from memlane.embed.model_dir import ModelDir
 
@@ -313,6 +322,7 @@ class LocalEmbedder:
             self.id = f"local/{model.name}@{model.fingerprint()}/{dim}"
         self.mode = mode if model_dir is None else "dir"
         self.providers = list(session.get_providers())
+        self.device = "gpu" if self.providers[0] == _CUDA else "cpu"
         self.dim = dim
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
