@@ -615,11 +615,32 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirm_wipe(args: argparse.Namespace) -> None:
+    """``forget --all`` goes ahead only with ``--yes`` or the home's folder name typed at a terminal."""
+    from memlane.errors import InvalidArgumentError
+
+    home = Path(args.home).expanduser()
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidArgumentError(f"memlane forget --all clears everything in {home}: run it at a terminal to confirm, or add --yes")
+    typed = input(f"This removes everything memlane holds in {home} (the index, kept transcripts, brain, tasks).\n"
+                  f"Type the folder's name ({home.name}) to go on: ")
+    if typed.strip() != home.name:
+        raise InvalidArgumentError("not confirmed: nothing was removed")
+
+
 def _cmd_forget(args: argparse.Namespace) -> int:
     _require_home(args)
+    if args.all:
+        _confirm_wipe(args)
+        report = _open(args, "none").forget_all(cache=args.cache)
+        cache = " and the shared embedding cache" if report["cache_removed"] else " (the shared embedding cache stays: --cache removes it)"
+        emit(args, report, f"cleared {report['home']}: {len(report['removed'])} parts removed{cache}")
+        return 0
     what = {"session": args.session, "path": args.path, "chunk": args.chunk}
     mem = _open(args, "none" if not args.undo else args.embed)
-    report = mem.forget(**what, dry_run=args.dry_run, undo=args.undo)
+    report = mem.forget(**what, dry_run=args.dry_run, undo=args.undo, cascade=args.cascade)
     kind, value = next((k, v) for k, v in what.items() if v is not None)
     if args.undo:
         text = f"lifted the tombstone of {kind} {value}: indexed its {len(report['files'])} files again"
@@ -631,6 +652,11 @@ def _cmd_forget(args: argparse.Namespace) -> int:
             f"(`memlane forget --undo --{kind} {value}` lifts that)"
         )
         text += "".join(f"\n  {f}" for f in report["files"])
+        cited = [*report.get("brain_entries", []), *report.get("daily_entries", [])]
+        if cited:
+            done = args.cascade and not args.dry_run
+            text += (f"\n{'removed' if done else 'cited by this session alone'} in the brain: {', '.join(cited)}"
+                     + ("" if done else " (`--cascade` removes them)"))
     emit(args, report, text)
     return 0
 
@@ -762,6 +788,10 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--session", help="a session id, as search and recall show it")
     target.add_argument("--path", help="a source file, as indexed")
     target.add_argument("--chunk", help="a chunk id, as search and recall show it")
+    target.add_argument("--all", action="store_true", help="clear the whole home (asks you to type its name, or --yes)")
+    p.add_argument("--cascade", action="store_true", help="with --session: also remove the brain entries, daily notes and tasks it alone gave")
+    p.add_argument("--yes", action="store_true", help="with --all: do not ask")
+    p.add_argument("--cache", action="store_true", help="with --all: remove the shared embedding cache too")
     p.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     p.add_argument("--undo", action="store_true", help="lift the tombstone and index its files again")
     p.add_argument("--embed", default="local", help="embedder for what --undo indexes again: local (default), none, …")

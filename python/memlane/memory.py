@@ -58,6 +58,9 @@ DEFAULT_QUANTIZATION = "i8"
 """A new home's vector storage: 533 B a chunk with its graph at 384 dims, recall as f16's."""
 
 
+_LOCK_FILE = "write.lock"
+"""The core's write lock (:class:`memlane._core.HomeLock`): held while a home is cleared, so it stays."""
+
 @dataclass
 class IndexReport:
     """What :meth:`Memory.index` did."""
@@ -65,6 +68,9 @@ class IndexReport:
     files_seen: int = 0
     files_indexed: int = 0
     files_removed: int = 0
+    files_gone: int = 0
+    """Transcripts found gone this run: their chunks stay (the home keeps a copy); only
+    ``forget`` removes them."""
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_embedded: int = 0
@@ -77,9 +83,12 @@ class IndexReport:
     embed_usage: dict[str, Any] | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
     """Per file read this run: ``path``, ``format``, ``sessions``, ``turns``, ``chunks``,
-    ``skipped`` (by reason), ``resumed``, and ``empty_reason`` when it gave no chunk
+    ``skipped`` (by reason), ``resumed``, ``empty_reason`` when it gave no chunk
     (``binary``, ``unknown_format``, ``oversize_line``, ``empty_file``, ``no_conversation``,
-    ``not_a_regular_file``, ``unreadable: …``, ``corrupt: …``)."""
+    ``not_a_regular_file``, ``unreadable: …``, ``corrupt: …``), and ``plans`` when its agents wrote plans
+    (:mod:`memlane.brain.tasks`)."""
+    tasks_changed: int = 0
+    """Tasks of the agents' own plans added or changed (``memlane tasks``)."""
     empty_roots: list[str] = field(default_factory=list)
     """Paths named in the run from which the home holds no chunk at all."""
     repaired: RepairReport | None = None
@@ -140,7 +149,8 @@ def _masked(query: str) -> str:
 
 def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
     """Copy the core's counts of an index run into ``report``."""
-    for name in ("files_seen", "files_indexed", "files_removed", "chunks_added", "chunks_removed", "bytes_parsed", "files_resumed"):
+    for name in ("files_seen", "files_indexed", "files_removed", "files_gone", "chunks_added", "chunks_removed", "bytes_parsed",
+                 "files_resumed"):
         setattr(report, name, core_report[name])
     report.records_skipped = dict(core_report["records_skipped"])
 
@@ -373,6 +383,7 @@ class Memory:
         with opened as writer:
             plan = writer.scan(roots)
             writer.remove_files(plan["deleted"])
+            writer.mark_gone(plan["gone"])
             todo: list[str] = plan["to_index"]
             total_bytes, done_bytes = plan["bytes_to_index"], 0
             batch: list[str] = []
@@ -404,6 +415,10 @@ class Memory:
         _fill(report, core_report)
         report.files = core_report["files"]
         report.empty_roots = core_report["empty_roots"]
+        if any(f.get("plans") for f in report.files):
+            from memlane.brain import tasks
+
+            report.tasks_changed = tasks.record(self.home, report.files)
         report.seconds = time.perf_counter() - started
         self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
                            chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded,
@@ -426,6 +441,49 @@ class Memory:
             embedding = embed and self._embedder_spec not in (None, "none")
             pending = len(writer.pending_vectors()) if embedding else 0
             raise IndexInterrupted(report, files_to_index, pending) from None
+
+    def _forget_in_brain(self, session_id: str, *, remove: bool) -> dict[str, Any]:
+        """What the brain holds from ``session_id`` alone, removed when ``remove`` (the daily
+        notes it changed are indexed again at once, so their text leaves the index too)."""
+        from memlane.brain import Brain, cascade, default_brain_dir, tasks
+
+        brain = Brain(default_brain_dir(self.home), home=self.home)
+        found = cascade.remove_citing(brain, session_id) if remove else cascade.citing(brain, session_id)
+        notes = sorted({str(note) for note, _ in found.daily})
+        if remove and notes:
+            self.index(notes, embed=self.embedder is not None)
+        return {"brain_entries": [e.key for e in found.entries], "daily_entries": [f"{Path(n).name} › {h}" for n, h in found.daily],
+                "tasks": tasks.forget_session(self.home, session_id) if remove else 0}
+
+    def forget_all(self, *, cache: bool = False) -> dict[str, Any]:
+        """Clear this home: its index, vectors, kept transcripts, brain (when it lives in the
+        home), tasks, queue and events, leaving an empty home that verifies sound. The shared
+        embedding cache stays unless ``cache`` (it holds vectors, never text; other homes use it).
+
+        Returns:
+            ``{"home", "removed": [names], "cache_removed": bool}``.
+        """
+        import shutil
+
+        with _core.HomeLock(self.home):  # no writer, repair or worker is halfway through it
+            removed = []
+            for child in sorted(self.home.iterdir()):
+                if child.name == _LOCK_FILE:
+                    continue
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+                removed.append(child.name)
+        self._store = _core.Store(str(self.home), DEFAULT_QUANTIZATION)
+        with self._store.writer() as writer:
+            writer.commit()
+        if cache:
+            self.cache.close()
+            for f in self._cache_dir.glob("embeddings.sqlite*"):
+                f.unlink()
+        self.events.append("forget", what="all", removed=len(removed), cache=cache)
+        return {"home": str(self.home), "removed": removed, "cache_removed": cache}
 
     def remove_sources(self, paths: Iterable[str | PathLike[str]]) -> int:
         """Drop the chunks of these source files as if they had been deleted (a home that
@@ -879,6 +937,7 @@ class Memory:
         chunk: str | None = None,
         dry_run: bool = False,
         undo: bool = False,
+        cascade: bool = False,
     ) -> dict[str, Any]:
         """Remove a session, a source file or a chunk for good, or (``undo``) bring it back.
 
@@ -893,9 +952,14 @@ class Memory:
             chunk: A chunk id (hex, as hits show it).
             dry_run: Only say what would be removed.
             undo: Lift the tombstone instead and index its files again.
+            cascade: With ``session``, also remove what the brain holds from that session alone
+                (entries whose ``Detail:`` cites only it, its DailyActivity entries, the tasks it
+                last wrote: :mod:`memlane.brain.cascade`); without it they are only listed.
 
         Returns:
-            ``{"chunks", "content_hashes", "files", "sessions", "cache_rows", "dry_run", "undo"}``.
+            ``{"chunks", "content_hashes", "files", "sessions", "cache_rows", "dry_run", "undo"}``,
+            and for a session ``"brain_entries"`` and ``"daily_entries"`` (removed with
+            ``cascade``, else what cites it alone) and ``"tasks"`` (removed).
 
         Raises:
             ValueError: Not exactly one of ``session``, ``path``, ``chunk``; nothing indexed
@@ -928,6 +992,8 @@ class Memory:
             self.index([p for p in report["files"] if Path(p).exists()], embed=self.embedder is not None)
         elif not dry_run:
             report["cache_rows"] = self.cache.delete(report["content_hashes"])
+        if kind == "session" and not undo:
+            report.update(self._forget_in_brain(str(value), remove=cascade and not dry_run))
         if not dry_run:
             self.events.append("forget", what=kind, id=str(value) if kind != "path" else None, path=str(value) if kind == "path" else None,
                                chunks=report["chunks"], undo=undo)

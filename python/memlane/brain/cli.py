@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
 from datetime import timezone
@@ -204,6 +205,29 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from memlane import _core
+    from memlane.brain import tasks
+    from memlane.brain.scopes import in_project
+
+    home = Path(getattr(args, "home", None) or default_home())
+    project = _core.project_of(str(Path.cwd())) if args.project == "." else args.project
+    if args.export:
+        doc = tasks.export(home, project)
+        Path(args.export).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        emit(args, {"path": args.export, "tasks": len(doc["tasks"])}, f"wrote {len(doc['tasks'])} tasks to {args.export}")
+        return 0
+    found = tasks.tasks_of(home, project, include_closed=args.all)
+    # Open threads the brain holds are open work too (the distiller and people write them).
+    threads = [e for e in _brain(args).entries() if e.prefix == "OT" and e.active and not e.resolved and (project is None or in_project(e, [project]))]
+    lines = [f"[{t.status}] {t.description}  ({Path(t.project).name or 'no project'}, session {t.session_id[:8]}, {t.updated[:10]})" for t in found]
+    lines += [f"[open thread] {e.text}  ({e.key}, {e.date or 'undated'})" for e in threads]
+    where = f" in {project}" if project else ""
+    emit(args, {"tasks": [t.to_dict() for t in found], "open_threads": [_entry_json(e) for e in threads]},
+         "\n".join(lines) or f"no open tasks{where}: the agents' plans (TodoWrite, update_plan) land here when their sessions are indexed")
+    return 0
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     brain = _existing_brain(args)
     entries = brain.entries(include_archived=True, evolution=True)
@@ -249,8 +273,8 @@ def _cmd_distill(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
-    """Add ``brain`` (show, add, supersede, resolve, archive, index, check, search, status)
-    and ``distill`` to the main CLI's subparsers.
+    """Add ``brain`` (show, add, supersede, resolve, archive, index, check, search, status),
+    ``tasks`` and ``distill`` to the main CLI's subparsers.
 
     Args:
         sub: The main parser's ``add_subparsers()`` object.
@@ -331,6 +355,12 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
     p = actions.add_parser("status", parents=common, help="entries per section, archives, daily notes and memory events")
     p.set_defaults(func=_key_errors(_cmd_status))
+
+    p = sub.add_parser("tasks", parents=common, help="open work carried across sessions: the agents' own plans (TodoWrite, update_plan) and open threads")
+    p.add_argument("--project", help="only this project (a name, a repository path, or . for this directory's)")
+    p.add_argument("--all", action="store_true", help="closed tasks too (completed, dropped)")
+    p.add_argument("--export", metavar="FILE", help="write the project's tasks as tasks.json (id, priority, status, description, …)")
+    p.set_defaults(func=_key_errors(_cmd_tasks))
 
     p = sub.add_parser("distill", parents=common, help="turn a session into a DailyActivity note and MEMORY.md entries")
     p.add_argument("source", metavar="SESSION_OR_PATH", help="a transcript file, or the id of a session indexed in --home")

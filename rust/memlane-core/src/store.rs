@@ -20,7 +20,7 @@ use crate::chunk::{chunk_parsed, rechunk_start, Chunk, DEFAULT_BUDGET_TOKENS};
 use crate::error::{Error, Result};
 use crate::hybrid::{Fused, Fusion};
 use crate::lexical::{Filters, Lexical, StoredChunk};
-use crate::model::{Format, ParsedFile, Turn};
+use crate::model::{Format, ParsedFile, Session, SessionPlan, Turn};
 use crate::parse::{self, ResumePoint};
 use crate::project::Projects;
 use crate::shard::{fuse_parts, Candidates, Summary, TermStats};
@@ -35,8 +35,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tantivy::IndexWriter;
 
+mod archive;
 mod forget;
 mod health;
+pub use archive::{Archive, Segment};
 pub use forget::{Forget, ForgetReport, Forgotten};
 pub use health::{
     clear_repair_leftovers, install_rebuilt, Adopted, Finding, Severity, Verification, REPAIR_DIR,
@@ -95,6 +97,23 @@ pub struct FileEntry {
     /// `resume`: that field is ignored, and such a file is parsed whole once more.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_state: Option<ResumeRef>,
+    /// The home's own copy of the file (transcripts only; see [`archive`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archive: Vec<Segment>,
+    /// When a scan first found the file gone (ms since the epoch): a transcript's chunks stay
+    /// after its file is deleted (agent clients delete old ones); only `forget` removes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone_since: Option<i64>,
+}
+
+impl FileEntry {
+    /// Whether the file is a transcript (not a note): its chunks outlive the file.
+    fn is_transcript(&self) -> bool {
+        self.format
+            .as_deref()
+            .and_then(Format::from_name)
+            .is_some_and(|f| f != Format::Markdown)
+    }
 }
 
 /// Where a file's [`ResumeState`] is kept, and the chunks it leaves alone.
@@ -183,6 +202,9 @@ pub struct IndexReport {
     pub files_indexed: u64,
     /// Files gone since the last run, whose chunks were dropped.
     pub files_removed: u64,
+    /// Transcripts found gone in this run, whose chunks stay (see [`FileEntry::gone_since`]).
+    #[serde(default)]
+    pub files_gone: u64,
     /// Chunks newly added to the index.
     pub chunks_added: u64,
     /// Chunks removed from the index.
@@ -221,6 +243,9 @@ pub struct FileReport {
     /// `no_conversation`, `not_a_regular_file` (a FIFO, socket or device: never opened),
     /// `unreadable: …` or `corrupt: …`; `None` when it gave some.
     pub empty_reason: Option<String>,
+    /// The plans the agents of its sessions wrote in the turns read (task memory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<SessionPlan>,
 }
 
 impl IndexReport {
@@ -248,8 +273,10 @@ pub struct ScanPlan {
     pub bytes_to_index: u64,
     /// Files whose size and mtime are unchanged.
     pub unchanged: u64,
-    /// Manifest entries under the roots whose file is gone.
+    /// Manifest entries under the roots whose file is gone: notes (their chunks go).
     pub deleted: Vec<String>,
+    /// Transcripts under the roots whose file is gone since this scan (their chunks stay).
+    pub gone: Vec<String>,
 }
 
 /// A search request.
@@ -316,6 +343,14 @@ pub struct Status {
     /// Whether chunks record their project and branch (false for homes built before they
     /// did: `memlane repair --force` rebuilds them).
     pub records_projects: bool,
+    /// Transcripts whose file is gone, kept.
+    #[serde(default)]
+    pub sources_gone: u64,
+    /// Bytes of transcripts the archive holds, and what it takes on disk.
+    #[serde(default)]
+    pub archived_bytes: u64,
+    #[serde(default)]
+    pub archive_disk_bytes: u64,
 }
 
 fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
@@ -997,6 +1032,9 @@ impl Store {
             disk_bytes: dir_size(&self.home),
             sessions: manifest.files.values().map(|f| f.sessions as u64).sum(),
             records_projects: self.lexical.records_projects(),
+            sources_gone: manifest.files.values().filter(|f| f.gone_since.is_some()).count() as u64,
+            archived_bytes: manifest.files.values().map(|f| archive::archived_len(&f.archive)).sum(),
+            archive_disk_bytes: Archive::of(&self.home).disk_bytes(),
         })
     }
 }
@@ -1131,6 +1169,7 @@ impl Writer {
         let mut plan = ScanPlan::default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut root_prefixes = Vec::new();
+        let mut unarchived = Vec::new();
         for named in roots {
             let root = std::fs::canonicalize(named).map_err(|_| Error::NotFound(named.clone()))?;
             self.roots
@@ -1174,6 +1213,14 @@ impl Writer {
                     .files
                     .get(&key)
                     .is_some_and(|e| e.size == meta.len() && e.mtime_ns == mtime_ns(&meta));
+                if let Some(entry) = self.manifest.files.get_mut(&key) {
+                    if entry.gone_since.take().is_some() {
+                        self.manifest_dirty = true; // back where it was
+                    }
+                    if unchanged && entry.archive.is_empty() && entry.is_transcript() && !self.manifest.forgotten.names_file(&key) {
+                        unarchived.push(key.clone()); // indexed before the home kept copies
+                    }
+                }
                 if unchanged {
                     plan.unchanged += 1;
                 } else {
@@ -1182,15 +1229,17 @@ impl Writer {
                 }
             }
         }
-        plan.deleted = self
-            .manifest
-            .files
-            .keys()
-            .filter(|p| {
-                !seen.contains(*p) && root_prefixes.iter().any(|r| p.starts_with(r.as_str()))
-            })
-            .cloned()
-            .collect();
+        for (path, entry) in &self.manifest.files {
+            if seen.contains(path) || !root_prefixes.iter().any(|r| path.starts_with(r.as_str())) {
+                continue;
+            }
+            if !entry.is_transcript() {
+                plan.deleted.push(path.clone());
+            } else if entry.gone_since.is_none() {
+                plan.gone.push(path.clone());
+            }
+        }
+        self.archive_unarchived(&unarchived)?;
         self.report.files_seen += seen.len() as u64;
         Ok(plan)
     }
@@ -1245,6 +1294,54 @@ impl Writer {
         }
     }
 
+    /// Mark these transcripts gone (a scan's `gone`): their chunks stay, and `status` counts
+    /// them; `forget --path` (or `--missing`) removes them.
+    pub fn mark_gone(&mut self, paths: &[String]) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        for path in paths {
+            if let Some(entry) = self.manifest.files.get_mut(path) {
+                if entry.gone_since.is_none() {
+                    entry.gone_since = Some(now);
+                    self.report.files_gone += 1;
+                    self.manifest_dirty = true;
+                }
+            }
+        }
+    }
+
+    /// Archive transcripts indexed before the home kept copies (once: their next scan finds
+    /// them archived), in parallel.
+    fn archive_unarchived(&mut self, paths: &[String]) -> Result<()> {
+        let archive = self.archive();
+        let done: Vec<(String, Result<Vec<Segment>>)> = paths
+            .par_iter()
+            .map(|path| {
+                let complete = self.manifest.files[path].complete_bytes;
+                (path.clone(), archive.extend(Path::new(path), &[], false, complete))
+            })
+            .collect();
+        for (path, segments) in done {
+            if let Some(entry) = self.manifest.files.get_mut(&path) {
+                entry.archive = segments?;
+                self.manifest_dirty = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The archive this writer's home keeps its copies in. A repair rebuilds the home in its
+    /// `repair.tmp` folder and swaps the index files in, never the archive: the rebuild
+    /// writes into the home's own.
+    fn archive(&self) -> Archive {
+        let home = &self.store.home;
+        match home.parent() {
+            Some(parent) if home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) => Archive::of(parent),
+            _ => Archive::of(home),
+        }
+    }
+
     /// Parse, chunk and add `paths` (in parallel over files). Nothing is visible to readers
     /// before [`Writer::commit`].
     ///
@@ -1254,6 +1351,8 @@ impl Writer {
         let format = self.format;
         let budget = self.budget;
         let home = self.store.home.as_path();
+        let archive = self.archive();
+        let forgotten = &self.manifest.forgotten;
         let jobs: Vec<(&PathBuf, Option<&FileEntry>)> = paths
             .iter()
             .map(|path| {
@@ -1279,6 +1378,12 @@ impl Writer {
                     Some(source) => Ok(source),
                     None => ParsedSource::read(path, format, budget),
                 };
+                let source = source.map(|mut s| {
+                    if !forgotten.names_file(&path.to_string_lossy()) {
+                        s.archived = s.archive(&archive, path, entry);
+                    }
+                    s
+                });
                 (path.clone(), source)
             })
             .collect();
@@ -1312,7 +1417,9 @@ impl Writer {
                 parsed_bytes,
                 resumed,
                 next,
+                archived,
             } = source;
+            let archive = archived.transpose()?.unwrap_or_default();
             batch.files_indexed += 1;
             batch.bytes_parsed += parsed_bytes;
             batch.files_resumed += u64::from(resumed);
@@ -1408,6 +1515,8 @@ impl Writer {
                     sessions: parsed.sessions.len(),
                     resume_state,
                     keys: new_keys,
+                    archive,
+                    gone_since: None,
                 },
             );
             self.manifest_dirty = true;
@@ -1645,8 +1754,20 @@ impl Writer {
             }
             self.manifest_dirty = false;
             self.drop_old_states();
+            self.sweep_archive();
         }
         Ok(())
+    }
+
+    /// Delete archived copies the committed manifest no longer names (merged, rewritten,
+    /// forgotten). Not during a repair: the home's manifest still names its own until the
+    /// rebuilt one is swapped in. Best effort: what is left is collected next time.
+    fn sweep_archive(&self) {
+        if self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) {
+            return;
+        }
+        let keep: HashSet<&str> = self.manifest.files.values().flat_map(|e| e.archive.iter().map(|s| s.hash.as_str())).collect();
+        let _ = self.archive().sweep(&keep);
     }
 
     /// Write the resume states the manifest is about to name (new names only: the
@@ -1745,6 +1866,8 @@ struct ParsedSource {
     resumed: bool,
     /// What the next resume needs, and the first turn it re-chunks.
     next: Option<(ResumeState, u32)>,
+    /// The file's archived copy once this read is archived (transcripts only).
+    archived: Option<Result<Vec<Segment>>>,
 }
 
 /// What a resumed parse needs from a file's manifest entry.
@@ -1781,6 +1904,19 @@ fn head_keys(retained: &[u64], chunks: &[Chunk], rechunk_from: u32) -> usize {
 }
 
 impl ParsedSource {
+    /// Archive what this read parsed (a transcript's complete lines): what was appended when
+    /// it resumed on the archived copy, else the file anew. `None` for a note or a file that
+    /// gave no conversation.
+    fn archive(&self, archive: &Archive, path: &Path, entry: Option<&FileEntry>) -> Option<Result<Vec<Segment>>> {
+        let transcript = self.parsed.note.is_none() && self.parsed.format.is_some() && !self.parsed.sessions.is_empty();
+        if !transcript {
+            return None;
+        }
+        let prior = entry.map_or(&[][..], |e| e.archive.as_slice());
+        let appended = self.resumed && archive::archived_len(prior) <= self.parsed.complete_bytes;
+        Some(archive.extend(path, prior, appended, self.parsed.complete_bytes))
+    }
+
     /// What the file gave, for the run's report (`chunks` is set once they are counted).
     fn report(&self, path: &str) -> FileReport {
         let parsed = &self.parsed;
@@ -1829,6 +1965,7 @@ impl ParsedSource {
             chunks,
             resumed: false,
             next,
+            archived: None,
         })
     }
 
@@ -1873,6 +2010,7 @@ impl ParsedSource {
             chunks,
             resumed: true,
             next,
+            archived: None,
         })
     }
 }

@@ -551,7 +551,15 @@ impl PyWriter {
         d.set_item("bytes_to_index", plan.bytes_to_index)?;
         d.set_item("unchanged", plan.unchanged)?;
         d.set_item("deleted", plan.deleted)?;
+        d.set_item("gone", plan.gone)?;
         Ok(d.into_any().unbind())
+    }
+
+    fn mark_gone(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<()> {
+        self.with(py, |w| {
+            w.mark_gone(&paths);
+            Ok(())
+        })
     }
 
     fn remove_files(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<()> {

@@ -44,6 +44,14 @@ impl Forgotten {
         self.paths.is_empty() && self.sessions.is_empty() && self.chunks.is_empty()
     }
 
+    /// Whether something was forgotten from `path`: its text would still hold it, so the home
+    /// keeps no copy of it ([`super::Archive`]).
+    pub(super) fn names_file(&self, path: &str) -> bool {
+        self.paths.contains(path)
+            || self.sessions.values().any(|files| files.contains(path))
+            || self.chunks.values().any(|files| files.contains(path))
+    }
+
     /// Whether a chunk with this key and session is forgotten.
     pub(super) fn covers(&self, key: u64, session_id: &str) -> bool {
         self.chunks.contains_key(&key)
@@ -134,6 +142,8 @@ impl Writer {
         for path in &files {
             if let Some(entry) = self.manifest.files.get_mut(path) {
                 entry.keys.retain(|k| !wanted.contains(k));
+                // The home's copy holds the forgotten text: it goes (swept at commit).
+                entry.archive.clear();
                 // A resume state carries the text of the turns a re-chunking starts with.
                 let state = entry.resume_state.take();
                 self.old_states.extend(state.map(|r| r.file));
