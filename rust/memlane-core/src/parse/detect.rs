@@ -162,12 +162,17 @@ fn is_cursor(o: &Map<String, Value>) -> bool {
 }
 
 fn is_generic(o: &Map<String, Value>) -> bool {
-    o.get("role")
+    let Some(role) = o
+        .get("role")
         .and_then(Value::as_str)
-        .is_some_and(|r| generic::ROLES.contains(&r))
-        && ["content", "tool_call", "tool_result", "tool_calls"]
-            .iter()
-            .any(|k| o.contains_key(*k))
+        .filter(|r| generic::ROLES.contains(r))
+    else {
+        return false;
+    };
+    (["content", "tool_call", "tool_result", "tool_calls"]
+        .iter()
+        .any(|k| o.contains_key(*k))
+        || generic::is_contentless_tool_record(o, role))
         && !(o.contains_key("type") && o.contains_key("payload"))
         && !o.contains_key("message")
         && !o.contains_key("uuid")
@@ -416,5 +421,68 @@ pub(crate) fn detect_settled(bytes: &[u8], path: &Path) -> (Option<Format>, bool
         Some(f) => (Some(f), settled),
         None if first == b'{' => (path_hint(path), false),
         None => (None, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+    use serde_json::json;
+
+    fn jsonl(records: &[Value]) -> Vec<u8> {
+        records.iter().map(|r| format!("{r}\n")).collect::<String>().into_bytes()
+    }
+
+    /// A session in the design's episodic format: tool records without `content`.
+    fn episodic() -> Vec<u8> {
+        jsonl(&[
+            json!({"role": "user", "content": "Why does the exporter crash on empty batches?", "timestamp": "2026-03-01T10:00:00Z"}),
+            json!({"role": "tool_call", "name": "Bash", "input": {"command": "pytest tests/test_exporter.py -q"}, "timestamp": "2026-03-01T10:00:05Z"}),
+            json!({"role": "tool_result", "output": "1 failed: IndexError in exporter.flush", "timestamp": "2026-03-01T10:00:09Z"}),
+            json!({"role": "assistant", "tool_call": {"name": "Edit", "input": {"file_path": "exporter.py"}}, "timestamp": "2026-03-01T10:00:15Z"}),
+            json!({"role": "assistant", "content": "flush() read batch[0] of an empty batch; it returns early now.", "timestamp": "2026-03-01T10:00:20Z"}),
+        ])
+    }
+
+    #[test]
+    fn episodic_tool_records_without_content_are_generic() {
+        let bytes = episodic();
+        assert_eq!(detect(&bytes, Path::new("/x/episode.jsonl")), Some(Format::Generic));
+        let parsed = crate::parse::parse_bytes(&bytes, Path::new("/x/episode.jsonl"), None);
+        assert_eq!(parsed.format, Some(Format::Generic));
+        assert!(parsed.skipped.is_empty(), "{:?}", parsed.skipped);
+        let [session] = parsed.sessions.as_slice() else {
+            panic!("one session expected, got {}", parsed.sessions.len())
+        };
+        let roles: Vec<Role> = session.turns.iter().map(|t| t.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant]);
+        let answer = &session.turns[1];
+        assert_eq!(
+            answer.text,
+            "[tool Bash] pytest tests/test_exporter.py -q\n[result] 1 failed: IndexError in exporter.flush\n\
+             [tool Edit] exporter.py\nflush() read batch[0] of an empty batch; it returns early now."
+        );
+        assert_eq!(answer.files, ["exporter.py"]);
+    }
+
+    #[test]
+    fn a_contentless_record_needs_a_tool_and_its_arguments_or_output() {
+        let user = json!({"role": "user", "content": "hi"});
+        for (record, generic) in [
+            (json!({"role": "tool_call", "name": "Read", "input": {"path": "a.md"}}), true),
+            (json!({"role": "function_call", "tool_name": "Read", "arguments": "{}"}), true),
+            (json!({"role": "tool", "result": "ok"}), true),
+            // Nothing to index: a call naming no tool, or no arguments; a result with no output.
+            (json!({"role": "tool_call", "input": {"path": "a.md"}}), false),
+            (json!({"role": "tool_call", "name": "Read"}), false),
+            (json!({"role": "tool_result", "name": "Read"}), false),
+            // Only tool records go without content.
+            (json!({"role": "assistant", "name": "Read", "input": {}}), false),
+            (json!({"role": "user", "output": "x"}), false),
+        ] {
+            let found = detect(&jsonl(&[user.clone(), record.clone()]), Path::new("/x/s.jsonl"));
+            assert_eq!(found == Some(Format::Generic), generic, "{record}");
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! user / assistant / tool_call / tool_result and the close variants seen in the wild
 //! (`ts`, `created_at`, `tool`, `tool_use`, `tool_response`, OpenAI `tool_calls`,
 //! `session_id` / `conversation_id`). Tool records attach to the assistant turn; `system`
-//! and other roles are skipped.
+//! and other roles are skipped. The design's own episodic records need no `content`: a tool
+//! call is `{"role": "tool_call", "name", "input"}` (or an assistant record with a
+//! `tool_call: {name, input}` object), its result `{"role": "tool_result", "output"}`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -35,6 +37,26 @@ pub(crate) const ROLES: [&str; 15] = [
     "function_call",
     "scratchpad",
 ];
+
+/// Roles of a tool call record, and of a tool result record.
+const CALL_ROLES: [&str; 3] = ["tool_call", "tool_use", "function_call"];
+const RESULT_ROLES: [&str; 4] = ["tool_result", "tool", "tool_response", "function"];
+/// Where a tool call names its tool, and passes its arguments.
+const NAME_KEYS: [&str; 2] = ["tool_name", "name"];
+const ARG_KEYS: [&str; 4] = ["parameters", "arguments", "input", "args"];
+/// Where a tool result without `content` holds its text.
+const OUTPUT_KEYS: [&str; 2] = ["result", "output"];
+
+/// Whether a record with this `role` carries something to index without a `content` field: a
+/// tool call naming its tool and arguments at the top level, or a tool result with its output
+/// (the episodic format's tool records). Used by detection.
+pub(crate) fn is_contentless_tool_record(o: &Map<String, Value>, role: &str) -> bool {
+    if CALL_ROLES.contains(&role) {
+        first_str(o, &NAME_KEYS).is_some() && ARG_KEYS.iter().any(|k| o.contains_key(*k))
+    } else {
+        RESULT_ROLES.contains(&role) && OUTPUT_KEYS.iter().any(|k| o.contains_key(*k))
+    }
+}
 
 fn s<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     o.get(key).and_then(Value::as_str).filter(|x| !x.is_empty())
@@ -104,15 +126,21 @@ impl Sink {
                         call(b, name, &args, ts);
                     }
                 }
+                // The episodic format: one call as a `tool_call: {name, input}` object.
+                if let Some(tc) = o.get("tool_call").and_then(Value::as_object) {
+                    let name = first_str(tc, &NAME_KEYS).unwrap_or("unknown");
+                    let args = ARG_KEYS.iter().find_map(|k| tc.get(*k)).unwrap_or(&Value::Null);
+                    call(b, name, &clean::decode_arguments(args), ts);
+                }
                 b.assistant_id(rid, ts);
             }
             "tool_call" | "tool_use" | "function_call" => {
                 let tc = o.get("tool_call").and_then(Value::as_object);
-                let name = first_str(o, &["tool_name", "name"])
+                let name = first_str(o, &NAME_KEYS)
                     .or_else(|| meta.and_then(|m| s(m, "tool_name")))
-                    .or_else(|| tc.and_then(|t| first_str(t, &["tool_name", "name"])))
+                    .or_else(|| tc.and_then(|t| first_str(t, &NAME_KEYS)))
                     .unwrap_or("unknown");
-                let args = ["parameters", "arguments", "input", "args"]
+                let args = ARG_KEYS
                     .iter()
                     .find_map(|k| o.get(*k).or_else(|| tc.and_then(|t| t.get(*k))))
                     .unwrap_or(content);
@@ -124,7 +152,7 @@ impl Sink {
                 let tr = o.get("tool_result").and_then(Value::as_object);
                 let mut text = clean::value_text(content);
                 if text.trim().is_empty() {
-                    let alt = ["result", "output"]
+                    let alt = OUTPUT_KEYS
                         .iter()
                         .find_map(|k| o.get(*k).or_else(|| tr.and_then(|t| t.get(*k))));
                     text = match alt {
