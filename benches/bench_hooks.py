@@ -13,6 +13,9 @@ payload JSON on stdin and times it, wall clock, end to end (interpreter start-up
     loads the model to embed the prompt (skipped with a message when the samples are absent);
   * Stop: queue the transcript and spawn the detached worker (the worker lock is held during
     the runs, so workers exit at once instead of competing for the 2 cores);
+  * UserPromptSubmit with a pasted prompt of 1, 5 and 10 MB (`--big-mb`): the hook reads and
+    parses the whole payload but recalls on its first 4,000 characters (memlane.ranking.query),
+    and must stay under its own deadline (DESIGN §5: wall p99 ≤ the deadline, never exit 2);
   * `python -c pass`: the interpreter alone, the floor under every hook.
 
 Wall clock is what the agent waits; CPU time (user + system of the shell and the hook, from
@@ -43,6 +46,7 @@ from archive import generate, words  # noqa: E402
 
 import memlane  # noqa: E402
 from memlane.brain import Brain  # noqa: E402
+from memlane.agents.hooks import DEFAULT_DEADLINE_S  # noqa: E402
 from memlane.agents.install import install_claude_code  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,6 +101,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=70, help="exchanges per file")
     ap.add_argument("--entries", type=int, default=40, help="MEMORY.md entries")
     ap.add_argument("--runs", type=int, default=40, help="runs per hook")
+    ap.add_argument("--big-mb", default="1,5,10", help="sizes of the pasted prompts, in MB (empty: none)")
+    ap.add_argument("--big-runs", type=int, default=10, help="runs per pasted-prompt size")
     ap.add_argument("--home", help="work folder to keep (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="reuse the home already built in --home")
     args = ap.parse_args()
@@ -129,6 +135,12 @@ def main() -> None:
     results["SessionStart"] = summary(time_runs(command["SessionStart"], [payload("SessionStart", n, source="startup", model="claude-sonnet-4-5") for n in range(args.runs)], env))
     prompts = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12))) for n in range(args.runs)]
     results["UserPromptSubmit (first prompt)"] = summary(time_runs(command["UserPromptSubmit"], prompts, env))
+    for mb in [int(x) for x in args.big_mb.split(",") if x.strip()]:
+        # The user's words first, then the paste: the recall must still find what they ask about.
+        paste = " ".join(words(rng, 1_000)) + "\n"
+        big = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12)) + "\n" + paste * (mb * 1_000_000 // len(paste))) for n in range(args.big_runs)]
+        results[f"UserPromptSubmit, {mb} MB prompt"] = summary(time_runs(command["UserPromptSubmit"], big, env))
+    results["deadline_s"] = DEFAULT_DEADLINE_S
 
     samples = REPO.parent / "shared" / "data" / "transcripts"
     if samples.is_dir():
