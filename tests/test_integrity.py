@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -293,7 +294,7 @@ def test_a_damaged_segment_gives_an_error_naming_the_index_not_a_panic(built, tm
     assert failures, "a wholly overwritten postings index cannot answer every query"
 
 
-def test_a_gone_source_is_carried_over_and_an_unreadable_one_is_reported_lost(built, tmp_path):
+def test_a_gone_source_is_restored_from_its_copy_or_carried_over_and_else_reported_lost(built, tmp_path):
     healthy, src, answers, ids = built
     home = tmp_path / "home"
     shutil.copytree(healthy, home)
@@ -304,13 +305,26 @@ def test_a_gone_source_is_carried_over_and_an_unreadable_one_is_reported_lost(bu
     manifest["files"] = {p.replace(str(src), str(sources)): e for p, e in manifest["files"].items()}
     (home / "manifest.json").write_text(json.dumps(manifest))
     (sources / "deploy.jsonl").unlink()
-    mem = memlane.open(home, embedder=FakeEmbedder(), cache_dir=healthy.parent / "cache")
-    report = mem.repair(force=True)
-    assert report.files_carried_over == 1 and report.lost == []
+    def repair(**kw: bool) -> Any:
+        mem = memlane.open(home, embedder=FakeEmbedder(), cache_dir=healthy.parent / "cache")
+        return mem, mem.repair(**kw)
+
+    # The copy the home kept of the transcript is read again, whatever the old index holds.
+    mem, report = repair(force=True)
+    assert (report.files_restored, report.files_carried_over, report.lost) == (1, 0, [])
     assert any("exit code 137" in h.text for h in mem.search("exit code 137"))
-    # Now the index is gone too: the deleted source's chunks cannot be read anywhere.
     (home / "lexical" / "meta.json").unlink()
-    report = memlane.open(home, embedder=FakeEmbedder(), cache_dir=healthy.parent / "cache").repair()
+    mem, report = repair()
+    assert (report.files_restored, report.lost) == (1, [])
+    assert any("exit code 137" in h.text for h in mem.search("exit code 137"))
+    # Without that copy, the chunks come from the old index.
+    shutil.rmtree(home / "archive")
+    mem, report = repair(force=True)
+    assert (report.files_restored, report.files_carried_over, report.lost) == (0, 1, [])
+    assert any("exit code 137" in h.text for h in mem.search("exit code 137"))
+    # Neither copy nor index: the deleted source's chunks cannot be read anywhere.
+    (home / "lexical" / "meta.json").unlink()
+    _, report = repair()
     assert report.lost == [str(sources / "deploy.jsonl")]
 
 

@@ -149,6 +149,8 @@ class Writer:
         """Lift a tombstone; ``files`` are read again by the next index run."""
     def purge_deleted(self) -> None:
         """Take deleted chunks' text off the disk (after a commit that forgot some)."""
+    def restore_archived(self, old: Store, paths: list[str]) -> list[str]:
+        """Index from the home's kept copies the transcripts a rebuild cannot read; the paths restored."""
     def adopt_files(self, old: Store, paths: list[str]) -> dict[str, Any]:
         """Carry over from ``old`` the chunks of source files a rebuild cannot read."""
     def adopt_vectors(self, old: Store, embedder_id: str) -> int:

@@ -164,6 +164,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         f"in {report.seconds:.2f}s: +{report.chunks_added} chunks, -{report.chunks_removed}, "
         f"{report.chunks_embedded} embedded ({report.embed_cache_hits} from cache); skipped records: {skipped}"
     )
+    if report.files_gone:
+        text += f"\nkept {report.files_gone} transcripts whose files are gone (`memlane forget --missing` removes them)"
     lines = [_file_line(f) for f in report.files if args.verbose or f["empty_reason"] or f["skipped"]]
     if len(lines) > _FILE_LINES and not args.verbose:
         lines = [*lines[:_FILE_LINES], f"  … and {len(lines) - _FILE_LINES} more files (--verbose lists them all)"]
@@ -521,6 +523,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
         f"events      {format_summary(status['memory_events'])}"
     )
+    if status.get("archived_bytes"):
+        kept = status["archived_bytes"]
+        text += (f"\nkept        {status['sources_gone']} transcripts whose files are gone; copies of {kept / 1e6:.1f} MB of transcripts "
+                 f"in {status['archive_disk_bytes'] / 1e6:.1f} MB ({status['archive_disk_bytes'] / kept:.2f} bytes a byte)")
     status["last_index_device"] = _last_index_device(mem)
     if status["last_index_device"]:
         text += f"\ndevice      the last index embedded on the {status['last_index_device'].upper()} (`memlane index --device` chooses)"
@@ -602,7 +608,8 @@ def _repair_text(r: Any) -> str:
     pending = f"; {r.chunks_without_vectors} chunks without vectors: `memlane embed` adds them" if r.chunks_without_vectors else ""
     return (
         f"repaired in {r.seconds:.1f}s ({len(r.problems)} problems): {r.files_reindexed} files re-indexed, "
-        f"{r.files_carried_over} carried over from the old index, {r.chunks} chunks; vectors: "
+        f"{r.files_restored} from the copies the home kept, {r.files_carried_over} carried over from the old index, "
+        f"{r.chunks} chunks; vectors: "
         f"{r.vectors_from_cache} from the embedding cache, {r.vectors_from_old_index} from the old vector file, "
         f"{r.embedding_calls} embedding calls, stored as {r.quantization}{pending}{lost}"
     )
@@ -632,6 +639,12 @@ def _confirm_wipe(args: argparse.Namespace) -> None:
 
 def _cmd_forget(args: argparse.Namespace) -> int:
     _require_home(args)
+    if args.missing:
+        report = _open(args, "none").forget_missing(dry_run=args.dry_run)
+        verb = "would forget" if args.dry_run else "forgot"
+        emit(args, report, f"{verb} {report['chunks']} chunks of {len(report['files'])} transcripts whose files are gone"
+             + "".join(f"\n  {f}" for f in report["files"]))
+        return 0
     if args.all:
         _confirm_wipe(args)
         report = _open(args, "none").forget_all(cache=args.cache)
@@ -788,6 +801,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--session", help="a session id, as search and recall show it")
     target.add_argument("--path", help="a source file, as indexed")
     target.add_argument("--chunk", help="a chunk id, as search and recall show it")
+    target.add_argument("--missing", action="store_true", help="every transcript whose file is gone (kept until now: memlane keeps them)")
     target.add_argument("--all", action="store_true", help="clear the whole home (asks you to type its name, or --yes)")
     p.add_argument("--cascade", action="store_true", help="with --session: also remove the brain entries, daily notes and tasks it alone gave")
     p.add_argument("--yes", action="store_true", help="with --all: do not ask")

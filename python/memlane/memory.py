@@ -110,6 +110,8 @@ class RepairReport:
     files_reindexed: int = 0
     chunks: int = 0
     """Chunks in the rebuilt home."""
+    files_restored: int = 0
+    """Transcripts gone or unreadable read again from the copies the home kept of them."""
     files_carried_over: int = 0
     """Source files gone or unreadable whose chunks were kept from the old index."""
     lost: list[str] = field(default_factory=list)
@@ -454,6 +456,17 @@ class Memory:
             self.index(notes, embed=self.embedder is not None)
         return {"brain_entries": [e.key for e in found.entries], "daily_entries": [f"{Path(n).name} › {h}" for n, h in found.daily],
                 "tasks": tasks.forget_session(self.home, session_id) if remove else 0}
+
+    def forget_missing(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Forget every source whose file is gone (transcripts are kept when their files go:
+        this removes them on purpose), as :meth:`forget` with ``path`` does each.
+
+        Returns:
+            ``{"chunks", "files", "dry_run"}``.
+        """
+        gone = [p for p in self._store.sources() if not Path(p).exists()]
+        reports = [self.forget(path=p, dry_run=dry_run) for p in gone]
+        return {"chunks": sum(r["chunks"] for r in reports), "files": gone, "dry_run": dry_run}
 
     def forget_all(self, *, cache: bool = False) -> dict[str, Any]:
         """Clear this home: its index, vectors, kept transcripts, brain (when it lives in the
@@ -1085,7 +1098,11 @@ class Memory:
             unread = [f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))]
             gone = [p for p in sources if p not in set(present)] + unread
             with rebuilt._store.writer() as writer:
-                adopted = writer.adopt_files(self._store, gone)
+                # Transcripts from the copies the home kept (the old index may be what is
+                # damaged); the rest, as the old index holds them.
+                restored = set(writer.restore_archived(self._store, gone)) if gone else set()
+                report.files_restored = len(restored)
+                adopted = writer.adopt_files(self._store, [p for p in gone if p not in restored])
                 report.files_carried_over, report.lost = adopted["files"], adopted["lost"]
                 writer.commit()
                 embedder_id = self._rebuilt_embedder(old_meta, writer)

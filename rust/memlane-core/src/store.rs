@@ -108,7 +108,7 @@ pub struct FileEntry {
 
 impl FileEntry {
     /// Whether the file is a transcript (not a note): its chunks outlive the file.
-    fn is_transcript(&self) -> bool {
+    pub(crate) fn is_transcript(&self) -> bool {
         self.format
             .as_deref()
             .and_then(Format::from_name)
@@ -1389,143 +1389,155 @@ impl Writer {
             .collect();
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
-            let key = path.to_string_lossy().into_owned();
-            let source = match result {
-                Ok(source) => source,
-                Err(reason) => {
-                    let counted = if reason == NOT_A_REGULAR_FILE {
-                        NOT_A_REGULAR_FILE
-                    } else {
-                        "unreadable_file"
-                    };
-                    *batch.records_skipped.entry(counted.into()).or_insert(0) += 1;
-                    batch.files.push(FileReport {
-                        path: key,
-                        empty_reason: Some(reason),
-                        ..FileReport::default()
-                    });
-                    continue;
-                }
-            };
-            let mut file_report = source.report(&key);
-            let ParsedSource {
-                meta,
-                parsed,
-                hash,
-                chunks,
-                retained,
-                parsed_bytes,
-                resumed,
-                next,
-                archived,
-            } = source;
-            let archive = archived.transpose()?.unwrap_or_default();
-            batch.files_indexed += 1;
-            batch.bytes_parsed += parsed_bytes;
-            batch.files_resumed += u64::from(resumed);
-            for (reason, n) in &parsed.skipped {
-                *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
-            }
-            let mut new_keys: Vec<u64> = Vec::with_capacity(retained.len() + chunks.len());
-            let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
-            for &key in &retained {
-                // Chunks of the turns before the resume point: already indexed, still ours.
-                if seen_here.insert(key) && !self.manifest.forgotten.covers(key, "") {
-                    new_keys.push(key);
-                    *self.refs.entry(key).or_insert(0) += 1;
-                }
-            }
-            // A chunk this file had before keeps its key (the key is the text's hash) but a
-            // re-parse can renumber its turns or move it to another session: rewrite the
-            // document so its metadata is what a fresh index would hold. Vectors stay.
-            let previous: HashSet<u64> = self
-                .manifest
-                .files
-                .get(&key)
-                .map(|old| old.keys.iter().copied().collect())
-                .unwrap_or_default();
-            for chunk in &chunks {
-                if !seen_here.insert(chunk.key) {
-                    continue;
-                }
-                if self.manifest.forgotten.covers(chunk.key, &chunk.session_id) {
-                    *file_report.skipped.entry("forgotten".into()).or_insert(0) += 1;
-                    continue;
-                }
-                new_keys.push(chunk.key);
-                *self.refs.entry(chunk.key).or_insert(0) += 1;
-                let added = self.present.insert(chunk.key);
-                if added || previous.contains(&chunk.key) {
-                    if !added {
-                        self.tantivy
-                            .delete_term(self.store.lexical.key_term(chunk.key));
-                    }
-                    let project = self.project_of(chunk);
-                    let doc =
-                        self.store
-                            .lexical
-                            .document(chunk, &chunk.source, &chunk.heading, &project);
-                    self.tantivy.add_document(doc)?;
-                    self.report.chunks_added += u64::from(added);
-                    self.lexical_dirty = true;
-                }
-            }
-            let old = self.manifest.files.remove(&key);
-            if let Some(old) = old {
-                // Release the previous version's references after taking the new ones, so
-                // chunks that survive the change are never deleted and re-added.
-                for k in old.keys {
-                    self.release(k);
-                }
-                self.old_states.extend(old.resume_state.map(|r| r.file));
-            }
-            let resume_state = match next {
-                Some((state, rechunk_from)) => {
-                    let (file, bytes) = resume_file_of(&key, &state)?;
-                    self.new_states.insert(file.clone(), bytes);
-                    Some(ResumeRef {
-                        file,
-                        head_keys: head_keys(&retained, &chunks, rechunk_from),
-                    })
-                }
-                None => None,
-            };
-            file_report.chunks = new_keys.len() as u64;
-            if new_keys.is_empty() && file_report.empty_reason.is_none() {
-                file_report.empty_reason = Some(
-                    if file_report.skipped.contains_key("forgotten") {
-                        "forgotten"
-                    } else if parsed.note.is_some() {
-                        "empty_file"
-                    } else {
-                        "no_conversation"
-                    }
-                    .into(),
-                );
-            }
-            batch.files.push(file_report);
-            self.manifest.files.insert(
-                key,
-                FileEntry {
-                    size: meta.len(),
-                    mtime_ns: mtime_ns(&meta),
-                    hash,
-                    complete_bytes: parsed.complete_bytes,
-                    format: parsed.format.map(|f| f.as_str().to_owned()),
-                    sessions: parsed.sessions.len(),
-                    resume_state,
-                    keys: new_keys,
-                    archive,
-                    gone_since: None,
-                },
-            );
-            self.manifest_dirty = true;
+            self.add_source(&mut batch, &path, result)?;
         }
         self.report.merge(&IndexReport {
             files_seen: 0,
             ..batch.clone()
         });
         Ok(batch)
+    }
+
+    /// Add what reading `path` gave (its chunks and manifest entry) to the index and to `batch`.
+    fn add_source(
+        &mut self,
+        batch: &mut IndexReport,
+        path: &Path,
+        result: std::result::Result<ParsedSource, String>,
+    ) -> Result<()> {
+        let key = path.to_string_lossy().into_owned();
+        let source = match result {
+            Ok(source) => source,
+            Err(reason) => {
+                let counted = if reason == NOT_A_REGULAR_FILE {
+                    NOT_A_REGULAR_FILE
+                } else {
+                    "unreadable_file"
+                };
+                *batch.records_skipped.entry(counted.into()).or_insert(0) += 1;
+                batch.files.push(FileReport {
+                    path: key,
+                    empty_reason: Some(reason),
+                    ..FileReport::default()
+                });
+                return Ok(());
+            }
+        };
+        let mut file_report = source.report(&key);
+        let ParsedSource {
+            size,
+            mtime_ns,
+            parsed,
+            hash,
+            chunks,
+            retained,
+            parsed_bytes,
+            resumed,
+            next,
+            archived,
+        } = source;
+        let archive = archived.transpose()?.unwrap_or_default();
+        batch.files_indexed += 1;
+        batch.bytes_parsed += parsed_bytes;
+        batch.files_resumed += u64::from(resumed);
+        for (reason, n) in &parsed.skipped {
+            *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
+        }
+        let mut new_keys: Vec<u64> = Vec::with_capacity(retained.len() + chunks.len());
+        let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
+        for &key in &retained {
+            // Chunks of the turns before the resume point: already indexed, still ours.
+            if seen_here.insert(key) && !self.manifest.forgotten.covers(key, "") {
+                new_keys.push(key);
+                *self.refs.entry(key).or_insert(0) += 1;
+            }
+        }
+        // A chunk this file had before keeps its key (the key is the text's hash) but a
+        // re-parse can renumber its turns or move it to another session: rewrite the
+        // document so its metadata is what a fresh index would hold. Vectors stay.
+        let previous: HashSet<u64> = self
+            .manifest
+            .files
+            .get(&key)
+            .map(|old| old.keys.iter().copied().collect())
+            .unwrap_or_default();
+        for chunk in &chunks {
+            if !seen_here.insert(chunk.key) {
+                continue;
+            }
+            if self.manifest.forgotten.covers(chunk.key, &chunk.session_id) {
+                *file_report.skipped.entry("forgotten".into()).or_insert(0) += 1;
+                continue;
+            }
+            new_keys.push(chunk.key);
+            *self.refs.entry(chunk.key).or_insert(0) += 1;
+            let added = self.present.insert(chunk.key);
+            if added || previous.contains(&chunk.key) {
+                if !added {
+                    self.tantivy
+                        .delete_term(self.store.lexical.key_term(chunk.key));
+                }
+                let project = self.project_of(chunk);
+                let doc =
+                    self.store
+                        .lexical
+                        .document(chunk, &chunk.source, &chunk.heading, &project);
+                self.tantivy.add_document(doc)?;
+                self.report.chunks_added += u64::from(added);
+                self.lexical_dirty = true;
+            }
+        }
+        let old = self.manifest.files.remove(&key);
+        if let Some(old) = old {
+            // Release the previous version's references after taking the new ones, so
+            // chunks that survive the change are never deleted and re-added.
+            for k in old.keys {
+                self.release(k);
+            }
+            self.old_states.extend(old.resume_state.map(|r| r.file));
+        }
+        let resume_state = match next {
+            Some((state, rechunk_from)) => {
+                let (file, bytes) = resume_file_of(&key, &state)?;
+                self.new_states.insert(file.clone(), bytes);
+                Some(ResumeRef {
+                    file,
+                    head_keys: head_keys(&retained, &chunks, rechunk_from),
+                })
+            }
+            None => None,
+        };
+        file_report.chunks = new_keys.len() as u64;
+        if new_keys.is_empty() && file_report.empty_reason.is_none() {
+            file_report.empty_reason = Some(
+                if file_report.skipped.contains_key("forgotten") {
+                    "forgotten"
+                } else if parsed.note.is_some() {
+                    "empty_file"
+                } else {
+                    "no_conversation"
+                }
+                .into(),
+            );
+        }
+        batch.files.push(file_report);
+        self.manifest.files.insert(
+            key,
+            FileEntry {
+                size,
+                mtime_ns,
+                hash,
+                complete_bytes: parsed.complete_bytes,
+                format: parsed.format.map(|f| f.as_str().to_owned()),
+                sessions: parsed.sessions.len(),
+                resume_state,
+                keys: new_keys,
+                archive,
+                gone_since: None,
+            },
+        );
+        self.manifest_dirty = true;
+        Ok(())
     }
 
     /// Keys of chunks that have no vectors yet (all of them before the first embedding).
@@ -1853,7 +1865,9 @@ fn tantivy_writer(store: &Store) -> Result<IndexWriter> {
 
 /// One source file after parsing and chunking (built in parallel, applied in order).
 struct ParsedSource {
-    meta: std::fs::Metadata,
+    /// The source's size and modification time as read.
+    size: u64,
+    mtime_ns: u64,
     parsed: ParsedFile,
     hash: String,
     /// Keys of chunks kept from the previous index of the file (a resumed parse).
@@ -1953,11 +1967,28 @@ impl ParsedSource {
             Error::Io(io) => unreadable(&io),
             other => unreadable(&other),
         })?;
+        Ok(Self::whole(parsed, path, budget, meta.len(), mtime_ns(&meta)))
+    }
+
+    /// The home's archived copy of transcript `path` (gone, or to be re-read without it),
+    /// read as [`ParsedSource::read`] reads the file; `None` when it cannot be read back.
+    fn from_archive(archive: &Archive, path: &Path, budget: usize, entry: &FileEntry) -> Option<ParsedSource> {
+        let bytes = archive.read(&entry.archive).ok()?;
+        let format = entry.format.as_deref().and_then(Format::from_name);
+        let parsed = parse::parse_read(&bytes, path, format).ok()?;
+        let mut source = Self::whole(parsed, path, budget, entry.size, entry.mtime_ns);
+        source.archived = Some(Ok(entry.archive.clone()));
+        Some(source)
+    }
+
+    /// A file parsed whole, chunked.
+    fn whole(mut parsed: ParsedFile, path: &Path, budget: usize, size: u64, mtime_ns: u64) -> ParsedSource {
         let hash = parsed.content_hash.clone().unwrap_or_default();
         let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
         let next = ResumeState::of(&mut parsed, 0, budget);
-        Ok(ParsedSource {
-            meta,
+        ParsedSource {
+            size,
+            mtime_ns,
             parsed_bytes: parsed.complete_bytes,
             parsed,
             hash,
@@ -2002,7 +2033,8 @@ impl ParsedSource {
         }
         let next = ResumeState::of(&mut parsed, first_turn, budget);
         Some(ParsedSource {
-            meta,
+            size: meta.len(),
+            mtime_ns: mtime_ns(&meta),
             hash: parsed.content_hash.clone().unwrap_or_default(),
             parsed_bytes: parsed.complete_bytes - point.offset,
             parsed,

@@ -642,6 +642,13 @@ impl PyWriter {
         self.with(py, Writer::purge_deleted)
     }
 
+    /// Index from the home's kept copies the transcripts a rebuild cannot read; returns
+    /// the paths restored.
+    fn restore_archived(&self, py: Python<'_>, old: &PyStore, paths: Vec<String>) -> PyResult<Vec<String>> {
+        let old = old.inner.clone();
+        self.with(py, |w| w.restore_archived(&old, &paths))
+    }
+
     /// Carry over from `old` the chunks of source files a rebuild cannot read.
     fn adopt_files(
         &self,

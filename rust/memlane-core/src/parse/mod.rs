@@ -374,6 +374,15 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
         }
         Err(e) => return Err(e.into()),
     };
+    parse_read(&bytes, path, forced)
+}
+
+/// [`parse_file`] of the bytes of `path`, already read (the home's archived copy of a
+/// transcript whose file is gone).
+///
+/// # Errors
+/// `Parse` when the whole file cannot be read (a broken zstd stream).
+pub fn parse_read(bytes: &[u8], path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
     let named_zst = path.extension().is_some_and(|e| e == "zst");
     if named_zst && !bytes.is_empty() && !bytes.starts_with(&ZSTD_MAGIC) {
         return Err(Error::Parse {

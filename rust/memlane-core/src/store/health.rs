@@ -8,8 +8,8 @@
 //! An interrupted swap leaves a home that `verify` flags and the next repair mends.
 
 use super::{
-    guarded, read_json, FileEntry, HomeLock, HomeMeta, Manifest, Store, Writer, LEXICAL_DIR,
-    MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
+    guarded, read_json, FileEntry, HomeLock, HomeMeta, IndexReport, Manifest, ParsedSource, Store,
+    Writer, LEXICAL_DIR, MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
 };
 use crate::error::{Error, Result};
 use crate::lexical::StoredChunk;
@@ -126,15 +126,32 @@ impl Store {
         };
         if let Some(m) = &manifest {
             v.files = m.files.len() as u64;
-            let gone = m.files.keys().filter(|p| !Path::new(p).exists()).count();
-            if gone > 0 {
+            let (transcripts, notes): (Vec<&FileEntry>, Vec<&FileEntry>) = m
+                .files
+                .iter()
+                .filter(|(p, _)| !Path::new(p).exists())
+                .map(|(_, e)| e)
+                .partition(|e| e.is_transcript());
+            if !transcripts.is_empty() {
                 v.add(
                     Severity::Note,
                     "sources",
                     home,
                     format!(
-                        "{gone} indexed source files are gone; their chunks stay until their \
-                         folder is indexed again (a repair keeps them too)"
+                        "{} transcripts are gone from their folders; the home keeps their chunks \
+                         and a copy of each (`memlane forget --missing` removes them)",
+                        transcripts.len()
+                    ),
+                );
+            }
+            if !notes.is_empty() {
+                v.add(
+                    Severity::Note,
+                    "sources",
+                    home,
+                    format!(
+                        "{} notes are gone; their chunks go when their folder is indexed again",
+                        notes.len()
                     ),
                 );
             }
@@ -394,6 +411,35 @@ pub struct Adopted {
 }
 
 impl Writer {
+    /// Index `paths` (transcripts a rebuild cannot read: gone or unreadable) from the copies
+    /// the home kept of them ([`super::Archive`]), as `old`'s manifest names them, keeping
+    /// when each was found gone; returns the paths restored (the others have no readable copy).
+    ///
+    /// # Errors
+    /// `old`'s manifest cannot be read; index errors of this writer.
+    pub fn restore_archived(&mut self, old: &Store, paths: &[String]) -> Result<Vec<String>> {
+        let manifest = old.read_manifest()?;
+        let archive = self.archive();
+        let mut batch = IndexReport::default();
+        let mut restored = Vec::new();
+        for path in paths {
+            let Some(entry) = manifest.files.get(path).filter(|e| !e.archive.is_empty()) else {
+                continue;
+            };
+            let Some(source) = ParsedSource::from_archive(&archive, Path::new(path), self.budget, entry) else {
+                continue;
+            };
+            self.add_source(&mut batch, Path::new(path), Ok(source))?;
+            if let Some(new) = self.manifest.files.get_mut(path) {
+                new.gone_since = entry.gone_since;
+            }
+            restored.push(path.clone());
+        }
+        self.mark_gone(&restored.iter().filter(|p| !Path::new(p).exists()).cloned().collect::<Vec<_>>());
+        self.report.merge(&batch);
+        Ok(restored)
+    }
+
     /// Carry over from `old` the chunks of `paths`, source files a rebuild cannot read any
     /// more (gone or unreadable): their documents, as `old` holds them, and their manifest
     /// entries, so they stay searchable until their folder is indexed again.
