@@ -431,7 +431,11 @@ mod tests {
     use serde_json::json;
 
     fn jsonl(records: &[Value]) -> Vec<u8> {
-        records.iter().map(|r| format!("{r}\n")).collect::<String>().into_bytes()
+        records
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect::<String>()
+            .into_bytes()
     }
 
     /// A session in the design's episodic format: tool records without `content`.
@@ -448,7 +452,10 @@ mod tests {
     #[test]
     fn episodic_tool_records_without_content_are_generic() {
         let bytes = episodic();
-        assert_eq!(detect(&bytes, Path::new("/x/episode.jsonl")), Some(Format::Generic));
+        assert_eq!(
+            detect(&bytes, Path::new("/x/episode.jsonl")),
+            Some(Format::Generic)
+        );
         let parsed = crate::parse::parse_bytes(&bytes, Path::new("/x/episode.jsonl"), None);
         assert_eq!(parsed.format, Some(Format::Generic));
         assert!(parsed.skipped.is_empty(), "{:?}", parsed.skipped);
@@ -470,18 +477,33 @@ mod tests {
     fn a_contentless_record_needs_a_tool_and_its_arguments_or_output() {
         let user = json!({"role": "user", "content": "hi"});
         for (record, generic) in [
-            (json!({"role": "tool_call", "name": "Read", "input": {"path": "a.md"}}), true),
-            (json!({"role": "function_call", "tool_name": "Read", "arguments": "{}"}), true),
+            (
+                json!({"role": "tool_call", "name": "Read", "input": {"path": "a.md"}}),
+                true,
+            ),
+            (
+                json!({"role": "function_call", "tool_name": "Read", "arguments": "{}"}),
+                true,
+            ),
             (json!({"role": "tool", "result": "ok"}), true),
             // Nothing to index: a call naming no tool, or no arguments; a result with no output.
-            (json!({"role": "tool_call", "input": {"path": "a.md"}}), false),
+            (
+                json!({"role": "tool_call", "input": {"path": "a.md"}}),
+                false,
+            ),
             (json!({"role": "tool_call", "name": "Read"}), false),
             (json!({"role": "tool_result", "name": "Read"}), false),
             // Only tool records go without content.
-            (json!({"role": "assistant", "name": "Read", "input": {}}), false),
+            (
+                json!({"role": "assistant", "name": "Read", "input": {}}),
+                false,
+            ),
             (json!({"role": "user", "output": "x"}), false),
         ] {
-            let found = detect(&jsonl(&[user.clone(), record.clone()]), Path::new("/x/s.jsonl"));
+            let found = detect(
+                &jsonl(&[user.clone(), record.clone()]),
+                Path::new("/x/s.jsonl"),
+            );
             assert_eq!(found == Some(Format::Generic), generic, "{record}");
         }
     }

@@ -129,7 +129,10 @@ impl Sink {
                 // The episodic format: one call as a `tool_call: {name, input}` object.
                 if let Some(tc) = o.get("tool_call").and_then(Value::as_object) {
                     let name = first_str(tc, &NAME_KEYS).unwrap_or("unknown");
-                    let args = ARG_KEYS.iter().find_map(|k| tc.get(*k)).unwrap_or(&Value::Null);
+                    let args = ARG_KEYS
+                        .iter()
+                        .find_map(|k| tc.get(*k))
+                        .unwrap_or(&Value::Null);
                     call(b, name, &clean::decode_arguments(args), ts);
                 }
                 b.assistant_id(rid, ts);
