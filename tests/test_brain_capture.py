@@ -151,8 +151,10 @@ def test_competence_and_failure_name_what_the_assistant_did():
     assert [(c.kind, c.section, c.turns) for c in caps] == [("competence", "CP", (1, 2)), ("failure", "FA", (3, 4))]
     assert caps[0].text == "I fixed `export_rows` to keep rows whose date is null. (confirmed by the user: That worked, thanks!)"
     assert caps[1].text == "I also switched the writer to csv.DictWriter. — the user: Your change broke the header row, it's empty now."
-    # Without an assistant turn before it there is nothing to name: no competence.
+    # Without an assistant turn before it there is nothing to name: no competence, nor after
+    # a compaction summary (what the assistant did before it is out of the user's sight).
     assert capture([{"role": "user", "text": "That worked, thanks!"}]) == []
+    assert capture([turns[1], {"role": "summary", "text": "This session is being continued…"}, turns[2]]) == []
 
 
 def test_a_session_keeps_each_capture_once_and_at_most_three_of_a_kind():

@@ -427,6 +427,7 @@ def capture(turns: Sequence[dict[str, Any]], max_per_kind: int = MAX_PER_KIND) -
             last_assistant = i
             continue
         if role != "user":
+            last_assistant = None  # a compaction summary: what came before is out of sight
             continue
         for f in detect(turn.get("text", "")):
             first = last_assistant if last_assistant is not None and f.kind != "preference" else i
