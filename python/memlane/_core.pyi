@@ -78,7 +78,9 @@ class Store:
         candidates: int = 50,
         projects: list[str] | None = None,
         branch: str | None = None,
-    ) -> list[dict[str, Any]]: ...
+        libraries: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Hits, best first; ``libraries``: project keys whose notes a project filter keeps too."""
     def summary(self) -> dict[str, Any]:
         """``docs``, ``tokens``, ``sources``, ``sessions``, ``ts_min``, ``ts_max`` of the home."""
     def term_stats(self, query: str) -> str:
@@ -114,6 +116,8 @@ class Store:
         """Whether chunks record their project and branch (homes built before they did do not)."""
     def projects(self) -> dict[str, int]:
         """Live chunks per project key."""
+    def libraries(self) -> list[dict[str, Any]]:
+        """The project keys holding notes: ``[{"key", "notes", "global"}]``, by key."""
     def meta(self) -> dict[str, Any]:
         """``memlane.json`` as on disk (version, embedder_id, dim, quantization); loads no vectors."""
     def prefetch_vectors(self) -> None:

@@ -534,6 +534,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         shown = sorted(status["projects"].items(), key=lambda kv: -kv[1])
         text += f"\nprojects    {len(shown)}: " + ", ".join(f"{Path(k).name} ({n:,})" for k, n in shown[:8])
         text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
+    if libraries := sorted(status["libraries"], key=lambda lib: (not lib["global"], -lib["notes"])):
+        # Global libraries (in no repository) are the user's own: every project's search reads them.
+        text += f"\nlibraries   {len(libraries)}, {sum(lib['global'] for lib in libraries)} global (read in every project): " + ", ".join(
+            f"{lib['path']} ({'global' if lib['global'] else 'project only'}, {lib['notes']:,} note{'' if lib['notes'] == 1 else 's'})" for lib in libraries[:8]
+        )
+        text += f", … and {len(libraries) - 8} more (--json lists them)" if len(libraries) > 8 else ""
     if status["vectors_pending"]:
         text += f"\nnote        vectors pending: {status['vectors_pending']:,} chunks have none yet: `memlane embed` adds them"
     if status["quantization"] == "f16" and status["vectors"]:

@@ -7,6 +7,16 @@ heading path, time, frontmatter and tags, and is searched with ``source="knowled
 the transcripts. The brain's own files (``MEMORY.md``, ``EVOLUTION.md``, ``Archives/``) are
 skipped by folder walks: the brain injects them whole, so indexing them would store them twice.
 
+Whose notes they are follows where the library lies. A library inside a git repository is that
+repository's project: its notes are filed under the repository's key, and only a search of that
+project (or an unscoped one) finds them. A library in no repository — a personal notes folder,
+``$MEMLANE_LIBRARY``, the brain's ``DailyActivity`` journal — is the user's own, as user-level
+memory is in Claude Code: its notes join every project's search (``--project``, the hooks'
+session project, MCP and agent roles), while another project's transcripts and repository
+notes stay out. ``memlane status`` lists the libraries and marks the global ones
+(:meth:`memlane.Memory.libraries`); the distinction is read from the folders when searching,
+so a home indexed before it existed has it at once.
+
 Example:
     >>> import os, tempfile
     >>> os.environ["MEMLANE_LIBRARY"] = tempfile.mkdtemp()

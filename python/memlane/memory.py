@@ -238,6 +238,7 @@ class Memory:
         self.events = EventLog(self.home)
         self._last_query: tuple[tuple[str, str], np.ndarray] | None = None
         self._projects: tuple[int | None, dict[str, int]] | None = None
+        self._libraries: tuple[int | None, list[dict[str, Any]]] | None = None
 
     def _open_store(self, quantization: str) -> Any:
         """The indexes searched (a subclass may search something else with the same calls:
@@ -685,7 +686,9 @@ class Memory:
                 cites that match the query (:mod:`memlane.ranking.hierarchy`): it never outranks its evidence.
             project: Keep only chunks of this project: a key as hits show it, a path (the
                 repository around it) or a name (``alpha`` for ``/src/alpha``); see
-                :meth:`project_keys`. The vector search is restricted too.
+                :meth:`project_keys`. The vector search is restricted too. The notes of the
+                user's global libraries (:meth:`libraries`) are kept too; never another
+                project's transcripts or repository notes.
             branch: Keep only chunks written on this git branch.
 
         Returns:
@@ -710,7 +713,7 @@ class Memory:
         _check.number("threshold", threshold)
         _check.optional_text("project", project)
         _check.optional_text("branch", branch)
-        projects = None
+        projects = libraries = None
         if project is not None or branch is not None:
             if not self.records_projects():
                 raise ValueError(
@@ -718,7 +721,9 @@ class Memory:
                     "`memlane repair --force` rebuilds it with them (no embedding calls)"
                 )
             projects = self.project_keys(project) if project is not None else None
-            if projects == []:  # a name no project has: nothing can match
+            # The user's own libraries join every project's search: their notes, not transcripts.
+            libraries = None if projects is None else [lib["path"] for lib in self.libraries() if lib["global"] and lib["path"] not in projects]
+            if projects == [] and not libraries:  # a name no project has: nothing can match
                 self.events.append("search", query=_masked(query), results=0)
                 return []
         vector = None
@@ -753,6 +758,7 @@ class Memory:
             candidates=max(50, 5 * k, pool),
             projects=projects,
             branch=branch,
+            libraries=libraries,
         )
         hits = [Hit._from_core(d) for d in raw]
         if time_aware:
@@ -767,7 +773,7 @@ class Memory:
             def fetch(since_ms: int, until_ms: int) -> list[Hit]:
                 found = self._store.search(query, k=max(pool, 50), vector=vector, embedder_id=embedder_id, sources=["knowledge"],
                                            since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0,
-                                           projects=projects, branch=branch)
+                                           projects=projects, branch=branch, libraries=libraries)
                 return [Hit._from_core(d) for d in found]
 
             hits = place_evidence(hits, k, fetch=fetch)
@@ -802,6 +808,29 @@ class Memory:
         if self._projects is None or self._projects[0] != stamp or stamp is None:
             self._projects = (stamp, dict(self._store.projects()))
         return dict(self._projects[1])
+
+    def libraries(self) -> list[dict[str, Any]]:
+        """The project keys holding notes, by key: ``{"path", "notes", "global"}``.
+
+        A library folder in no git repository (a personal notes folder, the brain's
+        DailyActivity journal) is ``global``: the user's own, its notes searched with every
+        project (see :meth:`search`), as user-level memory is in Claude Code. A library inside
+        a repository is filed under the repository's key and belongs to that project alone.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").libraries()
+            []
+        """
+        try:
+            stamp: int | None = (self.home / "lexical" / "meta.json").stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        # Counting walks the project field's postings: once per commit, as projects() does.
+        if self._libraries is None or self._libraries[0] != stamp or stamp is None:
+            found = [{"path": lib["key"], "notes": lib["notes"], "global": lib["global"]} for lib in self._store.libraries()]
+            self._libraries = (stamp, found)
+        return [dict(lib) for lib in self._libraries[1]]
 
     def project_keys(self, project: str) -> list[str]:
         """The project keys ``project`` names: a key as hits show it; a path (``.``, ``~/src/alpha``:
@@ -1154,6 +1183,7 @@ class Memory:
         # stopped while embedding, or one that left them to `memlane embed`).
         status["vectors_pending"] = status["chunks"] - status["chunks_with_vectors"] if status["embedder_id"] else 0
         status["projects"] = self.projects()
+        status["libraries"] = self.libraries()
         cache = self._cache_dir / "embeddings.sqlite"
         empty = {"path": str(cache), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}
         status["embedding_cache"] = self.cache.summary() if cache.exists() else empty

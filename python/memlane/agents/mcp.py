@@ -13,8 +13,9 @@ context the agent pays for on every turn):
 - ``status()`` — what the memory holds.
 
 An agent's role (``--agent``, see :mod:`memlane.agents.roles`) bounds every tool: a project
-agent recalls and gets only its project's memories and the admin's, and writes only its
-project's entries; a skill agent is not offered ``remember`` or ``supersede`` at all.
+agent recalls and gets only its project's memories, the admin's and the notes of the user's
+global libraries, and writes only its project's entries; a skill agent is not offered
+``remember`` or ``supersede`` at all.
 
 The server lives as long as the session, so it recalls hybrid (the embedder loads once, on the
 first query); hooks, a process per event, recall keyword-only. With ``remote`` (``memlane
@@ -115,9 +116,12 @@ class MemoryTools:
             raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {echo(project)}")
         return self.reads
 
-    def _in_scope(self, project: str) -> bool:
-        """Whether a chunk of ``project`` is the agent's to read."""
-        return self.reads is None or project in self.mem.project_keys(self.reads)
+    def _in_scope(self, hit: Any) -> bool:
+        """Whether a chunk is the agent's to read: its project's, or a note of the user's global
+        libraries (which every project reads)."""
+        if self.reads is None or hit.project in self.mem.project_keys(self.reads):
+            return True
+        return hit.source != "transcript" and any(lib["global"] and lib["path"] == hit.project for lib in self.mem.libraries())
 
     def _entry_keys(self) -> list[str] | None:
         """The project keys brain entries must belong to for this agent (``None``: any)."""
@@ -180,7 +184,7 @@ class MemoryTools:
                 raise KeyError(f"no entry {echo(ident.upper())} in agent {self.role}'s memory")
             return secrets.mask("\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]))
         hit = self.mem.get(ident)
-        if hit is None or not self._in_scope(hit.project):
+        if hit is None or not self._in_scope(hit):
             raise KeyError(f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects")
         return secrets.mask(_render_hit(hit))
 
@@ -193,7 +197,7 @@ class MemoryTools:
         entries = self.brain.entries(evolution=True)
         active = sum(e.active for e in entries)
         vectors = f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})" if s["chunks_with_vectors"] else "keywords only"
-        reads = f"project {self.reads}" if self.reads else "every project"
+        reads = f"project {self.reads} and the user's global libraries" if self.reads else "every project"
         return (
             f"home {self.mem.home}\n"
             f"index: {s['chunks']:,} chunks, {s['sessions']:,} sessions, {s['files']:,} files; {vectors}\n"

@@ -5,11 +5,16 @@
 - ``admin`` (the default) reads every project's memories and every brain entry, and writes
   any entry; its hooks scope recall to the session's project, and reach into other projects,
   labelled, only when nothing in it is relevant;
-- ``project:NAME`` reads project NAME's transcripts and notes and the brain entries that are
-  its own or the admin's (bound to no project); it writes only project and reference entries,
-  bound to NAME, and supersedes only those;
+- ``project:NAME`` reads project NAME's transcripts and notes, the notes of the user's global
+  libraries (folders in no repository: a personal notes folder, the DailyActivity journal;
+  :meth:`memlane.Memory.libraries`), and the brain entries that are its own or the admin's
+  (bound to no project); it writes only project and reference entries, bound to NAME, and
+  supersedes only those;
 - ``skill:NAME`` receives context and writes nothing: it reads what a project agent of the
-  project it runs in would (its working directory's), and gets no write tool.
+  project it runs in would (its working directory's), global libraries included, as a
+  subagent gets the user's own memory in Claude Code (the user's notes hold how they work,
+  which a skill needs as much as the project's; another project's memories it never reads),
+  and gets no write tool.
 
 NAME is a project's name (``billing``) or path. Example:
     >>> role = Role.parse("project:billing")

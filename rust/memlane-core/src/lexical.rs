@@ -129,6 +129,10 @@ pub struct Filters {
     pub until: Option<i64>,
     /// Keep only chunks of these projects (any of them; project keys).
     pub projects: Vec<String>,
+    /// Project keys whose notes (every chunk but transcripts) a project filter keeps too: the
+    /// user's own libraries, read in every project (see [`crate::project::is_user_library`]).
+    /// Set alone, it keeps those notes only.
+    pub libraries: Vec<String>,
     /// Keep only chunks written on this git branch.
     pub branch: Option<String>,
 }
@@ -142,6 +146,7 @@ impl Filters {
             && self.since.is_none()
             && self.until.is_none()
             && self.projects.is_empty()
+            && self.libraries.is_empty()
             && self.branch.is_none()
     }
 }
@@ -192,6 +197,9 @@ impl Fields {
         })
     }
 }
+
+/// The source of transcript chunks (every other source is a note of a library).
+const TRANSCRIPT: &str = "transcript";
 
 /// The schema of a new home (an existing one keeps its own: see [`Fields::of`]).
 fn schema() -> Schema {
@@ -643,6 +651,75 @@ impl Lexical {
         Ok(out)
     }
 
+    /// Every project key holding live notes (chunks that are not transcripts), with their
+    /// number: the library folders, and the repositories holding notes (empty when the home
+    /// predates projects).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn note_projects(&self) -> Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        let Some(field) = self.fields.project else {
+            return Ok(out);
+        };
+        let transcript = Term::from_field_text(self.fields.source, TRANSCRIPT);
+        let searcher = self.searcher();
+        for segment in searcher.segment_readers() {
+            // The transcripts' documents, to leave out of each project's count.
+            let mut is_transcript = vec![false; segment.max_doc() as usize];
+            let sources = segment.inverted_index(self.fields.source)?;
+            if let Some(mut postings) =
+                sources.read_postings(&transcript, IndexRecordOption::Basic)?
+            {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    is_transcript[doc as usize] = true;
+                    doc = postings.advance();
+                }
+            }
+            let inverted = segment.inverted_index(field)?;
+            let mut terms = inverted.terms().stream()?;
+            while terms.advance() {
+                let mut postings = inverted
+                    .read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
+                let mut notes = 0u64;
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let alive = segment.alive_bitset().is_none_or(|a| a.is_alive(doc));
+                    notes += u64::from(alive && !is_transcript[doc as usize]);
+                    doc = postings.advance();
+                }
+                if notes > 0 {
+                    let project = String::from_utf8_lossy(terms.key()).into_owned();
+                    *out.entry(project).or_insert(0) += notes;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The project clause of `filters`: a chunk of one of `projects`, or a note of one of
+    /// `libraries`.
+    fn scope_clause(&self, filters: &Filters) -> Box<dyn Query> {
+        let f = self.fields;
+        let mut scope: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if !filters.projects.is_empty() {
+            scope.push((Occur::Should, any_term(f.project, &filters.projects)));
+        }
+        if !filters.libraries.is_empty() {
+            let transcript: Box<dyn Query> = Box::new(TermQuery::new(
+                Term::from_field_text(f.source, TRANSCRIPT),
+                IndexRecordOption::Basic,
+            ));
+            let notes = BooleanQuery::new(vec![
+                (Occur::Must, any_term(f.project, &filters.libraries)),
+                (Occur::MustNot, transcript),
+            ]);
+            scope.push((Occur::Should, Box::new(notes)));
+        }
+        Box::new(BooleanQuery::new(scope))
+    }
+
     /// Number of live chunks.
     #[must_use]
     pub fn num_docs(&self) -> u64 {
@@ -719,8 +796,8 @@ impl Lexical {
                 )),
             ));
         }
-        if !filters.projects.is_empty() {
-            clauses.push((Occur::Must, any_term(f.project, &filters.projects)));
+        if !filters.projects.is_empty() || !filters.libraries.is_empty() {
+            clauses.push((Occur::Must, self.scope_clause(filters)));
         }
         if let Some(branch) = &filters.branch {
             clauses.push((
@@ -1211,6 +1288,73 @@ mod tests {
         assert_eq!(
             projects.into_iter().collect::<Vec<_>>(),
             vec![("/src/a".to_owned(), 2), ("/src/b".to_owned(), 1)]
+        );
+    }
+
+    /// The user's libraries join a project filter with their notes only: a transcript filed
+    /// under a library's key (a session run in the notes folder) stays out.
+    #[test]
+    fn library_notes_join_a_project_filter_and_transcripts_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let lexical = Lexical::open(dir.path()).unwrap();
+        let mut writer = lexical.writer().unwrap();
+        for (i, (project, source)) in [
+            ("/src/a", "transcript"),
+            ("/src/b", "transcript"),
+            ("/src/b", "knowledge"),
+            ("/notes", "knowledge"),
+            ("/notes", "summary"),
+            ("/notes", "transcript"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let line = format!("{{\"role\":\"user\",\"content\":\"billing database note {i}\"}}\n");
+            let chunk = crate::chunk::chunk_parsed(
+                &crate::parse::parse_bytes(
+                    line.as_bytes(),
+                    Path::new("/x.jsonl"),
+                    Some(crate::model::Format::Generic),
+                ),
+                "/x.jsonl",
+                500,
+            )
+            .remove(0);
+            writer
+                .add_document(lexical.document(&chunk, source, &chunk.heading, project))
+                .unwrap();
+        }
+        writer.commit().unwrap();
+        lexical.reload().unwrap();
+        let searcher = lexical.searcher();
+        let count = |projects: &[&str], libraries: &[&str]| {
+            let filters = Filters {
+                projects: projects.iter().map(|p| (*p).to_owned()).collect(),
+                libraries: libraries.iter().map(|p| (*p).to_owned()).collect(),
+                ..Filters::default()
+            };
+            let hits = lexical
+                .search(&searcher, "billing", &filters, 10, &searcher)
+                .unwrap()
+                .len();
+            assert_eq!(
+                hits,
+                lexical.filtered_keys(&searcher, &filters).unwrap().len()
+            );
+            hits
+        };
+        assert_eq!(count(&["/src/a"], &[]), 1);
+        assert_eq!(count(&["/src/a"], &["/notes"]), 3);
+        assert_eq!(count(&["/src/b"], &["/notes"]), 4);
+        assert_eq!(count(&[], &["/notes"]), 2);
+        assert_eq!(count(&["/src/a"], &["/src/b"]), 2); // b's notes, not its transcripts
+        assert_eq!(
+            lexical
+                .note_projects()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![("/notes".to_owned(), 2), ("/src/b".to_owned(), 1)]
         );
     }
 

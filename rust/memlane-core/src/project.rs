@@ -61,6 +61,28 @@ pub fn project_of(cwd: &str) -> String {
     repository_root(dir).map_or_else(|| cwd.to_owned(), |r| r.to_string_lossy().into_owned())
 }
 
+/// Whether the notes filed under project key `key` are the user's own, read in every project:
+/// the key is a folder that exists and lies in no git repository (a personal notes folder,
+/// the brain's `DailyActivity` journal), as user-level memory is in Claude Code. A library
+/// inside a repository is filed under the repository's key (see [`project_of`]), and belongs
+/// to that project; so does a notes folder that is a repository itself.
+///
+/// Asked of the key when reading, not recorded when indexing: a home indexed before the
+/// distinction existed has it at once, and a folder that becomes a repository (`git init`)
+/// stops being global without a re-index.
+///
+/// ```
+/// let notes = tempfile::tempdir().unwrap();
+/// assert!(memlane_core::project::is_user_library(notes.path()));
+/// std::fs::create_dir(notes.path().join(".git")).unwrap();
+/// assert!(!memlane_core::project::is_user_library(notes.path()));
+/// assert!(!memlane_core::project::is_user_library(std::path::Path::new("/no/such/notes")));
+/// ```
+#[must_use]
+pub fn is_user_library(key: &Path) -> bool {
+    key.is_absolute() && key.is_dir() && repository_root(key).is_none()
+}
+
 /// [`project_of`], remembered per directory: an index run asks once per distinct `cwd`.
 #[derive(Debug, Default)]
 pub struct Projects {

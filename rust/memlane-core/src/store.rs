@@ -415,6 +415,18 @@ fn open_lexical(home: &Path) -> std::result::Result<Lexical, Damage> {
     })
 }
 
+/// A project key holding notes: a library folder, or the repository its libraries sit in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Library {
+    /// The project key the notes are filed under (see [`library_of`]).
+    pub key: String,
+    /// Live note chunks (every source but transcripts) filed under it.
+    pub notes: u64,
+    /// Whether they are the user's own, read in every project: a folder in no repository
+    /// ([`crate::project::is_user_library`]).
+    pub global: bool,
+}
+
 /// The library folder of note `path`: its own folder, or the one above a journal folder of
 /// the library layout (`DailyActivity/`, `signals/`), so a library's notes are one project.
 /// Decided by the path alone, so a note's project never depends on which folder was named
@@ -1000,6 +1012,27 @@ impl Store {
             lexical.reload()?;
             lexical.projects()
         })
+    }
+
+    /// The project keys holding notes, by key, each marked global when it is the user's own
+    /// library (none when the home predates projects).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn libraries(&self) -> Result<Vec<Library>> {
+        let lexical = self.lexical()?;
+        let notes = guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            lexical.note_projects()
+        })?;
+        Ok(notes
+            .into_iter()
+            .map(|(key, notes)| Library {
+                global: crate::project::is_user_library(Path::new(&key)),
+                key,
+                notes,
+            })
+            .collect())
     }
 
     /// Counts and sizes.

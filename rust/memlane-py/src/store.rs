@@ -164,6 +164,7 @@ fn filters(
         until,
         projects: projects.unwrap_or_default(),
         branch,
+        ..Filters::default()
     }
 }
 
@@ -314,7 +315,7 @@ impl PyStore {
 
     #[pyo3(signature = (query, k = 10, vector = None, embedder_id = None, sources = None, session_id = None,
                         since = None, until = None, fusion = "weighted", vector_weight = 0.6, threshold = DEFAULT_THRESHOLD,
-                        candidates = 50, projects = None, branch = None))]
+                        candidates = 50, projects = None, branch = None, libraries = None))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -333,13 +334,17 @@ impl PyStore {
         candidates: usize,
         projects: Option<Vec<String>>,
         branch: Option<String>,
+        libraries: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let req = SearchRequest {
             query,
             vector: query_vector(vector)?,
             embedder_id,
             k,
-            filters: filters(sources, session_id, since, until, projects, branch),
+            filters: Filters {
+                libraries: libraries.unwrap_or_default(),
+                ..filters(sources, session_id, since, until, projects, branch)
+            },
             fusion: parse_fusion(fusion, vector_weight)?,
             threshold,
             candidates,
@@ -467,6 +472,13 @@ impl PyStore {
     fn projects(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, u64>> {
         let inner = &self.inner;
         detached(py, || inner.projects())
+    }
+
+    /// The project keys holding notes: `[{"key", "notes", "global"}]`, by key.
+    fn libraries(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let inner = &self.inner;
+        let libraries = detached(py, || inner.libraries())?;
+        json_to_py(py, &libraries)
     }
 
     /// `memlane.json` as on disk, called before every search: a dict built directly (no JSON
