@@ -135,3 +135,14 @@ def test_status_lists_the_libraries_and_marks_the_global_ones(world: dict[str, P
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("libraries"))
     assert line.startswith("libraries   2, 1 global (read in every project): ")
     assert f"{world['notes']} (global, 2 notes)" in line and f"{world['beta']} (project only, 1 note)" in line
+
+
+def test_a_mistyped_project_gets_the_global_notes_and_a_line_saying_so(world: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _index(world).close()
+    argv = ["--home", str(world["home"]), "--json", "search", "alpha deploy zephyr queue checklist", "--embed", "none", "--project", "alpah"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert {h["source"] for h in json.loads(out)} == {"knowledge"} and all(h["project"] == str(world["notes"]) for h in json.loads(out))
+    assert "no project named 'alpah' in this home (projects: alpha, beta, notes)" in err
+    assert main([*argv[:-1], "alpha"]) == 0
+    assert capsys.readouterr().err == ""

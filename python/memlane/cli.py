@@ -283,8 +283,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         **({"show_secrets": args.show_secrets, "snippet_chars": 300} if args.remote else {}),
     )
     _say_partial(args, mem)
-    if not hits:
-        _unknown_project(mem, args.project)
+    _unknown_project(mem, args.project)  # even with hits: the user's global notes answer any name
     if not args.show_secrets:
         from dataclasses import replace
 
@@ -310,8 +309,8 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         project=args.project, branch=args.branch,
     )
     _say_partial(args, mem)
+    _unknown_project(mem, args.project)  # even with hits: the user's global notes answer any name
     if not result:
-        _unknown_project(mem, args.project)
         sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
         if args.json:
             _emit_masked(args, result.to_dict(), "")
