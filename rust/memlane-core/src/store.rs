@@ -1980,6 +1980,7 @@ impl ParsedSource {
             skipped: parsed.skipped.clone(),
             resumed: self.resumed,
             empty_reason: parsed.unrecognised.clone(),
+            plans: parsed.sessions.iter().filter_map(Session::plan).collect(),
         }
     }
 
@@ -1995,7 +1996,7 @@ impl ParsedSource {
             // Opening a FIFO waits for a writer (forever), a device may never end.
             return Err(NOT_A_REGULAR_FILE.into());
         }
-        let mut parsed = parse::parse_file(path, format).map_err(|e| match e {
+        let parsed = parse::parse_file(path, format).map_err(|e| match e {
             Error::Parse { reason, .. } => format!("corrupt: {reason}"),
             Error::Io(io) => unreadable(&io),
             other => unreadable(&other),
@@ -2030,7 +2031,7 @@ impl ParsedSource {
             resumed: false,
             next,
             archived: None,
-        })
+        }
     }
 
     /// Parse only what was appended since `prior`; `None` when that cannot be done (the
