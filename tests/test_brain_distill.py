@@ -62,7 +62,7 @@ def test_decisions_lessons_threads_incidents_are_promoted_with_provenance(tmp_pa
     daily = Path(result.daily)
     assert daily == brain.daily_dir / "2026-03-01.md"
     text = daily.read_text()
-    assert text.startswith("# 2026-03-01\n\n## 09:00 | The billing service needs a database.\n<!-- memlane:session id=billing-a format=generic -->\n")
+    assert text.startswith("# 2026-03-01\n\n## 09:00 | The billing service needs a database.\n<!-- memlane:session id=billing-a format=generic turns=0-5 -->\n")
     assert "- **Decisions:**\n  - We decided to use Postgres 16" in text
     assert "- **Commands:** `psql --version`" in text
     assert "- **Outcome:** Noted. Maybe we could look at caching later?" in text
@@ -174,7 +174,7 @@ def test_extractive_engine_on_every_real_sample(shared_data, tmp_path, brain):
     assert len(results) >= 15 and not any(r.skipped for r in results)
     for r in results:
         text = Path(r.daily).read_text()
-        assert r.heading in text and f"<!-- memlane:session id={r.session_id} format={r.format} -->" in text
+        assert r.heading in text and f"<!-- memlane:session id={r.session_id} format={r.format} turns=" in text
         assert f"session `{r.session_id}`" in text and r.path in text
         assert r.withheld == []
     assert [p for p in brain.check() if p.level == "error"] == []

@@ -175,7 +175,11 @@ def load_sessions(path: str | PathLike[str], *, session_id: str | None = None, f
 
 
 def _marker(session: Session) -> str:
-    return f"<!-- memlane:session id={session.id} format={session.format} -->"
+    last = session.turn_base + len(session.turns) - 1
+    return f"<!-- memlane:session id={session.id} format={session.format} turns={session.turn_base}-{last} -->"
+
+
+_MARKER = re.compile(r"<!-- memlane:session id=(\S+) format=\S+(?: turns=(\d+)-(\d+))? -->")
 
 
 def _started(session: Session, tz: tzinfo | None) -> datetime:
@@ -185,15 +189,31 @@ def _started(session: Session, tz: tzinfo | None) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=tz) if tz is not None else datetime.fromtimestamp(ms / 1000).astimezone()
 
 
-def _daily_files(brain: Brain, when: datetime) -> list[Path]:
-    # Neighbouring days too: the same session lands on another date under another time zone.
-    return [brain.daily_dir / f"{(when + timedelta(days=d)).date().isoformat()}.md" for d in (0, -1, 1)]
+def _daily_files(brain: Brain, session: Session, tz: tzinfo | None) -> list[Path]:
+    """The notes a session's entries can be in: the days its turns span (a long session is
+    flushed part by part), and their neighbours (another time zone dates them otherwise)."""
+    first = _started(session, tz)
+    last_ms = next((t["timestamp"] for t in reversed(session.turns) if t.get("timestamp")), None)
+    last = datetime.fromtimestamp(last_ms / 1000, tz=first.tzinfo) if last_ms is not None else first
+    days = min(max((last.date() - first.date()).days, 0), 31)
+    return [brain.daily_dir / f"{(first + timedelta(days=d)).date().isoformat()}.md" for d in range(-1, days + 2)]
+
+
+def distilled_turns(brain: Brain, session: Session, tz: tzinfo | None = None) -> int:
+    """How many of the session's first turns DailyActivity notes already cover (all of them
+    when a note carries the marker of a distillation made before they went by turn range)."""
+    whole = session.turn_base + len(session.turns)
+    done = 0
+    for path in _daily_files(brain, session, tz):
+        for m in _MARKER.finditer(read_text(path)):
+            if m.group(1) == session.id:
+                done = max(done, whole if m.group(2) is None else int(m.group(3)) + 1)
+    return done
 
 
 def already_distilled(brain: Brain, session: Session, tz: tzinfo | None = None) -> bool:
-    """True if a DailyActivity note already carries this session's marker."""
-    marker = _marker(session)
-    return any(marker in read_text(p) for p in _daily_files(brain, _started(session, tz)))
+    """True if DailyActivity notes already cover every turn of this session."""
+    return distilled_turns(brain, session, tz) >= session.turn_base + len(session.turns)
 
 
 def _norm(text: str) -> str:
@@ -289,7 +309,7 @@ def _code(s: str) -> str:
 
 def render_daily_entry(session: Session, d: Distillation, heading: str, promoted: list[str]) -> str:
     """The ``## HH:MM | topic`` section for one session."""
-    last = len(session.turns) - 1
+    last = session.turn_base + len(session.turns) - 1
     lines = [heading, _marker(session)]
     lines.append("- **Done:**" if d.done else "- **Done:** (nothing stated)")
     lines += [f"  - {x}" for x in d.done]
@@ -300,7 +320,7 @@ def render_daily_entry(session: Session, d: Distillation, heading: str, promoted
     lines.append(f"- **Outcome:** {d.outcome or 'unknown'}")
     if promoted:
         lines.append(f"- **Promoted:** {', '.join(promoted)}")
-    lines.append(f"- **Transcript:** session `{session.id}` ({session.format}, turns 0-{last}) · {session.path}")
+    lines.append(f"- **Transcript:** session `{session.id}` ({session.format}, turns {session.turn_base}-{last}) · {session.path}")
     return "\n".join(lines) + "\n"
 
 
@@ -328,7 +348,7 @@ def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item]
         if _norm(item.text) in seen:
             continue
         seen.add(_norm(item.text))
-        a, b = item.turns
+        a, b = (session.turn_base + t for t in item.turns)
         detail = f"transcript {session.id} turns {a}-{b} · {detail_tail}"
         fields = {"confidence": item.confidence} if item.confidence else {}
         prefix = _KIND_SECTION[item.kind]
@@ -356,7 +376,7 @@ def _write_captures(brain: Brain, txn: Transaction, session: Session, captures: 
         if any(_norm(c.text) == _norm(t) or near_duplicate(c.text, t) for t in held):
             continue
         spec, evolution = brain._spec(c.section)
-        a, b = c.turns
+        a, b = (session.turn_base + t for t in c.turns)
         detail = f"transcript {session.id} turns {a}-{b} · {detail_tail}"
         new = brain._new_entry(txn, spec, evolution, c.text, detail, classify(spec.prefix, c.type))
         try:
@@ -381,25 +401,31 @@ def distill_session(
     *,
     promote: bool = True,
     tz: tzinfo | None = None,
+    min_new_turns: int = 1,
 ) -> DistillResult:
-    """Distil one session (see the module doc); a session already distilled is skipped."""
+    """Distil the turns of one session that no DailyActivity note covers yet (see the module
+    doc): a session flushed before its context was compacted is distilled on from there, and
+    one wholly distilled is skipped, as is a tail of fewer than ``min_new_turns`` turns."""
     result = DistillResult(session.id, session.format, session.path, engine.name)
-    if already_distilled(brain, session, tz):
+    done = distilled_turns(brain, session, tz)
+    if session.turn_base + len(session.turns) - max(done, session.turn_base) < max(min_new_turns, 1):
         result.skipped = True
         return result
+    if done > session.turn_base:
+        session = session.after(done)
     # The engine (maybe an LLM call of several seconds) runs before taking the lock; the
     # transaction re-reads everything and re-checks the marker.
     existing = brain._read_doc(brain.memory_path, brain.memory_schema).entries()
     d = _clean(engine.distill(session, existing), brain, result, session)
     captures = [c for c in capture(session.turns) if _passes(brain, result, session, c.text)] if promote else []
     d = _without_captured(d, captures)
-    when = _started(session, tz)
+    when = _started(session, tz)  # a part of a session: when that part started
     day, time = when.date().isoformat(), when.strftime("%H:%M")
     daily = brain.daily_dir / f"{day}.md"
     topic = " ".join(d.topic.split()) or session.id
     heading = f"## {time} | {topic}"
     with brain.transaction(when.date()) as txn:
-        if any(_marker(session) in txn.text(p) for p in _daily_files(brain, when)):
+        if any(_marker(session) in txn.text(p) for p in _daily_files(brain, session, tz)):
             result.skipped = True
             return result
         tail = f"{DAILY_DIR}/{day}.md § {time} | {topic}"
@@ -426,8 +452,10 @@ def distill(
     format: str | None = None,  # noqa: A002 - the CLI's --format
     model_id: str | None = None,
     region: str | None = None,
+    min_new_turns: int = 1,
 ) -> list[DistillResult]:
-    """Distil every session of a transcript file (or one indexed session by id).
+    """Distil every session of a transcript file (or one indexed session by id): the turns no
+    earlier distillation covered.
 
     Args:
         source: A transcript file, or a session id the brain's home has indexed.
@@ -439,6 +467,8 @@ def distill(
         format: Force the transcript format instead of auto-detection.
         model_id: Bedrock model id.
         region: Bedrock region.
+        min_new_turns: Skip a session with fewer new turns than this (a flush while the
+            session goes on waits for enough to say something).
 
     Returns:
         One result per session, in file order.
@@ -456,4 +486,4 @@ def distill(
     by_id = not Path(source).expanduser().exists()
     sessions = load_sessions(path, session_id=session_id or (str(source) if by_id else None), format=format)
     eng = make_engine(engine, model_id=model_id, region=region)
-    return [distill_session(s, brain, eng, promote=promote, tz=tz) for s in sessions]
+    return [distill_session(s, brain, eng, promote=promote, tz=tz, min_new_turns=min_new_turns) for s in sessions]

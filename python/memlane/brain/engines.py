@@ -28,7 +28,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from memlane.brain.document import Entry
@@ -61,6 +61,8 @@ class Session:
         title: Title or summary line, if recorded.
         turns: Turn dicts: ``role``, ``text``, ``timestamp`` (ms), ``files``, ``tools``…
         parent_id: The parent session of a subagent.
+        turn_base: The session's number of ``turns[0]`` (a part of a session distilled after
+            its first turns were: :meth:`after`).
     """
 
     id: str
@@ -70,6 +72,11 @@ class Session:
     title: str | None
     turns: list[dict[str, Any]]
     parent_id: str | None = None
+    turn_base: int = 0
+
+    def after(self, done: int) -> Session:
+        """The session from its turn number ``done`` on (turns numbered as in the whole session)."""
+        return replace(self, turns=self.turns[done - self.turn_base :], turn_base=done)
 
     @property
     def started_ms(self) -> int | None:
