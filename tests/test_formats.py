@@ -68,8 +68,8 @@ def test_every_format_folder_is_indexed_and_searchable(tmp_path, capsys, shared_
 
 
 def test_a_slack_export_zip_is_indexed_as_downloaded(tmp_path, capsys, shared_data):
-    """Exports arrive as ZIPs: memlane reads the transcript members in place, and drops what
-    the archive held when it is deleted."""
+    """Exports arrive as ZIPs: memlane reads the transcript members in place, and keeps what
+    the archive held when it is deleted, until `forget --missing`."""
     import zipfile
 
     slack = (shared_data / "transcripts" / "slack-export").resolve()
@@ -88,5 +88,7 @@ def test_a_slack_export_zip_is_indexed_as_downloaded(tmp_path, capsys, shared_da
     assert hits[0]["session_id"] == "enrique/2016-01-15"
 
     archive.unlink()
-    run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")
+    assert run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")["files_gone"] == 1
+    assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none")[0]["path"] == str(archive)
+    run(capsys, "--home", str(home), "--json", "forget", "--missing")
     assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none") == []

@@ -204,7 +204,10 @@ def test_stop_hook_returns_before_the_worker_indexes(env: dict[str, str], tmp_pa
         os.close(fd)
     r = memlane_cli(env, "hook", "drain", "--home", str(home), "--json")
     assert json.loads(r.stdout)["indexed"] == [str(src)]
-    assert not pending(home) and memlane.open(home, embedder="none").status()["chunks"] == 1
+    # The transcript's chunk, and the daily note the pre-compact flush distilled from it.
+    mem = memlane.open(home, embedder="none")
+    assert not pending(home) and mem.status()["chunks"] == 2
+    assert {h.source for h in mem.search("kafka retention orders topic")} == {"transcript", "knowledge"}
 
 
 def test_drain_resumes_a_crashed_workers_entries_and_drops_vanished_files(env: dict[str, str], tmp_path: Path) -> None:

@@ -86,7 +86,10 @@ def test_install_codex_writes_hooks_mcp_and_notify(env: dict[str, str], tmp_path
     r = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--no-backfill")
     assert tomllib.loads((codex / "config.toml").read_text())["notify"] == ["notify-send", "codex"]
     assert "already has notify" in r.stdout
-    assert memlane_cli(env, "install-hooks", "codex", "--distill", "extractive").returncode == 2
+    # Codex has no session-end: its per-turn Stop hook distils (every twenty turns), as asked.
+    assert memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--distill", "off", "--no-backfill").returncode == 0
+    stop = json.loads((codex / "hooks.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert stop.endswith("--distill off")
 
 
 def doctor(env: dict[str, str], home: Path) -> tuple[int, dict[str, dict]]:

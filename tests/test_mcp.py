@@ -51,7 +51,7 @@ def test_tools_listed_with_tight_schemas(home: Path) -> None:
             return (await client.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
-    assert sorted(tools) == ["get", "recall", "remember", "status", "supersede"]
+    assert sorted(tools) == ["get", "recall", "remember", "status", "supersede", "tasks"]
     assert tools["recall"].input_schema["required"] == ["query"]
     assert tools["remember"].input_schema["properties"]["section"]["enum"] == ["KD", "LL", "OT", "COE", "RC", "CR", "CP", "FA"]
     assert tools["recall"].annotations.read_only_hint is True

@@ -81,7 +81,7 @@ def test_admin_reads_every_project_and_writes_anything(world: dict[str, Path]) -
             ])  # fmt: skip
 
     names, [every, beta, kd02, user, status] = asyncio.run(go())
-    assert names == ["get", "recall", "remember", "status", "supersede"]
+    assert names == ["get", "recall", "remember", "status", "supersede", "tasks"]
     assert ALPHA_ANSWER in every[1] and BETA_ANSWER in every[1]
     assert BETA_ANSWER in beta[1] and ALPHA_ANSWER not in beta[1]
     assert not kd02[0] and "five years" in kd02[1]
@@ -138,7 +138,7 @@ def test_a_skill_agent_receives_its_projects_context_and_writes_nothing(world: d
             ])  # fmt: skip
 
     names, [recall, remember, status] = asyncio.run(go())
-    assert names == ["get", "recall", "status"]  # no write tool is offered at all
+    assert names == ["get", "recall", "status", "tasks"]  # no write tool is offered at all
     assert BETA_ANSWER in recall[1] and ALPHA_ANSWER not in recall[1]
     assert remember[0] and "remember" in remember[1]
     assert "agent: skill:review" in status[1] and "writes nothing" in status[1]

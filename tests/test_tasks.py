@@ -138,3 +138,19 @@ def test_export_writes_the_designs_schema_and_open_threads_are_listed(tmp_path: 
     assert {"id", "priority", "status", "description", "acceptance_criteria", "created", "completed", "blocked_by"} <= set(task)
     assert (task["description"], task["priority"], task["status"], task["completed"]) == ("Ship 2.0", "medium", "pending", None)
     assert task["id"] == tasks.task_id(str(app), "ship 2.0")
+
+
+def test_the_mcp_tasks_tool_lists_the_sessions_project_and_a_project_agent_its_own(tmp_path: Path) -> None:
+    from memlane.agents.mcp import MemoryTools
+    from memlane.agents.roles import Role
+
+    home, app, web = tmp_path / "home", repo(tmp_path, "app"), repo(tmp_path, "web")
+    write_jsonl(tmp_path / "s1.jsonl", claude_session("s1", app, [[todo("Ship 2.0", "pending")]]))
+    write_jsonl(tmp_path / "w1.jsonl", claude_session("w1", web, [[todo("Fix the login page", "in_progress")]]))
+    assert run(home, "index", str(tmp_path / "s1.jsonl"), str(tmp_path / "w1.jsonl"), "--embed", "none") == 0
+    here = MemoryTools(home, embedder="none", cwd=str(app)).tasks()
+    assert "Ship 2.0" in here and "Fix the login page" not in here
+    assert "Fix the login page" in MemoryTools(home, embedder="none", cwd=str(app)).tasks("web")
+    agent = MemoryTools(home, embedder="none", role=Role.parse("project:app"), cwd=str(app))
+    with pytest.raises(PermissionError):
+        agent.tasks("web")

@@ -44,9 +44,7 @@ def _cmd_install_hooks(args: argparse.Namespace) -> int:
         report = install_claude_code(args.settings, home=args.home, claude_json=claude_json, embed=args.embed, distill=args.distill)
         transcripts = claude_dir() / "projects"
     else:
-        if args.distill:
-            raise ValueError("--distill needs a session-end event, which Codex does not have: run `memlane distill` on its sessions")
-        report = install_codex(args.codex_home, home=args.home, mcp=not args.no_mcp, notify=args.notify, embed=args.embed)
+        report = install_codex(args.codex_home, home=args.home, mcp=not args.no_mcp, notify=args.notify, embed=args.embed, distill=args.distill)
         transcripts = (Path(args.codex_home).expanduser() if args.codex_home else codex_dir()) / "sessions"
     if not args.no_backfill and queue_backfill(args.home, transcripts, client=args.client, embed=args.embed):
         report.notes.append(f"indexing {transcripts} in the background (resumable; `memlane doctor` shows the queue)")
@@ -94,7 +92,8 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("install-hooks", parents=[*parents, where], help="wire memlane into Claude Code or Codex (idempotent, backs files up)")
     p.add_argument("client", choices=["claude-code", "codex"])
     p.add_argument("--embed", default="local", help="embedder the background indexer uses: local (default), bedrock…, none")
-    p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil each Claude Code session into MEMORY.md when it ends")
+    p.add_argument("--distill", choices=["extractive", "bedrock", "off"],
+                   help="how the hooks distil sessions into DailyActivity and MEMORY.md (default: extractive, offline; off turns it off)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
     p.add_argument("--notify", action="store_true", help="Codex: also set notify = [memlane …] (for Codex versions without hooks)")
     p.add_argument("--no-backfill", action="store_true", help="do not index the client's existing transcripts in the background")

@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from memlane.agents.roles import Role
+from memlane.events import EventLog
 
 CLIENTS = {
     "claude-code": ("session-start", "user-prompt-submit", "stop", "session-end", "pre-compact"),
@@ -105,6 +106,21 @@ _PROMPTED_DIR = "prompted"
 _MAX_PROMPTED = 1000
 _MAX_ATTEMPTS = 3
 _MAX_LOG_BYTES = 1 << 20
+_CARRIED_CHARS = 1500
+"""Characters at most of the "open from last time" tasks a session starts with (about ten)."""
+DISTILL_ENV = "MEMLANE_DISTILL"
+"""Distillation engine of the session hooks: ``extractive`` (the default, offline), ``bedrock``, or ``off``."""
+_DISTILLING = {("claude-code", "session-end"): 1, ("claude-code", "pre-compact"): 1, ("codex", "stop"): 20, ("codex", "notify"): 20}
+
+
+def distill_min_turns(client: str, event: str) -> int | None:
+    """The fewest new turns worth distilling at ``event`` (None: the event does not distil).
+
+    A session that ends, or is about to lose its context to compaction, is distilled however
+    little is new (the turns no distillation covered yet); Codex has no session-end, so its
+    per-turn events distil once twenty turns have gathered.
+    """
+    return _DISTILLING.get((client, event))
 DEFAULT_MAX_TOKENS = 4000
 """Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
 DEFAULT_MAX_CHARS = 9500
@@ -280,6 +296,7 @@ def session_start(
 def _session_start(home: str | os.PathLike[str], payload: dict[str, Any], reply: _Reply, *, max_tokens: int, max_chars: int,
                    role: Role | None) -> None:
     from memlane import _check
+    from memlane.brain.tasks import carried_block
     from memlane.errors import CorruptIndexError
     from memlane.recall import DAMAGED_INDEX, focus_query, session_snapshot
 
@@ -292,6 +309,10 @@ def _session_start(home: str | os.PathLike[str], payload: dict[str, Any], reply:
         if snapshot:
             reply.add(snapshot)  # ready before the recall starts: what a deadline leaves the agent
         room = max_chars - len(snapshot) - 2
+        # The project's open work from its last sessions, before the recall and within its room.
+        if project and (carried := carried_block(home, project, min(room, _CARRIED_CHARS))):
+            reply.add(carried)
+            room -= len(carried) + 2
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
         try:
             # The snapshot carries the brain; the recall adds library and transcripts only.
@@ -451,6 +472,7 @@ def queue_entry(
     entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
              "vectors": not (client == "claude-code" and event == "stop") or bool(earlier.get("vectors")),
              "distill": distill or earlier.get("distill"),
+             "distill_min_turns": min(distill_min_turns(client, event) or 1 if distill else 1_000_000, int(earlier.get("distill_min_turns", 1_000_000))),
              "queued_at": earlier.get("queued_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
     _write_entry(target, entry)
     return target
@@ -599,10 +621,18 @@ def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
         from memlane.brain import Brain, default_brain_dir
         from memlane.brain.distill import distill
 
-        results = distill(path, brain=Brain(default_brain_dir(home), home=home), engine=entry["distill"])
+        brain = Brain(default_brain_dir(home), home=home)
+        results = distill(path, brain=brain, engine=entry["distill"], min_new_turns=int(entry.get("distill_min_turns", 1)))
+        written = [r for r in results if not r.skipped]
         report.distilled.append(path)
-        added = [k for res in results for k in res.added]
-        _log(_queue(home), f"distilled {path}: {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+        added = [k for res in written for k in res.added]
+        _log(_queue(home), f"distilled {path}: {len(written)} of {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+        if written:
+            # What distillation wrote is searchable when the worker ends, not at the next manual index.
+            with memlane.open(home, embedder=embed) as mem:
+                mem.index(sorted({r.daily for r in written if r.daily}), embed=embed != "none")
+            if entry.get("event") != "session-end":
+                brain.log("memory:flush", path=path, event=entry.get("event"), sessions=[r.session_id for r in written], added=len(added))
         # A new daily may complete a week or wake dreaming: the jobs run detached, never in the hook.
         from memlane.timeline.schedule import run_due
 
@@ -661,7 +691,9 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
         p.add_argument("--deadline", type=_seconds, metavar="SECONDS",
                        help=f"answer with what is ready after this long (default ${DEADLINE_ENV}, else {DEFAULT_DEADLINE_S:g})")
         p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
-        p.add_argument("--distill", choices=["extractive", "bedrock"], help="distil the session into MEMORY.md when it ends")
+        p.add_argument("--distill", choices=["extractive", "bedrock", "off"], default=os.environ.get(DISTILL_ENV) or "extractive",
+                       help=f"distil sessions into DailyActivity and MEMORY.md when they end, before a compaction and every 20 Codex turns: "
+                            f"extractive (default, offline), bedrock, or off (${DISTILL_ENV})")
         p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
     p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
 
@@ -751,7 +783,9 @@ def _handle(args: argparse.Namespace, stdin: Any, reply: _Reply) -> None:
         _user_prompt_submit(home, payload, reply, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     else:
         # A skill agent writes nothing to the brain: its transcript is indexed, never distilled.
-        distill = args.distill if event == "session-end" and role.can_write else None
+        distill = args.distill if distill_min_turns(args.client, event) and role.can_write and args.distill != "off" else None
+        if event == "pre-compact":  # the client is about to compact the session's context
+            EventLog(home).append("memory:compact", session_id=_field(payload, "session_id"), trigger=_field(payload, "trigger") or None)
         if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
             spawn_worker(home)
 

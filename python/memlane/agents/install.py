@@ -4,14 +4,15 @@ Claude Code (``~/.claude/settings.json``, or ``$CLAUDE_CONFIG_DIR/settings.json`
 
 - ``SessionStart`` → ``memlane hook claude-code session-start`` (snapshot + pre-session recall);
 - ``UserPromptSubmit`` → recall on the first prompt of a session;
-- ``Stop``, ``PreCompact``, ``SessionEnd`` → queue the transcript for the detached indexer
-  (``SessionEnd`` also distils it when ``--distill`` is given);
+- ``Stop``, ``PreCompact``, ``SessionEnd`` → queue the transcript for the detached indexer;
+  ``PreCompact`` and ``SessionEnd`` also distil what no distillation covered yet (``--distill
+  off`` turns that off);
 - the MCP server, user scope, in ``~/.claude.json`` (``mcpServers.memlane``), the file
   ``claude mcp add --scope user`` writes.
 
 Codex (``~/.codex`` or ``$CODEX_HOME``): the same ``SessionStart``, ``UserPromptSubmit`` and
 ``Stop`` hooks in ``hooks.json`` (Codex has no session-end or pre-compact event that carries a
-transcript, so its sessions are indexed turn by turn and distilled by hand), the MCP server as
+transcript, so its sessions are indexed turn by turn and distilled every twenty turns), the MCP server as
 ``[mcp_servers.memlane]`` in ``config.toml``, and with ``--notify`` the legacy
 ``notify = [...]`` program for Codex versions without hooks (which can only index: ``notify``
 cannot inject context, so those versions reach memory through the MCP server alone).
@@ -181,12 +182,14 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
 
 
 def _wanted(table: tuple[tuple[str, str, str | None, int], ...], client: str, memlane: list[str], home: str, embed: str, distill: str | None) -> dict[str, list[dict[str, Any]]]:
+    from memlane.agents.hooks import distill_min_turns
+
     wanted: dict[str, list[dict[str, Any]]] = {}
     for name, event, matcher, timeout in table:
         args = ["hook", client, event, "--home", home]
         if event not in ("session-start", "user-prompt-submit") and embed != "local":
             args += ["--embed", embed]
-        if event == "session-end" and distill:
+        if distill and distill_min_turns(client, event) is not None:
             args += ["--distill", distill]
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": _command(memlane, *args), "timeout": timeout}]
@@ -216,7 +219,8 @@ def install_claude_code(
         claude_json: Where to register the MCP server: ``True`` for :func:`claude_json_path`,
             a path, or ``None``/``False`` to skip it.
         embed: Embedder the indexing worker uses (``local``, ``bedrock…``, ``none``).
-        distill: Distil each session when it ends: ``extractive`` or ``bedrock`` (default off).
+        distill: The session hooks' distillation: ``extractive``, ``bedrock`` or ``off`` (default:
+            the hooks' own, ``$MEMLANE_DISTILL`` else ``extractive``).
 
     Raises:
         ValueError: A settings file is not valid JSON (nothing is written).
@@ -228,7 +232,7 @@ def install_claude_code(
     data = merge_hooks(_read_json(path), _wanted(CLAUDE_HOOKS, "claude-code", exe, home_s, embed, distill))
     days = data.get("cleanupPeriodDays", CLAUDE_DEFAULT_CLEANUP_DAYS)
     if isinstance(days, (int, float)) and days < 7:
-        report.notes.append(f"cleanupPeriodDays is {days}: Claude Code deletes transcripts that old; memlane indexes them at each Stop, but consider raising it")
+        report.notes.append(f"cleanupPeriodDays is {days}: Claude Code deletes transcripts that old; memlane indexes each at every Stop and keeps a copy, so what it indexed stays")
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, _dump(data), report)
     if claude_json:
@@ -257,8 +261,11 @@ def install_codex(
     mcp: bool = True,
     notify: bool = False,
     embed: str = "local",
+    distill: str | None = None,
 ) -> InstallReport:
     """Write memlane's hooks into Codex's ``hooks.json`` and its MCP server (and ``notify``) into ``config.toml``.
+
+    ``distill`` is as :func:`install_claude_code`'s (Codex distils every twenty turns).
 
     Raises:
         ValueError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
@@ -274,7 +281,7 @@ def install_codex(
         config = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
-    data = merge_hooks(_read_json(hooks_path), _wanted(CODEX_HOOKS, "codex", exe, home_s, embed, None))
+    data = merge_hooks(_read_json(hooks_path), _wanted(CODEX_HOOKS, "codex", exe, home_s, embed, distill))
     root.mkdir(parents=True, exist_ok=True)
     _write(hooks_path, _dump(data), report)
 
@@ -288,7 +295,7 @@ def install_codex(
     if notify:
         # Codex appends the payload as the last argument: options go before the event, so
         # argparse reads the event and the payload as one run of positionals.
-        opts = ["--embed", embed] if embed != "local" else []
+        opts = (["--embed", embed] if embed != "local" else []) + (["--distill", distill] if distill else [])
         line = f"notify = {_toml_array([*exe, 'hook', '--home', home_s, 'codex', *opts, 'notify'])}\n"
         current = config.get("notify")
         if current is None:
@@ -406,8 +413,8 @@ def _retention(home: Path, settings: dict[str, Any], projects: Path, now: float)
     if unindexed:
         return Check("transcript retention", "warning",
                      f"{unindexed} transcript(s) not indexed yet, none near the {days}-day cleanup: the hooks queue them; `memlane index` catches up at once")
-    level = "warning" if days < 7 else "ok"
-    return Check("transcript retention", level, f"no transcript waits to be indexed; Claude Code keeps them {days} days (cleanupPeriodDays)")
+    return Check("transcript retention", "ok", f"no transcript waits to be indexed; Claude Code deletes them after {days} days (cleanupPeriodDays), "
+                 "memlane keeps what it indexed (`memlane forget --missing` lets them go)")
 
 
 def _check_queue(home: Path, now: float) -> Check:

@@ -105,6 +105,7 @@ class MemoryTools:
         self.mem = memlane.connect(remote) if remote else memlane.open(home, embedder=embedder)
         self.role = role or Role()
         self.reads = self.role.reads(cwd)
+        self.cwd = cwd
 
     def _readable(self, project: str | None) -> str | None:
         """The project a read covers: the role's, or what the agent asked within it."""
@@ -188,6 +189,21 @@ class MemoryTools:
             raise KeyError(f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects")
         return secrets.mask(_render_hit(hit))
 
+    def tasks(self, project: str | None = None) -> str:
+        """The open items of the agents' own plans in ``project`` (default: the session's, as
+        its working directory tells), then the brain's open threads there."""
+        from memlane import _core
+        from memlane.brain import tasks
+        from memlane.brain.scopes import in_project
+
+        key = self._readable(project) or project or (_core.project_of(self.cwd) if self.cwd else None)
+        found = tasks.open_tasks(self.mem.home, key)
+        lines = [f"- [{t.status}] {t.description} (session {t.session_id}, {t.updated[:10]}, {Path(t.project).name})" for t in found]
+        threads = [e for e in self.brain.entries() if e.prefix == "OT" and e.active and not e.resolved and (key is None or in_project(e, [key]))]
+        lines += [f"- [open thread {e.key}] {e.text}" for e in threads]
+        where = f" in {Path(key).name}" if key else ""
+        return "\n".join(lines) if lines else f"No open tasks{where}."
+
     def status(self) -> str:
         """Counts of the index and the brain, in a few lines."""
         s = self.mem.status()
@@ -268,6 +284,12 @@ def build_server(
         def get(id: str) -> str:  # noqa: A002 - the argument name the agent sees
             """Full text and provenance of one item by the id recall printed (hex chunk id or entry key like KD07)."""
             return tools.get(id)
+
+        @server.tool(annotations=read_only, structured_output=False)
+        @_user_errors
+        def tasks(project: str | None = None) -> str:
+            """Open work carried across sessions: items of the agents' own plans (TodoWrite, update_plan) not done yet, and open threads. project: a repository (name or path); default this session's."""
+            return tools.tasks(project)
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
