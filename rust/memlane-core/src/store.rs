@@ -1065,8 +1065,16 @@ impl Store {
             disk_bytes: dir_size(&self.home),
             sessions: manifest.files.values().map(|f| f.sessions as u64).sum(),
             records_projects: self.lexical.records_projects(),
-            sources_gone: manifest.files.values().filter(|f| f.gone_since.is_some()).count() as u64,
-            archived_bytes: manifest.files.values().map(|f| archive::archived_len(&f.archive)).sum(),
+            sources_gone: manifest
+                .files
+                .values()
+                .filter(|f| f.gone_since.is_some())
+                .count() as u64,
+            archived_bytes: manifest
+                .files
+                .values()
+                .map(|f| archive::archived_len(&f.archive))
+                .sum(),
             archive_disk_bytes: Archive::of(&self.home).disk_bytes(),
         })
     }
@@ -1250,7 +1258,11 @@ impl Writer {
                     if entry.gone_since.take().is_some() {
                         self.manifest_dirty = true; // back where it was
                     }
-                    if unchanged && entry.archive.is_empty() && entry.is_transcript() && !self.manifest.forgotten.names_file(&key) {
+                    if unchanged
+                        && entry.archive.is_empty()
+                        && entry.is_transcript()
+                        && !self.manifest.forgotten.names_file(&key)
+                    {
                         unarchived.push(key.clone()); // indexed before the home kept copies
                     }
                 }
@@ -1352,7 +1364,10 @@ impl Writer {
             .par_iter()
             .map(|path| {
                 let complete = self.manifest.files[path].complete_bytes;
-                (path.clone(), archive.extend(Path::new(path), &[], false, complete))
+                (
+                    path.clone(),
+                    archive.extend(Path::new(path), &[], false, complete),
+                )
             })
             .collect();
         for (path, segments) in done {
@@ -1370,7 +1385,9 @@ impl Writer {
     fn archive(&self) -> Archive {
         let home = &self.store.home;
         match home.parent() {
-            Some(parent) if home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) => Archive::of(parent),
+            Some(parent) if home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) => {
+                Archive::of(parent)
+            }
             _ => Archive::of(home),
         }
     }
@@ -1811,7 +1828,12 @@ impl Writer {
         if self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) {
             return;
         }
-        let keep: HashSet<&str> = self.manifest.files.values().flat_map(|e| e.archive.iter().map(|s| s.hash.as_str())).collect();
+        let keep: HashSet<&str> = self
+            .manifest
+            .files
+            .values()
+            .flat_map(|e| e.archive.iter().map(|s| s.hash.as_str()))
+            .collect();
         let _ = self.archive().sweep(&keep);
     }
 
@@ -1954,8 +1976,15 @@ impl ParsedSource {
     /// Archive what this read parsed (a transcript's complete lines): what was appended when
     /// it resumed on the archived copy, else the file anew. `None` for a note or a file that
     /// gave no conversation.
-    fn archive(&self, archive: &Archive, path: &Path, entry: Option<&FileEntry>) -> Option<Result<Vec<Segment>>> {
-        let transcript = self.parsed.note.is_none() && self.parsed.format.is_some() && !self.parsed.sessions.is_empty();
+    fn archive(
+        &self,
+        archive: &Archive,
+        path: &Path,
+        entry: Option<&FileEntry>,
+    ) -> Option<Result<Vec<Segment>>> {
+        let transcript = self.parsed.note.is_none()
+            && self.parsed.format.is_some()
+            && !self.parsed.sessions.is_empty();
         if !transcript {
             return None;
         }
@@ -2001,12 +2030,23 @@ impl ParsedSource {
             Error::Io(io) => unreadable(&io),
             other => unreadable(&other),
         })?;
-        Ok(Self::whole(parsed, path, budget, meta.len(), mtime_ns(&meta)))
+        Ok(Self::whole(
+            parsed,
+            path,
+            budget,
+            meta.len(),
+            mtime_ns(&meta),
+        ))
     }
 
     /// The home's archived copy of transcript `path` (gone, or to be re-read without it),
     /// read as [`ParsedSource::read`] reads the file; `None` when it cannot be read back.
-    fn from_archive(archive: &Archive, path: &Path, budget: usize, entry: &FileEntry) -> Option<ParsedSource> {
+    fn from_archive(
+        archive: &Archive,
+        path: &Path,
+        budget: usize,
+        entry: &FileEntry,
+    ) -> Option<ParsedSource> {
         let bytes = archive.read(&entry.archive).ok()?;
         let format = entry.format.as_deref().and_then(Format::from_name);
         let parsed = parse::parse_read(&bytes, path, format).ok()?;
@@ -2016,7 +2056,13 @@ impl ParsedSource {
     }
 
     /// A file parsed whole, chunked.
-    fn whole(mut parsed: ParsedFile, path: &Path, budget: usize, size: u64, mtime_ns: u64) -> ParsedSource {
+    fn whole(
+        mut parsed: ParsedFile,
+        path: &Path,
+        budget: usize,
+        size: u64,
+        mtime_ns: u64,
+    ) -> ParsedSource {
         let hash = parsed.content_hash.clone().unwrap_or_default();
         let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
         let next = ResumeState::of(&mut parsed, 0, budget);

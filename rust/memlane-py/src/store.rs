@@ -656,7 +656,12 @@ impl PyWriter {
 
     /// Index from the home's kept copies the transcripts a rebuild cannot read; returns
     /// the paths restored.
-    fn restore_archived(&self, py: Python<'_>, old: &PyStore, paths: Vec<String>) -> PyResult<Vec<String>> {
+    fn restore_archived(
+        &self,
+        py: Python<'_>,
+        old: &PyStore,
+        paths: Vec<String>,
+    ) -> PyResult<Vec<String>> {
         let old = old.inner.clone();
         self.with(py, |w| w.restore_archived(&old, &paths))
     }

@@ -558,14 +558,29 @@ mod tests {
         ]});
         let items = plan_items("TodoWrite", &todo).unwrap();
         assert_eq!(items.len(), 2);
-        assert_eq!((items[0].text.as_str(), items[0].status.as_str()), ("Add retry", "in_progress"));
+        assert_eq!(
+            (items[0].text.as_str(), items[0].status.as_str()),
+            ("Add retry", "in_progress")
+        );
         assert_eq!(items[0].priority.as_deref(), Some("high"));
-        assert_eq!((items[1].text.as_str(), items[1].status.as_str()), ("Write docs", "pending"));
+        assert_eq!(
+            (items[1].text.as_str(), items[1].status.as_str()),
+            ("Write docs", "pending")
+        );
         let plan = serde_json::json!({"explanation": "x", "plan": [{"step": "Run tests", "status": "completed"}]});
-        assert_eq!(plan_items("update_plan", &plan).unwrap()[0].status, "completed");
+        assert_eq!(
+            plan_items("update_plan", &plan).unwrap()[0].status,
+            "completed"
+        );
         // An empty list is a plan (everything cleared); another tool or a malformed input is none.
-        assert_eq!(plan_items("TodoWrite", &serde_json::json!({"todos": []})), Some(vec![]));
+        assert_eq!(
+            plan_items("TodoWrite", &serde_json::json!({"todos": []})),
+            Some(vec![])
+        );
         assert_eq!(plan_items("Bash", &todo), None);
-        assert_eq!(plan_items("TodoWrite", &serde_json::json!({"todos": "x"})), None);
+        assert_eq!(
+            plan_items("TodoWrite", &serde_json::json!({"todos": "x"})),
+            None
+        );
     }
 }

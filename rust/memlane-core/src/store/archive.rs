@@ -110,7 +110,9 @@ impl Archive {
             let len = usize::try_from(s.len).map_err(|e| corrupt(e.to_string()))?;
             let bytes = zstd::bulk::decompress(&packed, len).map_err(|e| corrupt(e.to_string()))?;
             if bytes.len() != len || blake3::hash(&bytes).to_hex().as_str() != s.hash {
-                return Err(corrupt("the archived copy does not hold what it was".into()));
+                return Err(corrupt(
+                    "the archived copy does not hold what it was".into(),
+                ));
             }
             out.extend_from_slice(&bytes);
         }
@@ -123,7 +125,13 @@ impl Archive {
     ///
     /// # Errors
     /// I/O errors reading the source or writing the archive.
-    pub fn extend(&self, path: &Path, prior: &[Segment], appended: bool, complete: u64) -> Result<Vec<Segment>> {
+    pub fn extend(
+        &self,
+        path: &Path,
+        prior: &[Segment],
+        appended: bool,
+        complete: u64,
+    ) -> Result<Vec<Segment>> {
         let mut file = File::open(path)?;
         let mut head = [0u8; 4];
         let n = file.read(&mut head)?;
@@ -157,7 +165,11 @@ impl Archive {
         let mut removed = 0;
         for shard in read_dir(&self.dir)? {
             for file in read_dir(&shard)? {
-                let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                let name = file
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
                 let hash = name.strip_suffix(".zst").unwrap_or(&name);
                 if !keep.contains(hash) && std::fs::remove_file(&file).is_ok() {
                     removed += 1;
@@ -170,8 +182,14 @@ impl Archive {
     /// Bytes the archive takes on disk.
     #[must_use]
     pub fn disk_bytes(&self) -> u64 {
-        let files = read_dir(&self.dir).unwrap_or_default().into_iter().flat_map(|d| read_dir(&d).unwrap_or_default());
-        files.filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum()
+        let files = read_dir(&self.dir)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|d| read_dir(&d).unwrap_or_default());
+        files
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum()
     }
 }
 
@@ -199,8 +217,16 @@ mod tests {
         for i in 0..=MAX_SEGMENTS {
             let line = format!("{{\"turn\": {i}, \"text\": \"hello\"}}\n");
             all.extend_from_slice(line.as_bytes());
-            std::fs::OpenOptions::new().create(true).append(true).open(&src).unwrap().write_all(line.as_bytes()).unwrap();
-            segments = archive.extend(&src, &segments, true, all.len() as u64).unwrap();
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&src)
+                .unwrap()
+                .write_all(line.as_bytes())
+                .unwrap();
+            segments = archive
+                .extend(&src, &segments, true, all.len() as u64)
+                .unwrap();
             assert_eq!(archive.read(&segments).unwrap(), all);
         }
         // The ninth append merged the file into one segment; the sweep takes the small ones.
@@ -219,7 +245,11 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let archive = Archive::of(home.path());
         let seg = archive.put(b"some transcript bytes\n").unwrap();
-        std::fs::write(archive.path_of(&seg.hash), zstd::bulk::compress(b"other bytes here!!!!!\n", 3).unwrap()).unwrap();
+        std::fs::write(
+            archive.path_of(&seg.hash),
+            zstd::bulk::compress(b"other bytes here!!!!!\n", 3).unwrap(),
+        )
+        .unwrap();
         assert!(matches!(archive.read(&[seg]), Err(Error::Corrupt { .. })));
     }
 }

@@ -426,7 +426,9 @@ impl Writer {
             let Some(entry) = manifest.files.get(path).filter(|e| !e.archive.is_empty()) else {
                 continue;
             };
-            let Some(source) = ParsedSource::from_archive(&archive, Path::new(path), self.budget, entry) else {
+            let Some(source) =
+                ParsedSource::from_archive(&archive, Path::new(path), self.budget, entry)
+            else {
                 continue;
             };
             self.add_source(&mut batch, Path::new(path), Ok(source))?;
@@ -435,7 +437,13 @@ impl Writer {
             }
             restored.push(path.clone());
         }
-        self.mark_gone(&restored.iter().filter(|p| !Path::new(p).exists()).cloned().collect::<Vec<_>>());
+        self.mark_gone(
+            &restored
+                .iter()
+                .filter(|p| !Path::new(p).exists())
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         self.report.merge(&batch);
         Ok(restored)
     }
