@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import secrets
 from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
+from memlane.events import EVENTS_NAME
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
 from memlane.timeline.engines import Engine, Source, _sentences, dropped_for_details, make_engine
@@ -86,9 +88,26 @@ class DreamReport:
 
 
 def _search_signals(home: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """Search events after byte ``offset`` of the events log, and the new offset."""
-    path = home / "events.jsonl"
+    """Search events after byte ``offset`` of the events log, and the new offset. When the log
+    rotated since (it is shorter than ``offset``), the rest of the rotated file comes first,
+    then the new one from its start."""
+    path = home / EVENTS_NAME
     try:
+        size = path.stat().st_size
+    except OSError:
+        return [], offset
+    if size < offset:
+        older, _ = _searches_from(path.with_name(f"{path.name}.1"), offset)
+        newer, end = _searches_from(path, 0)
+        return older + newer, end
+    return _searches_from(path, offset)
+
+
+def _searches_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The search events of ``path`` after byte ``offset``, and the offset after its last whole line."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would wait for a writer
+            return [], offset
         with path.open("rb") as f:
             f.seek(offset)
             data = f.read()
