@@ -266,6 +266,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     _secrets_at_terminal(args)
     _require_home(args)
     mem = _open(args, args.embed)
+    if args.type:
+        return _search_items(args, mem)
     hits = mem.search(
         args.query,
         k=args.k,
@@ -295,6 +297,19 @@ def _cmd_search(args: argparse.Namespace) -> int:
     snippets = mem.snippets(args.query, hits)
     text = "\n".join(_format_hit(i, h, s) for i, (h, s) in enumerate(zip(hits, snippets), 1)) or "nothing relevant in memory for this query"
     _emit_masked(args, [h.to_dict() for h in hits], text)
+    return 0
+
+
+def _search_items(args: argparse.Namespace, mem: Any) -> int:
+    """``search --type``: typed, cited items (decisions, entities, claims, tasks, notes)."""
+    from memlane import secrets
+
+    if args.remote or args.index:
+        raise ValueError("--type reads the home's brain and tasks: use it with --home, not a served or sharded index")
+    found = mem.items(args.query, types=args.type, project=args.project, k=args.k)
+    lines = [f"[{n}] {i.type} {i.id}: {secrets.mask(i.text).splitlines()[0] if i.text else ''}\n    cited: {i.citation}"
+             + (f" · confidence {i.confidence}" if i.confidence else "") for n, i in enumerate(found, 1)]
+    emit(args, secrets.mask_json([i.to_dict() for i in found]), "\n".join(lines) or f"no {' or '.join(args.type)} in memory for this query")
     return 0
 
 
@@ -753,6 +768,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
     p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
     p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
+    p.add_argument("--type", action="append", metavar="TYPE",
+                   help="typed, cited items instead of hits: decision, entity, claim, task or note (repeatable)")
     scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)

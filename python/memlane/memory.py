@@ -641,6 +641,28 @@ class Memory:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def items(self, query: str | None = None, *, types: Sequence[str] | None = None, project: str | None = None, k: int = 10) -> list[Any]:
+        """Typed, cited items (:mod:`memlane.brain.items`): decisions, entities, claims and tasks
+        from the brain and the agents' plans, and notes from the knowledge library (with a
+        query: a search of its sections). Best match first; ``project`` as :meth:`search` takes it.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").items("billing", types=["decision"])
+            []
+        """
+        from memlane.brain import Brain, default_brain_dir
+        from memlane.brain.items import TYPES, Item, brain_items, check_types
+
+        wanted = check_types(types or TYPES)
+        found = brain_items(Brain(default_brain_dir(self.home), home=self.home), self.home, types=wanted, query=query, project=project, k=k)
+        if "note" in wanted and query:
+            for h in self.search(query, k, sources=["knowledge"], project=project):
+                cited = f"{h.path} § {h.heading}" if h.heading else h.path
+                found.append(Item(h.id, "note", h.text, cited, h.project or None, None, h.timestamp, h.relevance))
+            found.sort(key=lambda i: -(i.score or 0.0))
+        return found[:k]
+
     def search(
         self,
         query: str,

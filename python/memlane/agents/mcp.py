@@ -56,6 +56,7 @@ _BRAIN_KEY = re.compile(r"^[A-Za-z]{2,4}\d+$")
 Section = Literal["KD", "LL", "OT", "COE", "RC", "CR", "CP", "FA"]
 MemoryType = Literal["user", "feedback", "project", "reference"]
 Scope = Literal["private", "team"]
+ItemType = Literal["decision", "entity", "claim", "task", "note"]
 _F = TypeVar("_F", bound=Callable[..., str])
 
 
@@ -135,8 +136,18 @@ class MemoryTools:
 
         return Brain(default_brain_dir(self.mem.home), home=self.mem.home)
 
-    def recall(self, query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None) -> str:
-        """The recall block for ``query``, followed by the items' ids for :meth:`get`."""
+    def recall(self, query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None,
+               types: list[str] | None = None) -> str:
+        """The recall block for ``query``, followed by the items' ids for :meth:`get`; with
+        ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`)."""
+        if types:
+            if self.remote:
+                raise ValueError("types are read from the home's brain and tasks, which a served index does not have")
+            from memlane import secrets
+
+            found = self.mem.items(query, types=types, project=self._readable(project))
+            lines = [f"- {i.type} {i.id}: {i.text.splitlines()[0] if i.text else ''} (cited: {i.citation})" for i in found]
+            return secrets.mask("\n".join(lines)) if lines else f"No {' or '.join(types)} in memory for this query."
         result = self.mem.recall(query, max_tokens=max_tokens, project=self._readable(project), branch=branch)
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
@@ -256,9 +267,10 @@ def build_server(
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
-    def recall(query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None) -> str:
-        """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant. project/branch: only that repository's (name or path) or git branch's memories."""
-        return tools.recall(query, max_tokens, project, branch)
+    def recall(query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None,
+               types: list[ItemType] | None = None) -> str:
+        """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant. project/branch: only that repository's (name or path) or git branch's memories. types: only typed, cited items of these kinds."""
+        return tools.recall(query, max_tokens, project, branch, types)
 
     if tools.role.can_write and not remote:
 

@@ -229,10 +229,10 @@ mod tests {
                 .unwrap();
             assert_eq!(archive.read(&segments).unwrap(), all);
         }
-        // The ninth append merged the file into one segment; the sweep takes the small ones.
+        // The ninth append merged the file into one segment; the sweep takes the nine small ones.
         assert_eq!(segments.len(), 1);
         let keep: HashSet<&str> = segments.iter().map(|s| s.hash.as_str()).collect();
-        assert_eq!(archive.sweep(&keep).unwrap(), MAX_SEGMENTS);
+        assert_eq!(archive.sweep(&keep).unwrap(), MAX_SEGMENTS + 1);
         assert_eq!(archive.read(&segments).unwrap(), all);
         // Bytes after the last complete line are not archived; a rewrite starts anew.
         std::fs::write(&src, b"{\"a\":1}\n{\"partial\"").unwrap();
