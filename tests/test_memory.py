@@ -183,11 +183,13 @@ def test_codex_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
     assert fresh.status()["chunks"] == mem.status()["chunks"] == 41
 
 
-def test_deleted_file_loses_its_chunks(mem, corpus):
+def test_a_deleted_transcript_keeps_its_chunks_until_forgotten(mem, corpus):
     mem.index([corpus])
     (corpus / "cooking.jsonl").unlink()
     report = mem.index([corpus])
-    assert (report.files_removed, report.chunks_removed) == (1, 2)
+    assert (report.files_gone, report.files_removed, report.chunks_removed) == (1, 0, 0)
+    assert any(h.session_id == "cook-1" for h in mem.search("pasta sauce spaghetti", k=5))
+    assert mem.forget_missing()["files"] == [str(corpus / "cooking.jsonl")]
     assert all(h.session_id != "cook-1" for h in mem.search("pasta sauce spaghetti", k=5))
     assert mem.status()["chunks"] == 3
 
@@ -415,8 +417,8 @@ def test_a_hit_found_by_vector_alone_is_the_live_chunk_not_a_deleted_copy(tmp_pa
     moved = tmp_path / "moved"
     moved.mkdir()
     shutil.move(corpus / "deploy.jsonl", moved / "deploy.jsonl")
-    assert mem.index([corpus]).chunks_removed == 3
-    assert mem.index([moved]).chunks_added == 3
+    # The old path is gone (its chunks kept); the same chunks in the new file are filed there.
+    assert (mem.index([corpus]).files_gone, mem.index([moved]).chunks_added) == (1, 0)
     hits = mem.search("zebra quokka marsupial", k=5, threshold=0.0)  # the lookup, not the floor
     assert hits and hits[0].scores["bm25"] is None
     assert "Postgres 16" in hits[0].text

@@ -444,3 +444,17 @@ def test_hook_and_mcp_outputs_are_masked(leaky_home: tuple[Path, Path], monkeypa
     assert "ghp_…PqRs" in text and GITHUB not in text
     chunk = text.rsplit("[1] ", 1)[1].split()[0]
     assert GITHUB not in tools.get(chunk) and GITHUB not in tools.get("KD02")
+
+
+def test_the_events_log_never_keeps_a_secret_a_query_holds(tmp_path: Path) -> None:
+    """Every search logs its query (the brain's keyword search too): masked, at the one door."""
+    from memlane.brain import Brain
+    from memlane.events import EventLog
+
+    key = AWS_ID
+    brain = Brain(tmp_path / "brain", home=tmp_path)
+    brain.search(f"where did {key} leak")
+    memlane.open(tmp_path, embedder="none").search(f"who pasted {key}")
+    logged = (tmp_path / "events.jsonl").read_text()
+    assert [e["type"] for e in EventLog(tmp_path).read()] == ["search", "search"]
+    assert key not in logged and "AKIA…" in logged

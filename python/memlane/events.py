@@ -87,8 +87,10 @@ class EventLog:
         """
         record = {"type": type, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
         record.update(fields)
-        if "query" in record:
-            record["query"] = _bounded(record["query"])
+        if isinstance(record.get("query"), str):
+            from memlane.secrets import mask  # a key searched for by its value stays out of the log
+
+            record["query"] = _bounded(mask(record["query"]))
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             fd = self._open()

@@ -142,13 +142,6 @@ class _CacheOnly:
         raise RuntimeError("a repair makes no embedding call")
 
 
-def _masked(query: str) -> str:
-    """The query as the events log keeps it: a key searched for by its value stays out of it."""
-    from memlane.secrets import mask
-
-    return mask(query)
-
-
 def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
     """Copy the core's counts of an index run into ``report``."""
     for name in ("files_seen", "files_indexed", "files_removed", "files_gone", "chunks_added", "chunks_removed", "bytes_parsed",
@@ -746,7 +739,7 @@ class Memory:
             # The user's own libraries join every project's search: their notes, not transcripts.
             libraries = None if projects is None else [lib["path"] for lib in self.libraries() if lib["global"] and lib["path"] not in projects]
             if projects == [] and not libraries:  # a name no project has: nothing can match
-                self.events.append("search", query=_masked(query), results=0)
+                self.events.append("search", query=query, results=0)
                 return []
         vector = None
         embedder_id = None
@@ -800,7 +793,7 @@ class Memory:
 
             hits = place_evidence(hits, k, fetch=fetch)
         hits = hits[:k]
-        self.events.append("search", query=_masked(query), results=len(hits))
+        self.events.append("search", query=query, results=len(hits))
         return hits
 
     def records_projects(self) -> bool:

@@ -1122,6 +1122,9 @@ pub struct Writer {
     manifest: Manifest,
     /// Keys live in tantivy (committed or added in this run).
     present: HashSet<u64>,
+    /// Chunks of transcripts whose files are gone, taken at the start of an index run: one a
+    /// live file also holds (a moved or copied transcript) is filed under that file again.
+    gone_keys: HashSet<u64>,
     /// How many manifest files reference each key.
     refs: HashMap<u64, u32>,
     /// The writable vector index, loaded only when vectors are added or removed: a no-op
@@ -1199,6 +1202,7 @@ impl Writer {
             projects: Projects::default(),
             detached: false,
             report: IndexReport::default(),
+            gone_keys: HashSet::new(),
         })
     }
 
@@ -1437,6 +1441,13 @@ impl Writer {
                 (path.clone(), source)
             })
             .collect();
+        self.gone_keys = self
+            .manifest
+            .files
+            .values()
+            .filter(|e| e.gone_since.is_some())
+            .flat_map(|e| e.keys.iter().copied())
+            .collect();
         let mut batch = IndexReport::default();
         for (path, result) in parsed {
             self.add_source(&mut batch, &path, result)?;
@@ -1522,7 +1533,7 @@ impl Writer {
             new_keys.push(chunk.key);
             *self.refs.entry(chunk.key).or_insert(0) += 1;
             let added = self.present.insert(chunk.key);
-            if added || previous.contains(&chunk.key) {
+            if added || previous.contains(&chunk.key) || self.gone_keys.remove(&chunk.key) {
                 if !added {
                     self.tantivy
                         .delete_term(self.store.lexical.key_term(chunk.key));
