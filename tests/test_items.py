@@ -64,3 +64,17 @@ def test_an_unknown_type_is_one_line_and_the_mcp_recall_filters_by_type(home: Pa
     out = MemoryTools(home, embedder="none").recall("billing invoices postgres", types=["decision"])
     assert out.splitlines()[0] == "- decision KD01: Billing stores invoices in Postgres 16. (cited: transcript s1 turns 2-3)"
     assert "MySQL" not in out.splitlines()[0]
+
+
+def test_items_export_writes_every_item_of_a_project(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "items.json"
+    capsys.readouterr()
+    assert main(["--home", str(home), "items", "--export", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    by_type = {}
+    for item in doc["items"]:
+        by_type.setdefault(item["type"], []).append(item)
+    assert sorted(by_type) == ["claim", "decision", "entity", "note", "task"]
+    assert [n["citation"].rsplit("/", 1)[1] for n in by_type["note"]] == ["billing.md § Billing › Database"]
+    assert all({"id", "type", "text", "citation", "confidence", "extracted"} <= set(i) for i in doc["items"])
+    assert run_json(home, capsys, "items", "--type", "decision")["items"][0]["citation"] == "transcript s1 turns 2-3"

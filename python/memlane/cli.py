@@ -313,6 +313,26 @@ def _search_items(args: argparse.Namespace, mem: Any) -> int:
     return 0
 
 
+def _cmd_items(args: argparse.Namespace) -> int:
+    """``memlane items``: every typed, cited item (of a project), or ``--export`` them as items.json."""
+    from collections import Counter
+
+    from memlane import secrets
+
+    _require_home(args)
+    mem = _open(args, "none")
+    project = mem.project_keys(".")[0] if args.project == "." else args.project
+    found = [i.to_dict() for i in mem.items(types=args.type, project=project, k=None)]
+    doc = secrets.mask_json({"project": project, "items": found})
+    if args.export:
+        Path(args.export).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    counts = Counter(i["type"] for i in found)
+    where = f" in {project}" if project else ""
+    text = f"{len(found)} items{where}: " + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "none")
+    emit(args, doc, text + (f"; written to {args.export}" if args.export else " (`--export items.json` writes them)"))
+    return 0
+
+
 def _cmd_recall(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
@@ -773,6 +793,12 @@ def _parser() -> argparse.ArgumentParser:
     scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("items", parents=[common(False)], help="typed, cited items: decisions, entities, claims, tasks, notes (--export items.json)")
+    p.add_argument("--type", action="append", metavar="TYPE", help="only decision, entity, claim, task or note (repeatable)")
+    p.add_argument("--project", help="only this project (a name, a repository path, or . for this directory's)")
+    p.add_argument("--export", metavar="FILE", help="write them as JSON (the project, then each item with its citation)")
+    p.set_defaults(func=_cmd_items)
 
     p = sub.add_parser("recall", parents=[common(False)], help="what memory knows about a query, as one block to inject (with provenance)")
     p.add_argument("query")

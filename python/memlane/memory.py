@@ -634,10 +634,11 @@ class Memory:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def items(self, query: str | None = None, *, types: Sequence[str] | None = None, project: str | None = None, k: int = 10) -> list[Any]:
+    def items(self, query: str | None = None, *, types: Sequence[str] | None = None, project: str | None = None, k: int | None = 10) -> list[Any]:
         """Typed, cited items (:mod:`memlane.brain.items`): decisions, entities, claims and tasks
         from the brain and the agents' plans, and notes from the knowledge library (with a
-        query: a search of its sections). Best match first; ``project`` as :meth:`search` takes it.
+        query: a search of its sections; without one: every section). Best match first, or
+        every item (``k=None``) in order; ``project`` as :meth:`search` takes it.
 
         Example:
             >>> import memlane, tempfile
@@ -650,11 +651,29 @@ class Memory:
         wanted = check_types(types or TYPES)
         found = brain_items(Brain(default_brain_dir(self.home), home=self.home), self.home, types=wanted, query=query, project=project, k=k)
         if "note" in wanted and query:
-            for h in self.search(query, k, sources=["knowledge"], project=project):
+            for h in self.search(query, k or 10, sources=["knowledge"], project=project):
                 cited = f"{h.path} § {h.heading}" if h.heading else h.path
                 found.append(Item(h.id, "note", h.text, cited, h.project or None, None, h.timestamp, h.relevance))
             found.sort(key=lambda i: -(i.score or 0.0))
-        return found[:k]
+        elif "note" in wanted:
+            found += self._note_items(project)
+        return found[:k] if k is not None else found
+
+    def _note_items(self, project: str | None) -> list[Any]:
+        """Every section of the knowledge library (of ``project`` and the user's global
+        libraries), as items citing its file and heading."""
+        from memlane.brain.items import Item
+
+        keys = None if project is None else {*self.project_keys(project), *(lib["path"] for lib in self.libraries() if lib["global"])}
+        every = [int(key) for key in self._store.keys()]
+        out = []
+        for start in range(0, len(every), 4096):
+            for c in self._store.get(every[start:start + 4096]):
+                if c["source"] == "knowledge" and (keys is None or c.get("project") in keys):
+                    cited = f"{c['path']} § {c['heading']}" if c.get("heading") else c["path"]
+                    out.append(Item(c["id"], "note", c.get("heading") or Path(c["path"]).name, cited, c.get("project") or None,
+                                    None, c.get("timestamp")))
+        return out
 
     def search(
         self,
