@@ -346,9 +346,10 @@ pub struct Status {
     /// Transcripts whose file is gone, kept.
     #[serde(default)]
     pub sources_gone: u64,
-    /// Bytes of transcripts the archive holds, and what it takes on disk.
+    /// Bytes of transcripts the archive holds.
     #[serde(default)]
     pub archived_bytes: u64,
+    /// What the archive takes on disk.
     #[serde(default)]
     pub archive_disk_bytes: u64,
 }
