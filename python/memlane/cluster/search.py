@@ -166,8 +166,15 @@ class ShardSet:
         candidates: int = 50,
         projects: list[str] | None = None,
         branch: str | None = None,
+        libraries: list[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Hits as one home over every shard's chunks returns them (``_core.Store.search``)."""
+        """Hits as one home over every shard's chunks returns them (``_core.Store.search``).
+
+        ``libraries`` is a home's list of the user's global libraries that join a project's
+        search; a sharded index names none (:meth:`libraries`), so it is always empty here.
+        """
+        if libraries:
+            raise ValueError("a sharded index does not tell the user's global libraries apart: search it without libraries")
         filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
@@ -248,6 +255,11 @@ class ShardSet:
         for part in self.call([self._bound(n, "windows", embedder_id, hashes) for n in sorted(self.shards)]):
             out.update(part or {})
         return out
+
+    def libraries(self) -> list[dict[str, Any]]:
+        """The user's global libraries (:meth:`memlane.Memory.libraries`): none, as the shards'
+        catalog records chunks per project only (a project search reads the project's notes)."""
+        return []
 
     def records_projects(self) -> bool:
         """Whether the shard versions record their chunks' projects (built since memlane does)."""

@@ -51,6 +51,8 @@ const LEXICAL_DIR: &str = "lexical";
 const VECTORS_FILE: &str = "vectors.usearch";
 /// Why a FIFO, socket or device named like a transcript gave nothing: it is never opened.
 const NOT_A_REGULAR_FILE: &str = "not_a_regular_file";
+/// Free bytes under which a keyword-index write that failed is taken for a full disk.
+const DISK_FULL_BYTES: u64 = 1 << 20;
 const LOCK_FILE: &str = "write.lock";
 const FORMAT_VERSION: u32 = 1;
 /// Segments under this many chunks count as small: a sync of a few files makes one.
@@ -1403,6 +1405,30 @@ impl Writer {
     /// # Errors
     /// Index errors; unreadable files are counted as skipped, not raised.
     pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
+        self.index_files_unguarded(paths)
+            .map_err(|e| self.failed(e))
+    }
+
+    /// After a write that failed: back to the last commit, the copies archived since deleted
+    /// (on a full disk a retry must find their space free), and the error said as a full
+    /// disk when it is one. tantivy's indexing thread dies without its cause when a segment
+    /// cannot be written, so a keyword-index error with the disk (near) full is one too.
+    fn failed(&mut self, e: Error) -> Error {
+        self.discard_uncommitted();
+        if let Ok(committed) = self.store.read_manifest() {
+            self.sweep_archive_keeping(&committed);
+        }
+        let home = &self.store.home;
+        let full = matches!(e, Error::Tantivy(_))
+            && fs4::available_space(home).is_ok_and(|free| free < DISK_FULL_BYTES);
+        if full {
+            Error::DiskFull(home.clone())
+        } else {
+            e.disk_full_at(home)
+        }
+    }
+
+    fn index_files_unguarded(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
         let format = self.format;
         let budget = self.budget;
         let home = self.store.home.as_path();
@@ -1703,13 +1729,11 @@ impl Writer {
     /// # Errors
     /// Index or I/O errors; the previous committed state stays readable.
     pub fn commit(&mut self) -> Result<IndexReport> {
-        let home = self.store.home.clone();
         if let Err(e) = self.commit_unguarded() {
             // Drop what the failed commit wrote (its new segments): on a full disk, a retry
             // must find the space they took free again. Best effort: the next writer collects
             // whatever is left.
-            self.discard_uncommitted();
-            return Err(e.disk_full_at(&home));
+            return Err(self.failed(e));
         }
         self.report.empty_roots = self.empty_roots();
         Ok(self.report.clone())
@@ -1837,11 +1861,15 @@ impl Writer {
     /// forgotten). Not during a repair: the home's manifest still names its own until the
     /// rebuilt one is swapped in. Best effort: what is left is collected next time.
     fn sweep_archive(&self) {
+        self.sweep_archive_keeping(&self.manifest);
+    }
+
+    /// Delete archived copies `manifest` does not name (see [`Writer::sweep_archive`]).
+    fn sweep_archive_keeping(&self, manifest: &Manifest) {
         if self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) {
             return;
         }
-        let keep: HashSet<&str> = self
-            .manifest
+        let keep: HashSet<&str> = manifest
             .files
             .values()
             .flat_map(|e| e.archive.iter().map(|s| s.hash.as_str()))
