@@ -390,10 +390,10 @@ pub fn parse_read(bytes: &[u8], path: &Path, forced: Option<Format>) -> Result<P
             reason: "not a zstd stream".into(),
         });
     }
-    let (mut parsed, anchor) = if bytes.starts_with(&ZSTD_MAGIC) || is_zip(&bytes, path) {
-        (parse_bytes(&bytes, path, forced), None)
+    let (mut parsed, anchor) = if bytes.starts_with(&ZSTD_MAGIC) || is_zip(bytes, path) {
+        (parse_bytes(bytes, path, forced), None)
     } else {
-        parse_plain_resumable(&bytes, path, forced)
+        parse_plain_resumable(bytes, path, forced)
     };
     let complete =
         usize::try_from(parsed.complete_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
