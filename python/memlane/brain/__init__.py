@@ -8,8 +8,12 @@
 - Entries carry a type and a scope (:mod:`memlane.brain.scopes`: user, feedback, project,
   reference; private or team); team entries travel through a shared folder
   (:mod:`memlane.brain.team`); a section past its character cap refuses a write (:class:`CapError`).
-- :func:`distill` turns a finished session into a DailyActivity note and new MEMORY.md
-  entries (offline extractive engine, or an LLM through Amazon Bedrock).
+- :func:`distill` turns a finished session (or the turns of it no note covers yet) into a
+  DailyActivity note and new MEMORY.md entries (offline extractive engine, or an LLM through
+  Amazon Bedrock), capturing corrections and preferences on the way (:mod:`memlane.brain.capture`).
+- The agents' own plans become task memory (:mod:`memlane.brain.tasks`); decisions, entities,
+  claims, tasks and notes read as typed, cited items (:mod:`memlane.brain.items`); what a
+  forgotten session alone left in the brain is found and removed by :mod:`memlane.brain.cascade`.
 - Every read, write, search, supersession and blocked write is one line in
   ``<home>/events.jsonl`` (:func:`memlane.brain.events.summarize`).
 
