@@ -1128,6 +1128,9 @@ pub struct Writer {
     /// Chunks of transcripts whose files are gone, taken at the start of an index run: one a
     /// live file also holds (a moved or copied transcript) is filed under that file again.
     gone_keys: HashSet<u64>,
+    /// Archived copies stopped being named (merged, rewritten, forgotten): the next commit
+    /// sweeps the archive (listing it on every commit would cost a turn-by-turn index).
+    pub(super) archive_dropped: bool,
     /// How many manifest files reference each key.
     refs: HashMap<u64, u32>,
     /// The writable vector index, loaded only when vectors are added or removed: a no-op
@@ -1206,6 +1209,7 @@ impl Writer {
             detached: false,
             report: IndexReport::default(),
             gone_keys: HashSet::new(),
+            archive_dropped: false,
         })
     }
 
@@ -1339,6 +1343,7 @@ impl Writer {
                     self.release(key);
                 }
                 self.old_states.extend(entry.resume_state.map(|r| r.file));
+                self.archive_dropped |= !entry.archive.is_empty();
                 self.removed_paths.push(path.clone());
                 self.report.files_removed += 1;
                 self.manifest_dirty = true;
@@ -1583,6 +1588,7 @@ impl Writer {
                 self.release(k);
             }
             self.old_states.extend(old.resume_state.map(|r| r.file));
+            self.archive_dropped |= old.archive.iter().any(|s| !archive.contains(s));
         }
         let resume_state = match next {
             Some((state, rechunk_from)) => {
@@ -1852,7 +1858,9 @@ impl Writer {
             }
             self.manifest_dirty = false;
             self.drop_old_states();
-            self.sweep_archive();
+            if std::mem::take(&mut self.archive_dropped) {
+                self.sweep_archive();
+            }
         }
         Ok(())
     }

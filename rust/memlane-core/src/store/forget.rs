@@ -143,6 +143,7 @@ impl Writer {
             if let Some(entry) = self.manifest.files.get_mut(path) {
                 entry.keys.retain(|k| !wanted.contains(k));
                 // The home's copy holds the forgotten text: it goes (swept at commit).
+                self.archive_dropped |= !entry.archive.is_empty();
                 entry.archive.clear();
                 // A resume state carries the text of the turns a re-chunking starts with.
                 let state = entry.resume_state.take();
