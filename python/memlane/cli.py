@@ -559,8 +559,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
     )
     if status.get("archived_bytes"):
         kept = status["archived_bytes"]
-        text += (f"\nkept        {status['sources_gone']} transcripts whose files are gone; copies of {kept / 1e6:.1f} MB of transcripts "
-                 f"in {status['archive_disk_bytes'] / 1e6:.1f} MB ({status['archive_disk_bytes'] / kept:.2f} bytes a byte)")
+        gone = status["sources_gone"]
+        text += (f"\nkept        copies of {kept / 1e6:.1f} MB of transcripts in {status['archive_disk_bytes'] / 1e6:.1f} MB "
+                 f"({status['archive_disk_bytes'] / kept:.2f} bytes a byte)"
+                 + (f"; {gone} of them gone from their folders (`memlane forget --missing` lets them go)" if gone else ""))
     status["last_index_device"] = _last_index_device(mem)
     if status["last_index_device"]:
         text += f"\ndevice      the last index embedded on the {status['last_index_device'].upper()} (`memlane index --device` chooses)"
