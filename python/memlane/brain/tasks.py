@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -243,9 +242,3 @@ def forget_session(home: str | PathLike[str], session_id: str) -> int:
             _save(home, kept)
     return len(tasks) - len(kept)
 
-
-def remove_all(home: str | PathLike[str]) -> None:
-    """Forget every task (``memlane forget --all``)."""
-    with_path = _path(home)
-    if with_path.exists():
-        os.unlink(with_path)
