@@ -608,32 +608,40 @@ def _drain_pass(home: Path, queue: Path, files: list[Path], report: DrainReport)
     return True
 
 
+def _distill(mem: Any, entry: dict[str, Any], report: DrainReport) -> None:
+    """Distil the entry's transcript (the turns no distillation covered yet) into the brain, and
+    index the daily notes it wrote, so they are searchable when the worker ends."""
+    from memlane.brain import Brain, default_brain_dir
+    from memlane.brain.distill import distill
+
+    path, home = entry["path"], mem.home
+    brain = Brain(default_brain_dir(home), home=home)
+    results = distill(path, brain=brain, engine=entry["distill"], min_new_turns=int(entry.get("distill_min_turns", 1)))
+    written = [r for r in results if not r.skipped]
+    report.distilled.append(path)
+    added = [k for res in written for k in res.added]
+    _log(_queue(home), f"distilled {path}: {len(written)} of {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+    if written:
+        mem.index(sorted({r.daily for r in written if r.daily}))  # embedded as the home embeds, if it does
+        if entry.get("event") != "session-end":
+            brain.log("memory:flush", path=path, event=entry.get("event"), sessions=[r.session_id for r in written], added=len(added))
+
+
 def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
     import memlane
 
     path = entry["path"]
     embed = entry.get("embed") or "local"
+    # One Memory for the transcript and for what distillation writes: the embedder loads once.
     with memlane.open(home, embedder=embed) as mem:
         r = mem.index([path], embed=embed != "none" and entry.get("vectors", True))
-    report.indexed.append(path)
-    _log(_queue(home), f"indexed {path}: +{r.chunks_added} chunks, {r.chunks_embedded} embedded")
+        report.indexed.append(path)
+        _log(_queue(home), f"indexed {path}: +{r.chunks_added} chunks, {r.chunks_embedded} embedded")
+        if entry.get("distill"):
+            _distill(mem, entry, report)
     if entry.get("distill"):
-        from memlane.brain import Brain, default_brain_dir
-        from memlane.brain.distill import distill
-
-        brain = Brain(default_brain_dir(home), home=home)
-        results = distill(path, brain=brain, engine=entry["distill"], min_new_turns=int(entry.get("distill_min_turns", 1)))
-        written = [r for r in results if not r.skipped]
-        report.distilled.append(path)
-        added = [k for res in written for k in res.added]
-        _log(_queue(home), f"distilled {path}: {len(written)} of {len(results)} session(s), added {', '.join(added) or 'nothing'}")
-        if written:
-            # What distillation wrote is searchable when the worker ends, not at the next manual index.
-            with memlane.open(home, embedder=embed) as mem:
-                mem.index(sorted({r.daily for r in written if r.daily}), embed=embed != "none")
-            if entry.get("event") != "session-end":
-                brain.log("memory:flush", path=path, event=entry.get("event"), sessions=[r.session_id for r in written], added=len(added))
         # A new daily may complete a week or wake dreaming: the jobs run detached, never in the hook.
+        from memlane.brain import default_brain_dir
         from memlane.timeline.schedule import run_due
 
         queue = _queue(home)
