@@ -1163,6 +1163,17 @@ impl Lexical {
 mod tests {
     use super::*;
 
+    /// The chunk of a one-line generic transcript saying "billing database note `i`".
+    fn note_chunk(i: usize) -> Chunk {
+        let line = format!("{{\"role\":\"user\",\"content\":\"billing database note {i}\"}}\n");
+        let parsed = crate::parse::parse_bytes(
+            line.as_bytes(),
+            Path::new("/x.jsonl"),
+            Some(crate::model::Format::Generic),
+        );
+        crate::chunk::chunk_parsed(&parsed, "/x.jsonl", 500).remove(0)
+    }
+
     /// A home built before projects were recorded (its schema lacks `project` and `branch`)
     /// opens, takes new chunks and answers; its chunks read as of no project, and a project or
     /// branch filter matches none of them.
@@ -1240,17 +1251,7 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let line = format!("{{\"role\":\"user\",\"content\":\"billing database note {i}\"}}\n");
-            let mut chunk = crate::chunk::chunk_parsed(
-                &crate::parse::parse_bytes(
-                    line.as_bytes(),
-                    Path::new("/x.jsonl"),
-                    Some(crate::model::Format::Generic),
-                ),
-                "/x.jsonl",
-                500,
-            )
-            .remove(0);
+            let mut chunk = note_chunk(i);
             chunk.branch = (!branch.is_empty()).then(|| branch.to_owned());
             writer
                 .add_document(lexical.document(&chunk, &chunk.source, &chunk.heading, project))
@@ -1309,17 +1310,7 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let line = format!("{{\"role\":\"user\",\"content\":\"billing database note {i}\"}}\n");
-            let chunk = crate::chunk::chunk_parsed(
-                &crate::parse::parse_bytes(
-                    line.as_bytes(),
-                    Path::new("/x.jsonl"),
-                    Some(crate::model::Format::Generic),
-                ),
-                "/x.jsonl",
-                500,
-            )
-            .remove(0);
+            let chunk = note_chunk(i);
             writer
                 .add_document(lexical.document(&chunk, source, &chunk.heading, project))
                 .unwrap();

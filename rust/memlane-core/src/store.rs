@@ -1397,11 +1397,14 @@ impl Writer {
     fn archive(&self) -> Archive {
         let home = &self.store.home;
         match home.parent() {
-            Some(parent) if home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) => {
-                Archive::of(parent)
-            }
+            Some(parent) if self.rebuilds() => Archive::of(parent),
             _ => Archive::of(home),
         }
+    }
+
+    /// Whether this writer rebuilds a home in its repair folder (see [`Writer::archive`]).
+    fn rebuilds(&self) -> bool {
+        self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR))
     }
 
     /// Parse, chunk and add `paths` (in parallel over files). Nothing is visible to readers
@@ -1874,7 +1877,7 @@ impl Writer {
 
     /// Delete archived copies `manifest` does not name (see [`Writer::sweep_archive`]).
     fn sweep_archive_keeping(&self, manifest: &Manifest) {
-        if self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR)) {
+        if self.rebuilds() {
             return;
         }
         let keep: HashSet<&str> = manifest
