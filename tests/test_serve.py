@@ -166,21 +166,13 @@ def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, cap
 
 def test_bad_requests_get_a_json_error_and_a_status_saying_which(served) -> None:
     import json
-    import urllib.error
-    import urllib.request
 
     from memlane.cluster.serve import MAX_K
 
     url = served["bm25"].url
 
-    def ask(path: str, body: bytes | None) -> tuple[int, dict]:
-        request = urllib.request.Request(f"{url}{path}", body, {"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            assert error.headers["Content-Type"] == "application/json"
-            return error.code, json.loads(error.read())
+    def ask(path: str, body: bytes) -> tuple[int, dict]:
+        return _ask(url, path, body)
 
     assert ask("/search", b'{"query": "deploy", "k": 3}')[0] == 200
     for path, body, status, says in [
@@ -196,14 +188,16 @@ def test_bad_requests_get_a_json_error_and_a_status_saying_which(served) -> None
         assert got[0] == status and says in got[1]["error"], (path, body, got)
 
 
-def _ask(url: str, path: str, body: dict | None = None, *, token: str | None = None, scheme: str = "Bearer") -> tuple[int, dict]:
-    """One request with the standard library: its status and JSON answer (an error's too)."""
+def _ask(url: str, path: str, body: dict | bytes | None = None, *, token: str | None = None, scheme: str = "Bearer") -> tuple[int, dict]:
+    """One request with the standard library (a dict body sent as JSON, bytes as they are): its
+    status and JSON answer (an error's too)."""
     import json
     import urllib.error
     import urllib.request
 
     headers = {"Content-Type": "application/json", **({"Authorization": f"{scheme} {token}"} if token else {})}
-    request = urllib.request.Request(f"{url}{path}", None if body is None else json.dumps(body).encode(), headers)
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url}{path}", data, headers)
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
