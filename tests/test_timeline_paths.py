@@ -16,18 +16,12 @@ import pytest
 from memlane.brain import Brain
 from memlane.cli import main
 from memlane.timeline.wiki import Wiki
+from test_timeline_wiki import daily
 
 
 @pytest.fixture(autouse=True)
 def _own_brain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMLANE_BRAIN_DIR", raising=False)
-
-
-def daily(brain: Path, day: str, body: str, time: str = "10:00") -> None:
-    path = brain / "DailyActivity" / f"{day}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text() if path.exists() else f"# {day}\n"
-    path.write_text(old + f"\n## {time} | work\n{body}\n")
 
 
 @pytest.fixture
