@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from memlane._paths import TRANSCRIPT_FORMATS, agent_transcript_dirs, default_home
 from memlane.cli_output import emit
 from memlane.embed.device import DEVICE_CHOICES
-from memlane.errors import IndexInterrupted
+from memlane.errors import IndexInterrupted, InvalidArgumentError
 from memlane.events import format_summary
 from memlane.knowledge import library_dirs
 from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
@@ -139,7 +139,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         if not args.ray:
             raise ValueError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
         if args.device != "auto":
-            raise ValueError("--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto")
+            raise InvalidArgumentError("--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto")
         return _cmd_index_cluster(args)
     paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
     if not paths:
@@ -305,7 +305,7 @@ def _search_items(args: argparse.Namespace, mem: Any) -> int:
     from memlane import secrets
 
     if args.remote or args.index:
-        raise ValueError("--type reads the home's brain and tasks: use it with --home, not a served or sharded index")
+        raise InvalidArgumentError("--type reads the home's brain and tasks: use it with --home, not a served or sharded index")
     found = mem.items(args.query, types=args.type, project=args.project, k=args.k)
     lines = [f"[{n}] {i.type} {i.id}: {secrets.mask(i.text).splitlines()[0] if i.text else ''}\n    cited: {i.citation}"
              + (f" · confidence {i.confidence}" if i.confidence else "") for n, i in enumerate(found, 1)]
@@ -358,7 +358,7 @@ def _secrets_at_terminal(args: argparse.Namespace) -> None:
     """Refuse ``--show-secrets`` unless stdout is a terminal: keys are shown to a person
     reading them, never into a pipe or a file (an agent's shell tool reads a pipe)."""
     if args.show_secrets and not sys.stdout.isatty():
-        raise ValueError("--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked")
+        raise InvalidArgumentError("--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked")
 
 
 def _say_partial(args: argparse.Namespace, mem: Any) -> None:
@@ -666,8 +666,6 @@ def _cmd_repair(args: argparse.Namespace) -> int:
 
 def _confirm_wipe(args: argparse.Namespace) -> None:
     """``forget --all`` goes ahead only with ``--yes`` or the home's folder name typed at a terminal."""
-    from memlane.errors import InvalidArgumentError
-
     home = Path(args.home).expanduser()
     if args.yes:
         return

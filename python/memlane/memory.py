@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import _check, _core
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
 from memlane.embed import Embedder, Placement, check_device, check_spec, make_embedder, place
-from memlane.errors import ArgumentTypeError, CorruptIndexError
+from memlane.errors import ArgumentTypeError, CorruptIndexError, InvalidArgumentError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
@@ -968,7 +968,7 @@ class Memory:
             if not 0 <= key < 1 << 64:  # ids are 64-bit: a longer one names no chunk
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)") from None
+            raise InvalidArgumentError(f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)") from None
         found = self._store.get([key])
         if not found:
             return None

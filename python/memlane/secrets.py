@@ -65,6 +65,7 @@ from functools import cache
 from typing import Any
 
 from memlane import _core
+from memlane.errors import InvalidArgumentError
 
 ELLIPSIS = "…"
 """What stands for the hidden part of a masked secret."""
@@ -106,7 +107,7 @@ class Kind:
         if len(self.starts) != len(self.sources) or not all(isinstance(s, tuple) and s for s in self.starts):
             raise ValueError(f"{self.name}: starts needs a non-empty tuple of literals for each pattern")
         if self.behind and len(self.behind) != len(self.sources):
-            raise ValueError(f"{self.name}: behind needs one distance for each pattern")
+            raise InvalidArgumentError(f"{self.name}: behind needs one distance for each pattern")
 
     def pattern(self, n: int) -> re.Pattern[str]:
         """The ``n``-th pattern, compiled the first time one of its start literals turns up (a

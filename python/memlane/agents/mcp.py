@@ -44,7 +44,7 @@ from typing import Any, Literal, TypeVar
 from memlane import secrets
 from memlane._check import echo
 from memlane.agents.roles import Role
-from memlane.errors import MemlaneError
+from memlane.errors import InvalidArgumentError, MemlaneError
 
 INSTRUCTIONS = (
     "memlane is this user's long-term memory across agent sessions: curated MEMORY.md entries "
@@ -142,7 +142,7 @@ class MemoryTools:
         ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`)."""
         if types:
             if self.remote:
-                raise ValueError("types are read from the home's brain and tasks, which a served index does not have")
+                raise InvalidArgumentError("types are read from the home's brain and tasks, which a served index does not have")
             from memlane import secrets
 
             found = self.mem.items(query, types=types, project=self._readable(project))

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memlane._check import echo
+from memlane.errors import InvalidArgumentError
 
 ROLE_ENV = "MEMLANE_AGENT"
 """The role of an agent whose command line does not name one."""
@@ -56,7 +57,7 @@ class Role:
             return cls()
         if kind in ("project", "skill") and name.strip():
             return cls(kind, name.strip())
-        raise ValueError(f"unknown agent role {echo(text, quote=True)}: use admin, project:NAME or skill:NAME")
+        raise InvalidArgumentError(f"unknown agent role {echo(text, quote=True)}: use admin, project:NAME or skill:NAME")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}" if self.name else self.kind

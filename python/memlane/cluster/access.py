@@ -37,6 +37,7 @@ from typing import Any
 
 from memlane import _check
 from memlane.agents.roles import Role
+from memlane.errors import InvalidArgumentError
 
 __all__ = ["Access", "Forbidden", "Grant", "bearer", "parse_tokens", "read_tokens"]
 
@@ -91,16 +92,16 @@ def parse_tokens(text: str, name: str) -> list[tuple[str, Grant]]:
             continue
         where = f"{name}:{number}"
         if len(fields) != 2:
-            raise ValueError(f"{where}: expected TOKEN ROLE (e.g. 7f3c… project:billing), got {len(fields)} field{'s' if len(fields) != 1 else ''}")
+            raise InvalidArgumentError(f"{where}: expected TOKEN ROLE (e.g. 7f3c… project:billing), got {len(fields)} field{'s' if len(fields) != 1 else ''}")
         token, role_text = fields
         try:
             role = Role.parse(role_text)
         except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+            raise InvalidArgumentError(f"{where}: {exc}") from None
         if role.kind == "skill":
-            raise ValueError(f"{where}: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME")
+            raise InvalidArgumentError(f"{where}: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME")
         if token in seen:
-            raise ValueError(f"{where}: the same token as line {seen[token]}: each token stands for one role")
+            raise InvalidArgumentError(f"{where}: the same token as line {seen[token]}: each token stands for one role")
         seen[token] = number
         pairs.append((token, Grant(role, where)))
     return pairs
@@ -116,15 +117,15 @@ def read_tokens(path: str | os.PathLike[str]) -> list[tuple[str, Grant]]:
     try:
         mode = file.stat().st_mode
         if os.name == "posix" and mode & (stat.S_IROTH | stat.S_IWOTH):
-            raise ValueError(f"--token-file {path}: other users may read or write it: `chmod 600 {path}`")
+            raise InvalidArgumentError(f"--token-file {path}: other users may read or write it: `chmod 600 {path}`")
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ValueError(f"--token-file {path}: no such file") from None
+        raise InvalidArgumentError(f"--token-file {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--token-file {path}: cannot read it: {exc}") from None
+        raise InvalidArgumentError(f"--token-file {path}: cannot read it: {exc}") from None
     pairs = parse_tokens(text, str(path))
     if not pairs:
-        raise ValueError(f"--token-file {path} holds no token: one `TOKEN ROLE` a line")
+        raise InvalidArgumentError(f"--token-file {path} holds no token: one `TOKEN ROLE` a line")
     return pairs
 
 
@@ -145,7 +146,7 @@ class Access:
         every = [(token, Grant(Role(), "--token"))] if token else []
         for value, grant in pairs or []:
             if value == token:
-                raise ValueError(f"{grant.source}: the same token as --token/MEMLANE_TOKEN (an admin token): each token stands for one role")
+                raise InvalidArgumentError(f"{grant.source}: the same token as --token/MEMLANE_TOKEN (an admin token): each token stands for one role")
             every.append((value, grant))
         return cls(tuple((value.encode(), grant) for value, grant in every), allow_show_secrets)
 

@@ -38,6 +38,7 @@ import numpy as np
 from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
+from memlane.errors import InvalidArgumentError
 from memlane.events import NoEventLog
 from memlane.memory import Memory
 
@@ -174,7 +175,7 @@ class ShardSet:
         search; a sharded index names none (:meth:`libraries`), so it is always empty here.
         """
         if libraries:
-            raise ValueError("a sharded index does not tell the user's global libraries apart: search it without libraries")
+            raise InvalidArgumentError("a sharded index does not tell the user's global libraries apart: search it without libraries")
         filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}

@@ -77,6 +77,7 @@ from memlane.cluster.access import Access, Forbidden, Grant, read_tokens
 from memlane.cluster.client import loopback
 from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_root, shard_home, threads
 from memlane.cluster.storage import location
+from memlane.errors import InvalidArgumentError
 
 __all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "direct_ingress", "start", "tls_options"]
 
@@ -521,7 +522,7 @@ def check_binding(host: str, token: str | None, insecure: bool, token_file: str 
         ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure
     """
     if not loopback(host) and not token and not token_file and not insecure:
-        raise ValueError(f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure")
+        raise InvalidArgumentError(f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure")
 
 
 def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
