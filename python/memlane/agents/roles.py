@@ -25,7 +25,7 @@ NAME is a project's name (``billing``) or path. Example:
     >>> Role.parse("owner")
     Traceback (most recent call last):
     ...
-    ValueError: unknown agent role 'owner': use admin, project:NAME or skill:NAME
+    memlane.errors.InvalidArgumentError: unknown agent role 'owner': use admin, project:NAME or skill:NAME
 """
 
 from __future__ import annotations

@@ -75,14 +75,14 @@ def parse_tokens(text: str, name: str) -> list[tuple[str, Grant]]:
     """The ``(token, grant)`` pairs of a tokens file's text (``name`` names it in errors).
 
     Raises:
-        ValueError: One line saying which line is wrong and why.
+        InvalidArgumentError: One line saying which line is wrong and why.
 
     Example:
         >>> [(t, str(g.role), g.source) for t, g in parse_tokens("# agents\\nk1 admin\\nk2 project:billing\\n", "tokens")]
         [('k1', 'admin', 'tokens:2'), ('k2', 'project:billing', 'tokens:3')]
         >>> parse_tokens("k1 skill:review", "tokens")
         Traceback (most recent call last):
-        ValueError: tokens:1: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME
+        memlane.errors.InvalidArgumentError: tokens:1: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME
     """
     pairs: list[tuple[str, Grant]] = []
     seen: dict[str, int] = {}
@@ -111,7 +111,7 @@ def read_tokens(path: str | os.PathLike[str]) -> list[tuple[str, Grant]]:
     """The ``(token, grant)`` pairs of a tokens file that only its owner (and group) may read.
 
     Raises:
-        ValueError: The file is missing, readable or writable by others, or has a bad line (one line).
+        InvalidArgumentError: The file is missing, readable or writable by others, or has a bad line (one line).
     """
     file = Path(path)
     try:
@@ -141,7 +141,7 @@ class Access:
         """``token`` as an admin token, then the pairs of a tokens file.
 
         Raises:
-            ValueError: A token of the file is ``token`` itself (it would stand for two roles).
+            InvalidArgumentError: A token of the file is ``token`` itself (it would stand for two roles).
         """
         every = [(token, Grant(Role(), "--token"))] if token else []
         for value, grant in pairs or []:

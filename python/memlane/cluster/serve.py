@@ -519,7 +519,7 @@ def check_binding(host: str, token: str | None, insecure: bool, token_file: str 
         >>> check_binding("127.0.0.1", None, False)
         >>> check_binding("0.0.0.0", None, False)
         Traceback (most recent call last):
-        ValueError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure
+        memlane.errors.InvalidArgumentError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure
     """
     if not loopback(host) and not token and not token_file and not insecure:
         raise InvalidArgumentError(f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure")
