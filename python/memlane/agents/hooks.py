@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from memlane.agents.roles import Role
+from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.events import EventLog
 
 CLIENTS = {
@@ -134,11 +135,11 @@ DEADLINE_ENV = "MEMLANE_HOOK_DEADLINE"
 _TRUNCATED = "\n\n[memlane: the rest of MEMORY.md did not fit the hook's size limit; read an entry in full with the memlane MCP `get` tool (its key, like KD07) or `memlane brain show`.]"
 
 
-class HookInputError(ValueError):
+class HookInputError(MemlaneError, ValueError):
     """The payload on stdin is not the JSON object a client sends."""
 
 
-class HookUsageError(ValueError):
+class HookUsageError(InvalidArgumentError):
     """A ``memlane hook`` command line that cannot be read (the message says what to do)."""
 
 

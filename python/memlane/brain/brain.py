@@ -56,6 +56,7 @@ from memlane.brain.document import (
 )
 from memlane.brain.guard import DERIVABLE, Finding, MemoryGuard, MemoryGuardError
 from memlane.brain.scopes import classify, in_project
+from memlane.errors import MemlaneError
 from memlane.events import EventLog
 
 MEMORY_FILE = "MEMORY.md"
@@ -209,7 +210,7 @@ def parse_caps(values: Iterable[str], what: str = "--cap") -> dict[str, int | No
     return caps
 
 
-class CapError(ValueError):
+class CapError(MemlaneError, ValueError):
     """A write would take a section past its character cap; nothing was written."""
 
 

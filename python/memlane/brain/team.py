@@ -50,6 +50,7 @@ from memlane.brain._fs import atomic_write, read_text
 from memlane.brain.brain import Brain, Transaction
 from memlane.brain.document import Entry, Schema, parse_meta, render_meta
 from memlane.brain.scopes import entry_scope, entry_type
+from memlane.errors import MemlaneError
 
 IDENTITY_FILE = "team.json"
 """In the brain folder: who exports (``{"name", "id"}``), made on the first export or import."""
@@ -214,7 +215,7 @@ def read_team_file(text: str, schema: Schema, evolution: Schema) -> list[Entry]:
     return out
 
 
-class NotATeamFileError(ValueError):
+class NotATeamFileError(MemlaneError, ValueError):
     """A file of the team folder that :func:`import_team` skips; the message says why."""
 
 

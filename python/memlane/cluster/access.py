@@ -37,12 +37,12 @@ from typing import Any
 
 from memlane import _check
 from memlane.agents.roles import Role
-from memlane.errors import InvalidArgumentError
+from memlane.errors import InvalidArgumentError, MemlaneError
 
 __all__ = ["Access", "Forbidden", "Grant", "bearer", "parse_tokens", "read_tokens"]
 
 
-class Forbidden(PermissionError):
+class Forbidden(MemlaneError, PermissionError):
     """A request its token may not make (HTTP 403): secrets in clear, another project."""
 
 
