@@ -14,16 +14,104 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-WORDS = (
-    "deploy build cache index query latency memory vector token parser chunk session commit branch "
-    "merge review test failure timeout retry backoff database postgres mysql redis kafka queue worker "
-    "billing invoice customer schema migration rollback release canary metric alert pager incident "
-    "config yaml docker kubernetes pod container node cluster region bucket policy secret rotate "
-    "function module class method trait struct enum error panic stack trace log warning debug fix "
-    "refactor rename extract inline benchmark profile flamegraph allocation thread lock mutex async"
-).split()
-FILES = [f"src/{a}/{b}.{ext}" for a in ("api", "core", "db", "ui", "jobs") for b in ("main", "handlers", "models", "utils", "config") for ext in ("py", "rs", "ts")]
-ERRORS = ["ERR_CONN_RESET", "ECONNREFUSED", "exit code 137", "OOMKilled", "SIGSEGV", "E0502", "HTTP 503", "deadlock detected"]
+WORDS = [
+    "deploy",
+    "build",
+    "cache",
+    "index",
+    "query",
+    "latency",
+    "memory",
+    "vector",
+    "token",
+    "parser",
+    "chunk",
+    "session",
+    "commit",
+    "branch",
+    "merge",
+    "review",
+    "test",
+    "failure",
+    "timeout",
+    "retry",
+    "backoff",
+    "database",
+    "postgres",
+    "mysql",
+    "redis",
+    "kafka",
+    "queue",
+    "worker",
+    "billing",
+    "invoice",
+    "customer",
+    "schema",
+    "migration",
+    "rollback",
+    "release",
+    "canary",
+    "metric",
+    "alert",
+    "pager",
+    "incident",
+    "config",
+    "yaml",
+    "docker",
+    "kubernetes",
+    "pod",
+    "container",
+    "node",
+    "cluster",
+    "region",
+    "bucket",
+    "policy",
+    "secret",
+    "rotate",
+    "function",
+    "module",
+    "class",
+    "method",
+    "trait",
+    "struct",
+    "enum",
+    "error",
+    "panic",
+    "stack",
+    "trace",
+    "log",
+    "warning",
+    "debug",
+    "fix",
+    "refactor",
+    "rename",
+    "extract",
+    "inline",
+    "benchmark",
+    "profile",
+    "flamegraph",
+    "allocation",
+    "thread",
+    "lock",
+    "mutex",
+    "async",
+]
+FILES = [
+    f"src/{a}/{b}.{ext}"
+    for a in ("api", "core", "db", "ui", "jobs")
+    for b in ("main", "handlers", "models", "utils", "config")
+    for ext in ("py", "rs", "ts")
+]
+ERRORS = [
+    "ERR_CONN_RESET",
+    "ECONNREFUSED",
+    "exit code 137",
+    "OOMKilled",
+    "SIGSEGV",
+    "E0502",
+    "HTTP 503",
+    "deadlock detected",
+]
 
 
 def _pseudo_words(count: int, seed: int = 1) -> list[str]:
@@ -36,10 +124,56 @@ def _pseudo_words(count: int, seed: int = 1) -> list[str]:
     return sorted(out)
 
 
-STOPWORDS = (
-    "the of and to a in is it that for on was with as be this are not but at by have from or an they "
-    "which you one were all we when there can if has more will would so no out up what about into them"
-).split()
+STOPWORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "it",
+    "that",
+    "for",
+    "on",
+    "was",
+    "with",
+    "as",
+    "be",
+    "this",
+    "are",
+    "not",
+    "but",
+    "at",
+    "by",
+    "have",
+    "from",
+    "or",
+    "an",
+    "they",
+    "which",
+    "you",
+    "one",
+    "were",
+    "all",
+    "we",
+    "when",
+    "there",
+    "can",
+    "if",
+    "has",
+    "more",
+    "will",
+    "would",
+    "so",
+    "no",
+    "out",
+    "up",
+    "what",
+    "about",
+    "into",
+    "them",
+]
 # Zipf-distributed vocabulary (s = 1.07, like English): function words at the head, then the
 # technical words, then 30k pseudo-words as the tail, so posting lists have realistic lengths.
 VOCAB = STOPWORDS + WORDS + _pseudo_words(30_000)
@@ -65,7 +199,12 @@ def _paragraph(rng: random.Random, sentences: int) -> str:
 
 
 def session_lines(
-    rng: random.Random, session_id: str, pairs: int, start: datetime, parent: str | None = None, uuid_prefix: str | None = None
+    rng: random.Random,
+    session_id: str,
+    pairs: int,
+    start: datetime,
+    parent: str | None = None,
+    uuid_prefix: str | None = None,
 ) -> list[str]:
     """JSONL lines of one session with `pairs` user/assistant exchanges.
 
@@ -82,27 +221,75 @@ def session_lines(
         n += 1
         t += timedelta(seconds=rng.randint(2, 40))
         uid = f"{prefix}-{n}"
-        record.update(uuid=uid, parentUuid=parent, sessionId=session_id, timestamp=t.isoformat().replace("+00:00", "Z"),
-                      cwd="/home/dev/project", version="2.1.0", userType="external", isSidechain=False)
+        record.update(
+            uuid=uid,
+            parentUuid=parent,
+            sessionId=session_id,
+            timestamp=t.isoformat().replace("+00:00", "Z"),
+            cwd="/home/dev/project",
+            version="2.1.0",
+            userType="external",
+            isSidechain=False,
+        )
         parent = uid
         lines.append(json.dumps(record))
 
     for p in range(pairs):
         emit({"type": "user", "message": {"role": "user", "content": _paragraph(rng, rng.randint(1, 3))}})
         msg_id = f"msg_{session_id}_{p}"
-        emit({"type": "assistant", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet",
-              "content": [{"type": "text", "text": _paragraph(rng, rng.randint(2, 6))}]}})
+        emit(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet",
+                    "content": [{"type": "text", "text": _paragraph(rng, rng.randint(2, 6))}],
+                },
+            }
+        )
         if rng.random() < 0.6:
             tool = rng.choice(["Bash", "Read", "Edit"])
             path = rng.choice(FILES)
-            tool_input = {"command": f"pytest {path} -x"} if tool == "Bash" else {"file_path": f"/home/dev/project/{path}"}
-            emit({"type": "assistant", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet",
-                  "content": [{"type": "tool_use", "id": f"toolu_{p}", "name": tool, "input": tool_input}]}})
+            tool_input = (
+                {"command": f"pytest {path} -x"} if tool == "Bash" else {"file_path": f"/home/dev/project/{path}"}
+            )
+            emit(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-sonnet",
+                        "content": [{"type": "tool_use", "id": f"toolu_{p}", "name": tool, "input": tool_input}],
+                    },
+                }
+            )
             output = "\n".join(_sentence(rng, 12) for _ in range(rng.randint(3, 30)))
-            emit({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{p}", "content": output}]},
-                  "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False}})
-            emit({"type": "assistant", "message": {"id": msg_id + "b", "type": "message", "role": "assistant", "model": "claude-sonnet",
-                  "content": [{"type": "text", "text": _paragraph(rng, rng.randint(1, 3))}]}})
+            emit(
+                {
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": f"toolu_{p}", "content": output}],
+                    },
+                    "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False},
+                }
+            )
+            emit(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": msg_id + "b",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-sonnet",
+                        "content": [{"type": "text", "text": _paragraph(rng, rng.randint(1, 3))}],
+                    },
+                }
+            )
     return lines
 
 
@@ -130,18 +317,32 @@ def codex_lines(rng: random.Random, session_id: str, pairs: int, start: datetime
         lines.append(json.dumps({"timestamp": t.isoformat().replace("+00:00", "Z"), "type": kind, "payload": payload}))
 
     if header:
-        emit("session_meta", {"id": session_id, "cwd": "/home/dev/project", "originator": "codex_cli_rs", "source": "cli"})
+        emit(
+            "session_meta",
+            {"id": session_id, "cwd": "/home/dev/project", "originator": "codex_cli_rs", "source": "cli"},
+        )
     for p, prompt, reply, call, output, follow in _exchanges(rng, pairs):
         emit("turn_context", {"cwd": "/home/dev/project", "model": "gpt-5"})
         emit("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
         emit("event_msg", {"type": "user_message", "message": prompt})
-        emit("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": reply}]})
+        emit(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": reply}]},
+        )
         emit("event_msg", {"type": "agent_message", "message": reply})
         if call:
             args = json.dumps({"command": call.split()})
-            emit("response_item", {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"call_{session_id}_{p}"})
-            emit("response_item", {"type": "function_call_output", "call_id": f"call_{session_id}_{p}", "output": output})
-            emit("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": follow}]})
+            emit(
+                "response_item",
+                {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"call_{session_id}_{p}"},
+            )
+            emit(
+                "response_item", {"type": "function_call_output", "call_id": f"call_{session_id}_{p}", "output": output}
+            )
+            emit(
+                "response_item",
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": follow}]},
+            )
             emit("event_msg", {"type": "agent_message", "message": follow})
     return lines
 
@@ -154,8 +355,17 @@ def generic_lines(rng: random.Random, session_id: str, pairs: int, start: dateti
     def emit(role: str, content: str, **extra: object) -> None:
         nonlocal t
         t += timedelta(seconds=rng.randint(2, 40))
-        lines.append(json.dumps({"id": f"{session_id}-{len(lines)}", "role": role, "content": content,
-                                 "timestamp": t.isoformat().replace("+00:00", "Z"), **extra}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"{session_id}-{len(lines)}",
+                    "role": role,
+                    "content": content,
+                    "timestamp": t.isoformat().replace("+00:00", "Z"),
+                    **extra,
+                }
+            )
+        )
 
     for _, prompt, reply, call, output, follow in _exchanges(rng, pairs):
         emit("user", prompt)

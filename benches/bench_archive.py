@@ -40,7 +40,9 @@ def main() -> None:
             t = time.perf_counter()
             mem.index([SHARED], embed=False)
             times.append(time.perf_counter() - t)
-        print(f"re-index, nothing changed: {min(times) * 1000:.1f} ms best of 5, {sorted(times)[2] * 1000:.1f} ms median")
+        print(
+            f"re-index, nothing changed: {min(times) * 1000:.1f} ms best of 5, {sorted(times)[2] * 1000:.1f} ms median"
+        )
 
         largest = max((p for p in SHARED.rglob("*.jsonl")), key=lambda p: p.stat().st_size)
         lines = largest.read_bytes().splitlines(keepends=True)
@@ -52,12 +54,14 @@ def main() -> None:
         t = time.perf_counter()
         for i in range(0, len(lines), step):
             with src.open("ab") as f:
-                f.write(b"".join(lines[i:i + step]))
+                f.write(b"".join(lines[i : i + step]))
             mem.index([src.parent], embed=False)
         raw, disk = ratio(home)
         runs = -(-len(lines) // step)
-        print(f"{largest.name} ({largest.stat().st_size:,} B) in {runs} appends, indexed after each "
-              f"({(time.perf_counter() - t) / runs * 1000:.1f} ms a run): {raw:,} B kept in {disk:,} B = {disk / raw:.3f} B a byte")
+        print(
+            f"{largest.name} ({largest.stat().st_size:,} B) in {runs} appends, indexed after each "
+            f"({(time.perf_counter() - t) / runs * 1000:.1f} ms a run): {raw:,} B kept in {disk:,} B = {disk / raw:.3f} B a byte"
+        )
 
 
 if __name__ == "__main__":

@@ -77,7 +77,9 @@ def titan_body(dim: int, seed: int) -> bytes:
     values = [rng.gauss(0, 1) for _ in range(dim)]
     norm = sum(v * v for v in values) ** 0.5
     embedding = [float(f"{v / norm:.9g}") for v in values]
-    return json.dumps({"embedding": embedding, "inputTextTokenCount": 480, "embeddingsByType": {"float": embedding}}).encode()
+    return json.dumps(
+        {"embedding": embedding, "inputTextTokenCount": 480, "embeddingsByType": {"float": embedding}}
+    ).encode()
 
 
 def make_client(concurrency: int) -> Any:
@@ -91,7 +93,9 @@ def stubbed(client: Any, bodies: list[bytes], calls: int) -> Stubber:
     stubber = Stubber(client)
     for n in range(calls):
         body = bodies[n % len(bodies)]
-        stubber.add_response("invoke_model", {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"})
+        stubber.add_response(
+            "invoke_model", {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"}
+        )
     stubber.activate()
     return stubber
 
@@ -112,7 +116,9 @@ def time_raw(client: Any, texts: list[str], dim: int) -> float:
     start = time.perf_counter()
     for text in texts:
         body = json.dumps({"inputText": text, "dimensions": dim, "normalize": True})
-        response = client.invoke_model(modelId=MODEL_ID, body=body, contentType="application/json", accept="application/json")
+        response = client.invoke_model(
+            modelId=MODEL_ID, body=body, contentType="application/json", accept="application/json"
+        )
         json.loads(response["body"].read())
     return time.perf_counter() - start
 
@@ -155,7 +161,20 @@ def main() -> None:
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     rng = random.Random(0)
-    words = "deploy failed exit code OOM killer container memory limit billing database migration".split()
+    words = [
+        "deploy",
+        "failed",
+        "exit",
+        "code",
+        "OOM",
+        "killer",
+        "container",
+        "memory",
+        "limit",
+        "billing",
+        "database",
+        "migration",
+    ]
     texts = []
     for n in range(args.calls):
         text = f"{n} "
@@ -170,7 +189,9 @@ def main() -> None:
     for mode in args.modes.split(","):
         rows = [("raw", 1)] + [("embedder", int(c)) for c in args.concurrency.split(",")]
         for path, concurrency in rows:
-            elapsed = statistics.median(run(mode, path, concurrency, texts, bodies, args.dim) for _ in range(args.repeats))
+            elapsed = statistics.median(
+                run(mode, path, concurrency, texts, bodies, args.dim) for _ in range(args.repeats)
+            )
             per_call = elapsed / len(texts)
             print(f"{mode:<8} {path:<9} {concurrency:>11} {len(texts):>6} {per_call * 1e6:>8.0f} {1 / per_call:>8.0f}")
 

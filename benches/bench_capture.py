@@ -66,7 +66,16 @@ def real() -> dict | None:
             start = time.process_time()
             caps = capture(s.turns)
             cpu += time.process_time() - start
-            found += [{"path": str(path.relative_to(TRANSCRIPTS)), "session": s.id, "kind": c.kind, "turns": list(c.turns), "text": c.text} for c in caps]
+            found += [
+                {
+                    "path": str(path.relative_to(TRANSCRIPTS)),
+                    "session": s.id,
+                    "kind": c.kind,
+                    "turns": list(c.turns),
+                    "text": c.text,
+                }
+                for c in caps
+            ]
     return {
         "files": files,
         "sessions": sessions,
@@ -92,7 +101,9 @@ def main() -> None:
     for split, part in lab["splits"].items():
         for kind in (*KINDS, "all"):
             s = part["scores"][kind]
-            print(f"{split:<8} {kind:<11} {s['precision']:>9.3f} {s['recall']:>7.3f} {s['support']:>7} {s['predicted']:>9}")
+            print(
+                f"{split:<8} {kind:<11} {s['precision']:>9.3f} {s['recall']:>7.3f} {s['support']:>7} {s['predicted']:>9}"
+            )
     for e in lab["dev_errors"]:
         print(f"  dev {e['label']} → {e['got']}: {e['text']!r}")
     live = report["real"]

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import generate  # noqa: E402
+from archive import generate
 
 # One Ray cluster per measurement: a fresh process, so cores, workers and caches start alike.
 # CPU is summed over the driver's process tree from /proc (Ray's GCS and raylet are its
@@ -108,7 +108,12 @@ def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
         cache = tempfile.mkdtemp(dir=work, prefix="cache-")
         env = {**os.environ, "RAYON_NUM_THREADS": str(cores), "OMP_NUM_THREADS": "1", "MEMLANE_CACHE_DIR": cache}
         one = _run(_ONE_RUN, [str(work / f"one-{embed}-{cores}"), str(src), embed], env, cores)
-        ray = _run(_RAY_RUN, [str(cores), str(src), str(work / f"ray-{embed}-{cores}"), embed], {**env, "RAYON_NUM_THREADS": "1", "RAY_worker_niceness": "0"}, cores)
+        ray = _run(
+            _RAY_RUN,
+            [str(cores), str(src), str(work / f"ray-{embed}-{cores}"), embed],
+            {**env, "RAYON_NUM_THREADS": "1", "RAY_worker_niceness": "0"},
+            cores,
+        )
         assert ray["chunks"] == one["chunks"], (ray, one)
         rows[cores] = {
             "one_process_s": round(one["wall"], 2),
@@ -127,9 +132,12 @@ def _throughput(src: Path, mb: float, embed: str, work: Path) -> dict:
             # What an embedder reads per MB of archive (Bedrock bills ~1 token per 4 bytes of it).
             "text_mb_per_archive_mb": round(one["text_bytes"] / 1e6 / mb, 3),
         }
-        print(f"  {embed} {cores} core(s): one process {one['wall']:.1f}s ({one['cpu']:.1f} CPU-s), Ray {ray['wall']:.1f}s "
-              f"({ray['tree_cpu'] - ray['start_cpu']:.1f} CPU-s, builds {ray['cpu']:.1f}, cluster start {ray['start_cpu']:.1f}), "
-              f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        print(
+            f"  {embed} {cores} core(s): one process {one['wall']:.1f}s ({one['cpu']:.1f} CPU-s), Ray {ray['wall']:.1f}s "
+            f"({ray['tree_cpu'] - ray['start_cpu']:.1f} CPU-s, builds {ray['cpu']:.1f}, cluster start {ray['start_cpu']:.1f}), "
+            f"load {os.getloadavg()[0]:.1f}",
+            file=sys.stderr,
+        )
     return rows
 
 
@@ -142,7 +150,12 @@ def _list_diff(objects: int) -> dict:
         port = s.getsockname()[1]
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+        AWS_ACCESS_KEY_ID="x",
+        AWS_SECRET_ACCESS_KEY="x",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -165,14 +178,21 @@ def _list_diff(objects: int) -> dict:
     sources = {}
     for i in range(objects):
         key = backend.put_object("logs", f"p{i % 100}/s{i:07d}.jsonl", f"{i}\n".encode())
-        sources[src.uri_of(key.name)] = cat.Source(key.etag.strip('"'), key.size, partition.shard_of(src.uri, key.name), src.uri)
+        sources[src.uri_of(key.name)] = cat.Source(
+            key.etag.strip('"'), key.size, partition.shard_of(src.uri, key.name), src.uri
+        )
     put_s = time.perf_counter() - t
-    cat.publish(storage.location("s3://index/"), cat.Catalog(1, [cat.ShardRef(n, None) for n in range(64)], partition, sources=sources))
+    cat.publish(
+        storage.location("s3://index/"),
+        cat.Catalog(1, [cat.ShardRef(n, None) for n in range(64)], partition, sources=sources),
+    )
     # The server answers in its own threads: the caller's thread CPU (time.thread_time) is the
     # product's client-side cost (boto3 parsing the pages, memlane's diff), whatever moto
     # spends (moto sorts every key of the bucket for each page of 1,000, so it dominates wall).
     t, cpu = time.perf_counter(), time.thread_time()
-    listed = sum(len(page.get("Contents", ())) for page in client.get_paginator("list_objects_v2").paginate(Bucket="logs"))
+    listed = sum(
+        len(page.get("Contents", ())) for page in client.get_paginator("list_objects_v2").paginate(Bucket="logs")
+    )
     raw_list, raw_cpu = time.perf_counter() - t, time.thread_time() - cpu
     assert listed == objects
     times, cpus = [], []
@@ -183,9 +203,15 @@ def _list_diff(objects: int) -> dict:
         assert r.files_indexed == 0 and r.files_unchanged == objects and r.generation is None
         times.append(r.seconds)
     server.stop()
-    return {"objects": objects, "list_pages": -(-objects // 1000), "put_seconds": round(put_s, 1),
-            "paginator_only_seconds": round(raw_list, 2), "paginator_only_client_cpu_s": round(raw_cpu, 2),
-            "rerun_seconds": [round(x, 2) for x in times], "rerun_client_cpu_s": [round(x, 2) for x in cpus]}
+    return {
+        "objects": objects,
+        "list_pages": -(-objects // 1000),
+        "put_seconds": round(put_s, 1),
+        "paginator_only_seconds": round(raw_list, 2),
+        "paginator_only_client_cpu_s": round(raw_cpu, 2),
+        "rerun_seconds": [round(x, 2) for x in times],
+        "rerun_client_cpu_s": [round(x, 2) for x in cpus],
+    }
 
 
 def main() -> None:
@@ -194,7 +220,9 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=40)
     p.add_argument("--vectors", action="store_true", help="also measure local vectors (slow: tens of KB/s per core)")
     p.add_argument("--vector-files", type=int, default=24)
-    p.add_argument("--objects", type=int, default=100_000, help="unchanged S3 objects for the list + diff row (0: skip)")
+    p.add_argument(
+        "--objects", type=int, default=100_000, help="unchanged S3 objects for the list + diff row (0: skip)"
+    )
     p.add_argument("--no-keyword", action="store_true", help="skip the keyword-only rows")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
@@ -206,7 +234,11 @@ def main() -> None:
     if args.vectors:
         vsrc = work / "varchive"
         vmb = generate(vsrc, args.vector_files, args.pairs, seed=11) / 1e6
-        results["local_vectors"] = {"archive_mb": round(vmb, 3), "files": args.vector_files, **_throughput(vsrc, vmb, "local", work)}
+        results["local_vectors"] = {
+            "archive_mb": round(vmb, 3),
+            "files": args.vector_files,
+            **_throughput(vsrc, vmb, "local", work),
+        }
     if args.objects:
         results["list_diff"] = _list_diff(args.objects)
     results["machine"]["load_after"] = os.getloadavg()
@@ -218,14 +250,21 @@ def main() -> None:
     for kind in ("keyword", "local_vectors"):
         if kind in results:
             r = results[kind]
-            for name, key in (("one process MB/s", "one_process_mb_s"), ("Ray MB/s", "ray_mb_s"), ("Ray overhead, wall", "ray_overhead"),
-                              ("one process CPU-s", "one_process_cpu_s"), ("Ray CPU-s (all processes)", "ray_run_cpu_s"),
-                              ("Ray overhead, CPU", "ray_cpu_overhead")):
+            for name, key in (
+                ("one process MB/s", "one_process_mb_s"),
+                ("Ray MB/s", "ray_mb_s"),
+                ("Ray overhead, wall", "ray_overhead"),
+                ("one process CPU-s", "one_process_cpu_s"),
+                ("Ray CPU-s (all processes)", "ray_run_cpu_s"),
+                ("Ray overhead, CPU", "ray_cpu_overhead"),
+            ):
                 print(f"| {kind} {name} ({r['archive_mb']} MB) | {r[1][key]} | {r[2][key]} |")
     if "list_diff" in results:
         d = results["list_diff"]
-        print(f"| list + diff of {d['objects']:,} unchanged objects (moto) | {d['rerun_seconds']} s, client CPU {d['rerun_client_cpu_s']} s "
-              f"(paginator alone {d['paginator_only_seconds']} s, client CPU {d['paginator_only_client_cpu_s']} s) | |")
+        print(
+            f"| list + diff of {d['objects']:,} unchanged objects (moto) | {d['rerun_seconds']} s, client CPU {d['rerun_client_cpu_s']} s "
+            f"(paginator alone {d['paginator_only_seconds']} s, client CPU {d['paginator_only_client_cpu_s']} s) | |"
+        )
 
 
 if __name__ == "__main__":

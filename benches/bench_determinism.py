@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import memlane  # noqa: E402
+import memlane
 
 
 def _sources(corpus: str, src: Path) -> tuple[list[tuple[Path, str | None]], list[str]]:
@@ -45,7 +45,9 @@ def run(corpus: str, embedder: str, k: int) -> dict[str, int]:
         src = Path(tmp) / "src"
         src.mkdir()
         folders, queries = _sources(corpus, src)
-        files = [(f, fmt) for folder, fmt in folders for f in (sorted(folder.rglob("*")) if folder.is_dir() else [folder])]
+        files = [
+            (f, fmt) for folder, fmt in folders for f in (sorted(folder.rglob("*")) if folder.is_dir() else [folder])
+        ]
         answers = []
         for n, order in enumerate((folders, folders, [f for f in files[::-1] if f[0].is_file()])):
             with memlane.open(Path(tmp) / f"home{n}", embedder=embedder) as mem:
@@ -68,8 +70,10 @@ def main() -> int:
     p.add_argument("--k", type=int, default=10)
     args = p.parse_args()
     r = run(args.corpus, args.embedder, args.k)
-    print(f"{args.corpus}, embedder {args.embedder}, k {args.k}: of {r['queries']} queries, {r['rebuild_differs']} answer differently "
-          f"after a clean rebuild, {r['reverse_differs']} after a rebuild file by file in reverse order")
+    print(
+        f"{args.corpus}, embedder {args.embedder}, k {args.k}: of {r['queries']} queries, {r['rebuild_differs']} answer differently "
+        f"after a clean rebuild, {r['reverse_differs']} after a rebuild file by file in reverse order"
+    )
     return 0
 
 

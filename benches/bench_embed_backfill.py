@@ -95,7 +95,9 @@ def main() -> None:
             t0 = time.perf_counter()
             emb = make_embedder(spec)
             load_s = time.perf_counter() - t0
-            tokens = [len(e.ids) for e in emb._tokenizer.encode_batch([t for _, _, t in rows], add_special_tokens=False)]
+            tokens = [
+                len(e.ids) for e in emb._tokenizer.encode_batch([t for _, _, t in rows], add_special_tokens=False)
+            ]
             cache = root / f"cache-{spec.replace(':', '-')}"
             timings = []
             for run in ("cold", "warm"):

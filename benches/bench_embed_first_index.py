@@ -38,7 +38,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # A run of 64+ base64 characters without a space: images, keys, blobs.
 _BASE64 = re.compile(r"[A-Za-z0-9+/=_-]{64,}")
 # A log line: starts with a timestamp, a level or a stack-frame marker.
-_LOG_LINE = re.compile(r"^\s*(\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?(DEBUG|INFO|WARN|WARNING|ERROR|TRACE)\b|at \S+\(|File \")")
+_LOG_LINE = re.compile(
+    r"^\s*(\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?(DEBUG|INFO|WARN|WARNING|ERROR|TRACE)\b|at \S+\(|File \")"
+)
 
 
 def cpu_seconds() -> float:
@@ -69,7 +71,9 @@ def junk_share(texts: list[str], tokenizer: object) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, nargs="+", default=[DATA / "transcripts"], help="files or folders to index")
+    parser.add_argument(
+        "--corpus", type=Path, nargs="+", default=[DATA / "transcripts"], help="files or folders to index"
+    )
     parser.add_argument("--embedders", default="local:fp32,local", help="embedder specs; ratios are to the first")
     parser.add_argument("--repeats", type=int, default=2, help="first indexes per embedder, interleaved")
     args = parser.parse_args()
@@ -90,7 +94,10 @@ def main() -> None:
                     cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - start
                     windows = mem.status()["vectors"]
                 runs[spec].append((cpu, wall, report.chunks_embedded, windows))
-                print(f"  {spec}: {cpu:.1f} CPU s, {wall:.1f} s wall, {report.chunks_embedded} chunks, {windows} windows", flush=True)
+                print(
+                    f"  {spec}: {cpu:.1f} CPU s, {wall:.1f} s wall, {report.chunks_embedded} chunks, {windows} windows",
+                    flush=True,
+                )
 
         header = ("embedder", "chunks", "windows", "CPU s", "CPU-s/MB", "wall s", "MB/s wall", "x CPU")
         print("  ".join(header))
@@ -99,7 +106,16 @@ def main() -> None:
             cpu = statistics.median(r[0] for r in runs[spec])
             wall = statistics.median(r[1] for r in runs[spec])
             _, _, chunks, windows = runs[spec][0]
-            row = (spec, str(chunks), str(windows), f"{cpu:.1f}", f"{cpu / mb:.1f}", f"{wall:.1f}", f"{mb / wall:.3f}", f"{base / cpu:.2f}")
+            row = (
+                spec,
+                str(chunks),
+                str(windows),
+                f"{cpu:.1f}",
+                f"{cpu / mb:.1f}",
+                f"{wall:.1f}",
+                f"{mb / wall:.3f}",
+                f"{base / cpu:.2f}",
+            )
             print("  ".join(cell.rjust(len(h)) for cell, h in zip(row, header)))
 
         mem = memlane.Memory(Path(tmp) / "keyword", embedder="none")
@@ -108,7 +124,10 @@ def main() -> None:
             rows = writer.chunk_texts([int(k) for k in writer.pending_vectors()])
         texts = [t for _, _, t in rows]
         if len(specs) >= 2:
-            a, b = (EmbeddingCache(Path(tmp) / f"0-{spec.replace(':', '-')}" / "cache" / "embeddings.sqlite") for spec in specs[:2])
+            a, b = (
+                EmbeddingCache(Path(tmp) / f"0-{spec.replace(':', '-')}" / "cache" / "embeddings.sqlite")
+                for spec in specs[:2]
+            )
             hashes = [h for _, h, _ in rows]
             va, vb = (c.get_many(embedders[spec].id, hashes) for c, spec in zip((a, b), specs))
             cos = np.concatenate([(va[h] * vb[h]).sum(axis=1) for h in hashes if h in va and h in vb])

@@ -34,7 +34,10 @@ def main() -> None:
     samples = REPO.parent / "shared" / "data" / "transcripts"
     if samples.is_dir():
         memlane.open(home, embedder="none").index([samples], embed=False)
-    paste = "the exporter got exit code 137 again, see the log: " + "ERROR worker-7 OOMKilled retry=3 batch=5000 " * int(args.mb * 1e6 / 45)
+    paste = (
+        "the exporter got exit code 137 again, see the log: "
+        + "ERROR worker-7 OOMKilled retry=3 batch=5000 " * int(args.mb * 1e6 / 45)
+    )
     log = EventLog(home)
     largest = 0
     started = time.perf_counter()
@@ -47,10 +50,25 @@ def main() -> None:
             raise SystemExit(f"call {n}: exit {code}: {err.getvalue().strip()}")
         largest = max(largest, log.path.stat().st_size)
         if n % 1000 == 999:
-            print(f"{n + 1} calls, {time.perf_counter() - started:.0f} s, events.jsonl {log.path.stat().st_size / 2**20:.1f} MiB", file=sys.stderr)
+            print(
+                f"{n + 1} calls, {time.perf_counter() - started:.0f} s, events.jsonl {log.path.stat().st_size / 2**20:.1f} MiB",
+                file=sys.stderr,
+            )
     sizes = {p.name: p.stat().st_size for p in log.generations()}
-    print(json.dumps({"calls": args.calls, "prompt_mb": args.mb, "cap_bytes": MAX_LOG_BYTES, "largest_events_jsonl_bytes": largest,
-                      "files": sizes, "events_kept": len(log.read()), "seconds": round(time.perf_counter() - started)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "calls": args.calls,
+                "prompt_mb": args.mb,
+                "cap_bytes": MAX_LOG_BYTES,
+                "largest_events_jsonl_bytes": largest,
+                "files": sizes,
+                "events_kept": len(log.read()),
+                "seconds": round(time.perf_counter() - started),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

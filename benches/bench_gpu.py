@@ -39,13 +39,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import generate  # noqa: E402
+from archive import generate
 
-import memlane  # noqa: E402
-from memlane import _core  # noqa: E402
-from memlane.cli import main as memlane_main  # noqa: E402
-from memlane.embed.device import gpu_unusable  # noqa: E402
-from memlane.embed.local import LocalEmbedder  # noqa: E402
+import memlane
+from memlane import _core
+from memlane.cli import main as memlane_main
+from memlane.embed.device import gpu_unusable
+from memlane.embed.local import LocalEmbedder
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
 
@@ -74,7 +74,10 @@ def embed_rates(device: str, chunks: list[str], min_windows: int, batch_sizes: l
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         rows.append({"batch_size": batch, "windows": windows, "seconds": round(wall, 3), "windows_per_s": round(windows / wall),
                      "host_cpu_s_per_1k_windows": round(cpu / windows * 1000, 4)})  # fmt: skip
-        print(f"  batch {batch}: {windows / wall:,.0f} windows/s, {cpu / windows * 1e6:.0f} host CPU-µs a window", file=sys.stderr)
+        print(
+            f"  batch {batch}: {windows / wall:,.0f} windows/s, {cpu / windows * 1e6:.0f} host CPU-µs a window",
+            file=sys.stderr,
+        )
     return rows, {"providers": probe.providers, "chunks": len(chunks), "windows_per_pass": per_pass}
 
 
@@ -103,10 +106,16 @@ def index_end_to_end(device: str, work: Path, files: int, pairs: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto", help="auto (default): the GPU when one is usable")
-    parser.add_argument("--batch-sizes", default="32,128,512", help="windows per inference call to compare (default 32,128,512)")
+    parser.add_argument(
+        "--device", choices=["auto", "cpu", "gpu"], default="auto", help="auto (default): the GPU when one is usable"
+    )
+    parser.add_argument(
+        "--batch-sizes", default="32,128,512", help="windows per inference call to compare (default 32,128,512)"
+    )
     parser.add_argument("--min-windows", type=int, default=20_000, help="windows per timed pass (default 20000)")
-    parser.add_argument("--archive-files", type=int, default=400, help="sessions in the generated archive (default 400)")
+    parser.add_argument(
+        "--archive-files", type=int, default=400, help="sessions in the generated archive (default 400)"
+    )
     parser.add_argument("--archive-pairs", type=int, default=60, help="exchanges per session (default 60)")
     parser.add_argument("--skip-index", action="store_true", help="only the embedder rates")
     parser.add_argument("--out", required=True, help="where the JSON goes")
@@ -118,7 +127,11 @@ def main() -> None:
         work = Path(tmp)
         chunks = transcript_chunks(work / "keywords")
         rows, about = embed_rates(device, chunks, args.min_windows, [int(b) for b in args.batch_sizes.split(",")])
-        index = None if args.skip_index else index_end_to_end(device, work / "index", args.archive_files, args.archive_pairs)
+        index = (
+            None
+            if args.skip_index
+            else index_end_to_end(device, work / "index", args.archive_files, args.archive_pairs)
+        )
 
     import onnxruntime
 
@@ -130,11 +143,15 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 
-    print(f"\nfp32 graph on {device} ({', '.join(about['providers'])}), {about['chunks']} chunks of the shared transcripts\n")
+    print(
+        f"\nfp32 graph on {device} ({', '.join(about['providers'])}), {about['chunks']} chunks of the shared transcripts\n"
+    )
     print("| batch size | windows | windows/s | host CPU-s / 1,000 windows |")
     print("|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['batch_size']} | {r['windows']:,} | {r['windows_per_s']:,} | {r['host_cpu_s_per_1k_windows']:.3f} |")
+        print(
+            f"| {r['batch_size']} | {r['windows']:,} | {r['windows_per_s']:,} | {r['host_cpu_s_per_1k_windows']:.3f} |"
+        )
     if index:
         print(f"\n`memlane index --device {device}` of a generated archive ({index['archive_mb']} MB, {index['files']} sessions), "
               f"device reported: {index['device']}\n")  # fmt: skip

@@ -27,9 +27,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from guard_corpus import ATTACKS, NOTES, SECRET_NOTES  # noqa: E402
+from guard_corpus import ATTACKS, NOTES, SECRET_NOTES
 
-from memlane.brain import Brain, MemoryGuard, MemoryGuardError  # noqa: E402
+from memlane.brain import Brain, MemoryGuard, MemoryGuardError
 
 
 def evaluate() -> dict:
@@ -83,13 +83,19 @@ def cost() -> dict:
         for t in texts:
             guard.scan(t)
     per_scan = (time.process_time() - start) / (5 * len(texts)) * 1000
-    memory = "".join(f"- [LL{i:02d}] 2026-04-01 — {n}\n  <!-- valid_from: 2026-04-01 -->\n" for i, n in enumerate(NOTES))
+    memory = "".join(
+        f"- [LL{i:02d}] 2026-04-01 — {n}\n  <!-- valid_from: 2026-04-01 -->\n" for i, n in enumerate(NOTES)
+    )
     start = time.process_time()
     for _ in range(5):
         MemoryGuard().withheld(memory)
     screen = (time.process_time() - start) / 5 * 1000
-    return {"scan_cpu_ms_per_text": round(per_scan, 3), "memory_md_bytes": len(memory.encode()), "screen_memory_md_cpu_ms": round(screen, 1),
-            **mask_cost()}
+    return {
+        "scan_cpu_ms_per_text": round(per_scan, 3),
+        "memory_md_bytes": len(memory.encode()),
+        "screen_memory_md_cpu_ms": round(screen, 1),
+        **mask_cost(),
+    }
 
 
 def mask_cost() -> dict:
@@ -134,7 +140,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    print(f"attacks blocked: {result['blocked']}/{result['attacks']} ({result['block_rate']:.1%}); by family {result['blocked_by_family']}")
+    print(
+        f"attacks blocked: {result['blocked']}/{result['attacks']} ({result['block_rate']:.1%}); by family {result['blocked_by_family']}"
+    )
     for m in result["missed"]:
         print(f"  missed [{m['family']}] {m['text'][:100]!r}")
     for w in result["blocked_under_another_family"]:
@@ -142,7 +150,9 @@ def main() -> None:
     print(f"ordinary notes passed: {result['passed']}/{result['notes']} ({result['pass_rate']:.1%})")
     for f in result["false_positives"]:
         print(f"  flagged {f['rules']}: {f['text'][:100]!r}")
-    print(f"notes with a secret refused, kind named: {result['secrets_refused_with_their_kind']}/{result['secret_notes']}")
+    print(
+        f"notes with a secret refused, kind named: {result['secrets_refused_with_their_kind']}/{result['secret_notes']}"
+    )
     for n in result["secrets_not_refused"]:
         print(f"  not refused [{n['kind']}]")
     print(

@@ -42,12 +42,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import generate, words  # noqa: E402
+from archive import generate, words
 
-import memlane  # noqa: E402
-from memlane.brain import Brain  # noqa: E402
-from memlane.agents.hooks import DEFAULT_DEADLINE_S  # noqa: E402
-from memlane.agents.install import install_claude_code  # noqa: E402
+import memlane
+from memlane.agents.hooks import DEFAULT_DEADLINE_S
+from memlane.agents.install import install_claude_code
+from memlane.brain import Brain
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,8 +91,13 @@ def time_runs(command: str, payloads: list[dict], env: dict[str, str]) -> tuple[
 
 def summary(runs: tuple[list[float], list[float]]) -> dict[str, float]:
     wall, cpu = runs
-    return {"p50_ms": round(pct(wall, 0.5), 1), "p90_ms": round(pct(wall, 0.9), 1), "p99_ms": round(pct(wall, 0.99), 1),
-            "cpu_p50_ms": round(pct(cpu, 0.5), 1), "runs": len(wall)}
+    return {
+        "p50_ms": round(pct(wall, 0.5), 1),
+        "p90_ms": round(pct(wall, 0.9), 1),
+        "p99_ms": round(pct(wall, 0.99), 1),
+        "cpu_p50_ms": round(pct(cpu, 0.5), 1),
+        "runs": len(wall),
+    }
 
 
 def main() -> None:
@@ -124,21 +129,42 @@ def main() -> None:
 
     def payload(event: str, n: int, **extra: object) -> dict:
         sid = f"bench-{event}-{n:04d}-{time.time_ns()}"
-        return {"session_id": sid, "transcript_path": str(project / f"{sid}.jsonl"), "cwd": cwd,
-                "permission_mode": "default", "hook_event_name": event, **extra}
+        return {
+            "session_id": sid,
+            "transcript_path": str(project / f"{sid}.jsonl"),
+            "cwd": cwd,
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **extra,
+        }
 
-    results: dict[str, object] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
-                                  "chunks": chunks, "brain_entries": args.entries, "load_average_before": os.getloadavg()[0]}
+    results: dict[str, object] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "chunks": chunks,
+        "brain_entries": args.entries,
+        "load_average_before": os.getloadavg()[0],
+    }
     results["python -c pass"] = summary(time_runs(f"{sys.executable} -c pass", [{}] * args.runs, env))
     # One untimed run first: the page cache and the snapshot folder are warm, as in daily use.
     time_runs(command["SessionStart"], [payload("SessionStart", -1, source="startup", model="claude-sonnet-4-5")], env)
-    results["SessionStart"] = summary(time_runs(command["SessionStart"], [payload("SessionStart", n, source="startup", model="claude-sonnet-4-5") for n in range(args.runs)], env))
+    results["SessionStart"] = summary(
+        time_runs(
+            command["SessionStart"],
+            [payload("SessionStart", n, source="startup", model="claude-sonnet-4-5") for n in range(args.runs)],
+            env,
+        )
+    )
     prompts = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12))) for n in range(args.runs)]
     results["UserPromptSubmit (first prompt)"] = summary(time_runs(command["UserPromptSubmit"], prompts, env))
     for mb in [int(x) for x in args.big_mb.split(",") if x.strip()]:
         # The user's words first, then the paste: the recall must still find what they ask about.
         paste = " ".join(words(rng, 1_000)) + "\n"
-        big = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12)) + "\n" + paste * (mb * 1_000_000 // len(paste))) for n in range(args.big_runs)]
+        big = [
+            payload(
+                "UserPromptSubmit", n, prompt=" ".join(words(rng, 12)) + "\n" + paste * (mb * 1_000_000 // len(paste))
+            )
+            for n in range(args.big_runs)
+        ]
         results[f"UserPromptSubmit, {mb} MB prompt"] = summary(time_runs(command["UserPromptSubmit"], big, env))
     results["deadline_s"] = DEFAULT_DEADLINE_S
 
@@ -150,7 +176,9 @@ def main() -> None:
         vector_command = command["UserPromptSubmit"].replace(str(home), str(vector_home))
         assert vector_command != command["UserPromptSubmit"], "the installed command names its home"
         vector_prompts = [payload("UserPromptSubmit", n, prompt=" ".join(words(rng, 12))) for n in range(args.runs)]
-        results["UserPromptSubmit (first prompt), home with local vectors"] = summary(time_runs(vector_command, vector_prompts, env))
+        results["UserPromptSubmit (first prompt), home with local vectors"] = summary(
+            time_runs(vector_command, vector_prompts, env)
+        )
     else:
         print(f"{samples} is missing: the first prompt on a home with vectors is not measured", file=sys.stderr)
 
@@ -161,7 +189,10 @@ def main() -> None:
     try:
         assert _try_lock(fd)
         transcripts = sorted(project.glob("*.jsonl"))
-        stops = [{**payload("Stop", n, stop_hook_active=False), "transcript_path": str(transcripts[n % len(transcripts)])} for n in range(args.runs)]
+        stops = [
+            {**payload("Stop", n, stop_hook_active=False), "transcript_path": str(transcripts[n % len(transcripts)])}
+            for n in range(args.runs)
+        ]
         results["Stop (queue + spawn worker)"] = summary(time_runs(command["Stop"], stops, env))
     finally:
         _unlock(fd)
@@ -173,8 +204,10 @@ def main() -> None:
     out = REPO / "bench-results" / "hooks.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\n{results['machine']}; home of {chunks} chunks, {args.entries} MEMORY.md entries; "
-          f"load average {results['load_average_before']:.1f} → {results['load_average_after']:.1f}\n")
+    print(
+        f"\n{results['machine']}; home of {chunks} chunks, {args.entries} MEMORY.md entries; "
+        f"load average {results['load_average_before']:.1f} → {results['load_average_after']:.1f}\n"
+    )
     print("| hook (fresh process, through the shell) | wall p50 | wall p90 | wall p99 | CPU p50 |")
     print("|---|---|---|---|---|")
     for name, r in results.items():

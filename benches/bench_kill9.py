@@ -29,7 +29,20 @@ import memlane
 
 def write_archive(root: Path, files: int, pairs: int, seed: int) -> None:
     rng = random.Random(seed)
-    words = "deploy billing postgres cache worker queue timeout retry shard replica ledger invoice".split()
+    words = [
+        "deploy",
+        "billing",
+        "postgres",
+        "cache",
+        "worker",
+        "queue",
+        "timeout",
+        "retry",
+        "shard",
+        "replica",
+        "ledger",
+        "invoice",
+    ]
     for f in range(files):
         lines = []
         for p in range(pairs):
@@ -61,8 +74,11 @@ def main() -> int:
     memlane_cli = [sys.executable, "-m", "memlane.cli"]
     failed_opens = unsound = killed = 0
     for n in range(args.rounds):
-        proc = subprocess.Popen([*memlane_cli, "--home", str(home), "index", str(src), "--embed", "none"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*memlane_cli, "--home", str(home), "index", str(src), "--embed", "none"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.05, args.max_delay))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -72,7 +88,7 @@ def main() -> int:
             mem = memlane.open(home, embedder="none")
             report = mem.verify()
             mem.search("billing postgres replica")
-        except Exception as exc:  # noqa: BLE001 - a benchmark counts failures
+        except Exception as exc:
             failed_opens += 1
             print(f"round {n}: home does not open: {exc}")
             continue
@@ -83,11 +99,26 @@ def main() -> int:
         # Every few rounds new bytes arrive, as in a live archive.
         if n % 5 == 4:
             write_archive(src, args.files + n, args.pairs, args.seed)
-    subprocess.run([*memlane_cli, "--home", str(home), "index", str(src), "--embed", "none"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*memlane_cli, "--home", str(clean), "index", str(src), "--embed", "none"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*memlane_cli, "--home", str(home), "index", str(src), "--embed", "none"], check=True, stdout=subprocess.DEVNULL
+    )
+    subprocess.run(
+        [*memlane_cli, "--home", str(clean), "index", str(src), "--embed", "none"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     same = chunk_ids(home) == chunk_ids(clean)
-    print(json.dumps({"rounds": args.rounds, "killed": killed, "failed_opens": failed_opens, "unsound_after_kill": unsound,
-                      "identical_to_clean_build": same}))
+    print(
+        json.dumps(
+            {
+                "rounds": args.rounds,
+                "killed": killed,
+                "failed_opens": failed_opens,
+                "unsound_after_kill": unsound,
+                "identical_to_clean_build": same,
+            }
+        )
+    )
     shutil.rmtree(work, ignore_errors=True)
     return 0 if failed_opens == 0 and unsound == 0 and same else 1
 

@@ -25,14 +25,13 @@ import random
 import statistics
 import sys
 import tempfile
-import time
 from datetime import date, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import FILES, _paragraph, words  # noqa: E402
+from archive import FILES, _paragraph, words
 
-import memlane  # noqa: E402
+import memlane
 
 
 def pct(values: list[float], q: float) -> float:
@@ -42,7 +41,11 @@ def pct(values: list[float], q: float) -> float:
 
 def daily_entry(rng: random.Random, hour: int, minute: int) -> str:
     topic = " ".join(words(rng, rng.randint(2, 5)))
-    bullets = [f"- **Done:** {_paragraph(rng, 1)}", f"- **Decisions:** {_paragraph(rng, 1)}", f"- **Files:** `{rng.choice(FILES)}`"]
+    bullets = [
+        f"- **Done:** {_paragraph(rng, 1)}",
+        f"- **Decisions:** {_paragraph(rng, 1)}",
+        f"- **Files:** `{rng.choice(FILES)}`",
+    ]
     return f"## {hour:02d}:{minute:02d} | {topic}\n" + "\n".join(bullets[: rng.randint(1, 3)]) + "\n"
 
 
@@ -53,7 +56,11 @@ def daily_note(rng: random.Random, day: date) -> str:
 
 def design_note(rng: random.Random, n: int) -> str:
     tags = ", ".join(words(rng, 2))
-    out = [f"---\ntitle: Design {n}\ndate: 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}\ntags: [{tags}]\n---\n# Design {n}\n", _paragraph(rng, 2), ""]
+    out = [
+        f"---\ntitle: Design {n}\ndate: 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}\ntags: [{tags}]\n---\n# Design {n}\n",
+        _paragraph(rng, 2),
+        "",
+    ]
     for _ in range(rng.randint(3, 9)):
         out.append(f"## {' '.join(words(rng, rng.randint(1, 4))).capitalize()}")
         for _ in range(rng.randint(1, 4)):
@@ -65,7 +72,10 @@ def design_note(rng: random.Random, n: int) -> str:
 
 def signal_note(rng: random.Random) -> str:
     start = date(2026, 1, 1)
-    items = [f"- {(start + timedelta(days=rng.randint(0, 300))).isoformat()} {' '.join(words(rng, rng.randint(6, 20)))}" for _ in range(rng.randint(10, 40))]
+    items = [
+        f"- {(start + timedelta(days=rng.randint(0, 300))).isoformat()} {' '.join(words(rng, rng.randint(6, 20)))}"
+        for _ in range(rng.randint(10, 40))
+    ]
     return "# Signals\n\n" + "\n".join(sorted(items)) + "\n"
 
 
@@ -105,7 +115,11 @@ def session_edits(rng: random.Random, root: Path, round_: int) -> int:
             note = rng.choice(notes)
             text = note.read_text()
             cut = text.find("\n## ", rng.randrange(len(text)))
-            note.write_text(text[:cut] + f"\nEdited in round {round_}: {_paragraph(rng, 1)}\n" + text[cut:] if cut > 0 else text + "\nEdited.\n")
+            note.write_text(
+                text[:cut] + f"\nEdited in round {round_}: {_paragraph(rng, 1)}\n" + text[cut:]
+                if cut > 0
+                else text + "\nEdited.\n"
+            )
         elif action < 0.85:
             rng.choice(notes).unlink()
             notes = sorted((root / "notes").glob("*.md"))
@@ -155,11 +169,17 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
-    print(f"\n{results['machine']}; {results['files']} files, {results['library_mb']} MB, {results['chunks']} chunks, embedding off\n")
+    print(
+        f"\n{results['machine']}; {results['files']} files, {results['library_mb']} MB, {results['chunks']} chunks, embedding off\n"
+    )
     print("| stage | measured | target |\n|---|---|---|")
-    print(f"| full index ({results['files']} files) | {results['full_index_s']} s ({results['full_index_mb_per_s']} MB/s) | — |")
+    print(
+        f"| full index ({results['files']} files) | {results['full_index_s']} s ({results['full_index_mb_per_s']} MB/s) | — |"
+    )
     print(f"| sync, nothing changed | {results['noop_sync_ms_median']} ms median | — |")
-    print(f"| sync after a session (1–3 files changed, {args.repeats} repeats) | p50 {results['session_sync_ms_p50']} ms (p90 {results['session_sync_ms_p90']}) | well under 1 s |")
+    print(
+        f"| sync after a session (1–3 files changed, {args.repeats} repeats) | p50 {results['session_sync_ms_p50']} ms (p90 {results['session_sync_ms_p90']}) | well under 1 s |"
+    )
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import memlane  # noqa: E402
-from memlane.bench.datasets import load_dataset  # noqa: E402
-from no_answer import PARTS, Question, questions  # noqa: E402
+from no_answer import PARTS, Question, questions
+
+import memlane
+from memlane.bench.datasets import load_dataset
 
 CORPORA = ("locomo-dev", "transcripts", "reversal")
 DOMAIN = {"locomo-dev": "personal", "transcripts": "engineering", "reversal": "engineering"}
@@ -99,7 +100,11 @@ def run(corpus: str, data: Path, embedder: str, verbose: bool = False) -> dict[s
 def _explain(mem: memlane.Memory, q: Question) -> None:
     hits = mem.search(q.text, k=1, sources=["transcript", "knowledge"])
     best = hits[0] if hits else None
-    detail = f"relevance {best.relevance:.3f} {best.scores} {' '.join(best.text.split())[:100]!r}" if best else "(brain only)"
+    detail = (
+        f"relevance {best.relevance:.3f} {best.scores} {' '.join(best.text.split())[:100]!r}"
+        if best
+        else "(brain only)"
+    )
     print(f"[{q.kind}] {q.text} → {detail}", file=sys.stderr)
 
 
@@ -117,14 +122,18 @@ def main() -> int:
         print(json.dumps(results, indent=2))
         return 0
     print(f"no-answer questions for which recall injects anything (embedder {args.embedder})")
-    print("| archive | chunks | off-topic tune / held-out / all | unknown entity tune / held-out / all | answerable → empty |")
+    print(
+        "| archive | chunks | off-topic tune / held-out / all | unknown entity tune / held-out / all | answerable → empty |"
+    )
     print("|---|---:|---:|---:|---:|")
     for r in results:
         cells = []
         for kind in ("off_topic", "unknown_entity"):
             by = r["no_answer"][kind]
-            cells.append(" / ".join(f"{by[part]['count']}/{by[part]['questions']}" for part in (*PARTS, "all"))
-                         + f" ({100 * by['all']['rate']:.1f}%)")
+            cells.append(
+                " / ".join(f"{by[part]['count']}/{by[part]['questions']}" for part in (*PARTS, "all"))
+                + f" ({100 * by['all']['rate']:.1f}%)"
+            )
         empty = r.get("answerable_empty")
         tail = f"{empty['count']}/{empty['questions']} ({100 * empty['rate']:.1f}%)" if empty else "–"
         print(f"| {r['corpus']} | {r['chunks']} | {cells[0]} | {cells[1]} | {tail} |")

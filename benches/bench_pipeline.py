@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import codex_lines, generate, generic_lines, session_lines, words  # noqa: E402
+from archive import codex_lines, generate, generic_lines, session_lines, words
 
-import memlane  # noqa: E402
-from memlane import _core  # noqa: E402
+import memlane
+from memlane import _core
 
 DIM = 384
 
@@ -131,7 +131,9 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=1500)
     ap.add_argument("--pairs", type=int, default=70, help="exchanges per file")
     ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)")
+    ap.add_argument(
+        "--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)"
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/pipeline.json"))
     args = ap.parse_args()
@@ -143,7 +145,10 @@ def main() -> None:
     archive, home = work / "archive", work / "home"
     t = time.perf_counter()
     size = generate(archive, args.files, args.pairs)
-    print(f"generated {args.files} files, {size / 1e6:.0f} MB in {time.perf_counter() - t:.0f}s at {work}", file=sys.stderr)
+    print(
+        f"generated {args.files} files, {size / 1e6:.0f} MB in {time.perf_counter() - t:.0f}s at {work}",
+        file=sys.stderr,
+    )
 
     mem = memlane.open(home, embedder="none", quantization=args.quantization)
     first = mem.index([archive], embed=False)
@@ -172,7 +177,9 @@ def main() -> None:
         "codex": sorted((side / "codex").glob("*.jsonl")),
         "generic": sorted((side / "generic").glob("*.jsonl")),
     }
-    appends: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": [], "bytes": [], "resumed": []} for k in victims}
+    appends: dict[str, dict[str, list[float]]] = {
+        k: {"wall": [], "cpu": [], "bytes": [], "resumed": []} for k in victims
+    }
     when = datetime(2026, 6, 1, tzinfo=timezone.utc)
     for i in range(90):
         kind = list(victims)[i % 3]
@@ -236,17 +243,32 @@ def main() -> None:
     rows = [
         ("parse + chunk + BM25", f"{results['parse_chunk_bm25_mb_per_s']} MB/s", "≥ 50 MB/s"),
         (f"re-index, nothing changed ({args.files} files)", f"{results['noop_reindex_s_median']} s", "≤ 1 s"),
-        *((f"append to one {kind} transcript, re-index", f"p50 {m['wall_ms_p50']} ms (p90 {m['wall_ms_p90']}), CPU p50 {m['cpu_ms_p50']} ms, "
-           f"{m['bytes_parsed_median'] / 1e3:.1f} kB parsed, {m['resumed']}/{m['appends']} resumed", "≤ 250 ms p50")
-          for kind, m in results["append_by_format"].items()),
-        (f"hybrid query, warm, {chunks} chunks, Memory.search without query embedding",
-         f"p50 {results['hybrid_query_ms_p50']} ms, p99 {results['hybrid_query_ms_p99']} ms "
-         f"({results['hybrid_query_cpu_ms']} ms CPU; core alone p50 {results['core_query_ms_p50']} ms)", "100k: p50 ≤ 1.5 ms, p99 ≤ 10 ms"),
+        *(
+            (
+                f"append to one {kind} transcript, re-index",
+                f"p50 {m['wall_ms_p50']} ms (p90 {m['wall_ms_p90']}), CPU p50 {m['cpu_ms_p50']} ms, "
+                f"{m['bytes_parsed_median'] / 1e3:.1f} kB parsed, {m['resumed']}/{m['appends']} resumed",
+                "≤ 250 ms p50",
+            )
+            for kind, m in results["append_by_format"].items()
+        ),
+        (
+            f"hybrid query, warm, {chunks} chunks, Memory.search without query embedding",
+            f"p50 {results['hybrid_query_ms_p50']} ms, p99 {results['hybrid_query_ms_p99']} ms "
+            f"({results['hybrid_query_cpu_ms']} ms CPU; core alone p50 {results['core_query_ms_p50']} ms)",
+            "100k: p50 ≤ 1.5 ms, p99 ≤ 10 ms",
+        ),
         (f"open + first query ({chunks} chunks)", f"{results['open_and_first_query_ms']} ms", "≤ 50 ms at 1M"),
-        (f"vector index per chunk ({args.quantization}, {DIM} dims)", f"{results['vector_bytes_per_chunk']} B", "≤ 600 B"),
+        (
+            f"vector index per chunk ({args.quantization}, {DIM} dims)",
+            f"{results['vector_bytes_per_chunk']} B",
+            "≤ 600 B",
+        ),
     ]
-    print(f"\n{results['machine']}; archive {results['archive_mb']} MB, {chunks} chunks; manifest {results['manifest_bytes'] / 1e6:.1f} MB; "
-          f"load {results['load'][0]:.1f}\n")
+    print(
+        f"\n{results['machine']}; archive {results['archive_mb']} MB, {chunks} chunks; manifest {results['manifest_bytes'] / 1e6:.1f} MB; "
+        f"load {results['load'][0]:.1f}\n"
+    )
     print("| stage | measured | target |\n|---|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} |")

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import generate, words  # noqa: E402
-from bench_pipeline import GivenVectors, add_random_vectors, clustered_unit_vectors, pct  # noqa: E402
+from archive import generate, words
+from bench_pipeline import GivenVectors, add_random_vectors, clustered_unit_vectors, pct
 
-import memlane  # noqa: E402
+import memlane
 
 PROJECTS = 12
 
@@ -55,7 +55,9 @@ def main() -> None:
 
         rng = random.Random(11)
         queries = [" ".join(words(rng, rng.randint(2, 6))) for _ in range(args.queries)]
-        mem = memlane.Memory(home, embedder=GivenVectors(queries, clustered_unit_vectors(np.random.default_rng(5), len(queries))))
+        mem = memlane.Memory(
+            home, embedder=GivenVectors(queries, clustered_unit_vectors(np.random.default_rng(5), len(queries)))
+        )
         projects = sorted(mem.projects())
         assert len(projects) == PROJECTS, projects
         modes = {
@@ -88,12 +90,16 @@ def main() -> None:
         results[f"{m}_vs_unfiltered_cpu"] = round(results[m]["cpu_ms"] / results["unfiltered"]["cpu_ms"], 3)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"{chunks:,} chunks in {PROJECTS} projects, {len(queries)} queries, Memory.search k=10 without query embedding")
+    print(
+        f"{chunks:,} chunks in {PROJECTS} projects, {len(queries)} queries, Memory.search k=10 without query embedding"
+    )
     print("| mode | p50 ms | p99 ms | CPU ms/query |\n|---|---|---|---|")
     for m in modes:
         r = results[m]
         print(f"| {m} | {r['p50_ms']} | {r['p99_ms']} | {r['cpu_ms']} |")
-    print(f"CPU ratio vs unfiltered: project {results['project_vs_unfiltered_cpu']}, branch {results['branch_vs_unfiltered_cpu']}")
+    print(
+        f"CPU ratio vs unfiltered: project {results['project_vs_unfiltered_cpu']}, branch {results['branch_vs_unfiltered_cpu']}"
+    )
 
 
 if __name__ == "__main__":

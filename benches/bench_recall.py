@@ -41,11 +41,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import generate, words  # noqa: E402
+from archive import generate, words
 
-import memlane  # noqa: E402
-from memlane.brain import Brain  # noqa: E402
-from memlane.recall import session_snapshot  # noqa: E402
+import memlane
+from memlane.brain import Brain
+from memlane.recall import session_snapshot
 
 SECTIONS = ["kd", "ll", "rc", "ot", "coe"]
 
@@ -84,7 +84,14 @@ def mmr_check(path: Path, embed: str) -> None:
     from memlane.ranking.relevance import FLOOR
 
     default_lambda = recall_module._MMR_LAMBDA
-    totals = {"questions": 0, "candidates": 0, "dropped": 0, "gold": 0, "gold_in_candidates": 0, "gold_lost_by_collapse": 0}
+    totals = {
+        "questions": 0,
+        "candidates": 0,
+        "dropped": 0,
+        "gold": 0,
+        "gold_in_candidates": 0,
+        "gold_lost_by_collapse": 0,
+    }
     kept_by = {(lam, budget): 0 for lam in SWEEP_LAMBDAS for budget in SWEEP_BUDGETS}
     for conv in load_locomo(path, split="dev").conversations:
         with tempfile.TemporaryDirectory(prefix="memlane-mmr-") as tmp:
@@ -93,7 +100,11 @@ def mmr_check(path: Path, embed: str) -> None:
             mem.index([src], format=conv.fmt, embed=embed != "none")
             for q in conv.questions:
                 # The largest pool recall draws from (200 candidates), and the turns each holds.
-                pool = [h for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"]) if (h.relevance or 0) >= FLOOR]
+                pool = [
+                    h
+                    for h in mem.search(q.text, k=200, sources=["transcript", "knowledge"])
+                    if (h.relevance or 0) >= FLOOR
+                ]
                 turns = {h.id: set(h.meta.get("turn_ids") or []) for h in pool}
 
                 def gold_kept(r: memlane.recall.Recall, q=q, turns=turns) -> set[str]:
@@ -111,7 +122,9 @@ def mmr_check(path: Path, embed: str) -> None:
                 for lam in SWEEP_LAMBDAS:
                     recall_module._MMR_LAMBDA = lam
                     for budget in SWEEP_BUDGETS:
-                        kept_by[(lam, budget)] += len(gold_kept(mem.recall(q.text, max_tokens=budget, include_brain=False)))
+                        kept_by[(lam, budget)] += len(
+                            gold_kept(mem.recall(q.text, max_tokens=budget, include_brain=False))
+                        )
             recall_module._MMR_LAMBDA = default_lambda
             mem.close()
     print(json.dumps(totals, indent=2))
@@ -131,8 +144,12 @@ def main() -> None:
     ap.add_argument("--embed", choices=["none", "local"], default="none")
     ap.add_argument("--workdir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/recall.json"))
-    ap.add_argument("--mmr-check", type=Path, metavar="LOCOMO_JSON", help="check the near-duplicate collapse on LoCoMo dev instead")
-    ap.add_argument("--mask-ab", action="store_true", help="also time recall without secret masking, interleaved query by query")
+    ap.add_argument(
+        "--mmr-check", type=Path, metavar="LOCOMO_JSON", help="check the near-duplicate collapse on LoCoMo dev instead"
+    )
+    ap.add_argument(
+        "--mask-ab", action="store_true", help="also time recall without secret masking, interleaved query by query"
+    )
     args = ap.parse_args()
     if args.mmr_check:
         mmr_check(args.mmr_check, "local" if args.embed == "none" else args.embed)
@@ -192,24 +209,39 @@ def main() -> None:
         "snapshot_repeat_ms_p50": round(repeat_snapshot, 3),
     }
     if args.mask_ab:
-        results["mask_ab_cpu_ms_p50"] = {"masked": round(pct(masked_cpu, 0.5), 2), "unmasked": round(pct(plain_cpu, 0.5), 2),
-                                         "ratio": round(pct(masked_cpu, 0.5) / pct(plain_cpu, 0.5), 3)}
+        results["mask_ab_cpu_ms_p50"] = {
+            "masked": round(pct(masked_cpu, 0.5), 2),
+            "unmasked": round(pct(plain_cpu, 0.5), 2),
+            "ratio": round(pct(masked_cpu, 0.5) / pct(plain_cpu, 0.5), 3),
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     mode = "keyword-only, no embedding" if args.embed == "none" else "local MiniLM, query embedding included"
-    print(f"\n{results['machine']}, load average {results['load_average_1m']}; {chunks} chunks ({results['archive_mb']} MB), "
-          f"{args.brain} brain entries; {mode}\n")
+    print(
+        f"\n{results['machine']}, load average {results['load_average_1m']}; {chunks} chunks ({results['archive_mb']} MB), "
+        f"{args.brain} brain entries; {mode}\n"
+    )
     print("| measure | wall p50 | wall p99 | CPU p50 |\n|---|---|---|---|")
-    print(f"| Memory.search k=50 | {results['search_k50_ms_p50']} ms | {results['search_k50_ms_p99']} ms | {results['search_k50_cpu_ms_p50']} ms |")
-    print(f"| Memory.recall max_tokens={args.max_tokens} | {results['recall_ms_p50']} ms | {results['recall_ms_p99']} ms | {results['recall_cpu_ms_p50']} ms |")
+    print(
+        f"| Memory.search k=50 | {results['search_k50_ms_p50']} ms | {results['search_k50_ms_p99']} ms | {results['search_k50_cpu_ms_p50']} ms |"
+    )
+    print(
+        f"| Memory.recall max_tokens={args.max_tokens} | {results['recall_ms_p50']} ms | {results['recall_ms_p99']} ms | {results['recall_cpu_ms_p50']} ms |"
+    )
     if embed_ms:
         print(f"| query embedding alone | {results['query_embed_ms_p50']} ms | | |")
-    print(f"| session_snapshot first / repeat | {results['snapshot_first_ms']} ms | {results['snapshot_repeat_ms_p50']} ms | |")
-    print(f"\nrecall: median {results['recall_items_median']} items, {results['recall_tokens_median']} tokens; "
-          f"{empty} of {args.queries} empty")
+    print(
+        f"| session_snapshot first / repeat | {results['snapshot_first_ms']} ms | {results['snapshot_repeat_ms_p50']} ms | |"
+    )
+    print(
+        f"\nrecall: median {results['recall_items_median']} items, {results['recall_tokens_median']} tokens; "
+        f"{empty} of {args.queries} empty"
+    )
     if args.mask_ab:
         ab = results["mask_ab_cpu_ms_p50"]
-        print(f"secret masking, interleaved: recall CPU p50 {ab['masked']} ms masked vs {ab['unmasked']} ms unmasked (×{ab['ratio']})")
+        print(
+            f"secret masking, interleaved: recall CPU p50 {ab['masked']} ms masked vs {ab['unmasked']} ms unmasked (×{ab['ratio']})"
+        )
 
 
 if __name__ == "__main__":

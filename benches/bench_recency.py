@@ -27,8 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import memlane  # noqa: E402
-from reversal_corpus import FORMATS, PARTS, Query, write_corpus  # noqa: E402
+from reversal_corpus import FORMATS, PARTS, Query, write_corpus
+
+import memlane
 
 SETTINGS = {"on": {"recency": True, "temporal": True}, "off": {"recency": False, "temporal": False}}
 
@@ -101,9 +102,12 @@ def run(embedder: str, k: int, verbose: bool, seed: int = 11) -> dict:
                     rank = _rank(answers[setting][-1], q.answer)
                     if verbose and q.part == "tune" and (rank != 1 or wrong):
                         print(f"[{q.kind}] rank {rank}: {q.text}", file=sys.stderr)
-                        for i, h in enumerate(hits[:10 if wrong else 4], 1):
+                        for i, h in enumerate(hits[: 10 if wrong else 4], 1):
                             mark = f" superseded_by={h.superseded_by}" if h.superseded_by else ""
-                            print(f"   {i}. {h.score:.3f} {h.timestamp[:10]} {h.id}{mark} {h.text[:110]!r}", file=sys.stderr)
+                            print(
+                                f"   {i}. {h.score:.3f} {h.timestamp[:10]} {h.id}{mark} {h.text[:110]!r}",
+                                file=sys.stderr,
+                            )
     results = {setting: summarize(corpus.queries, texts, k) for setting, texts in answers.items()}
     return {
         "embedder": embedder,
@@ -129,23 +133,33 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"reversal corpus (seed {args.seed}): {result['files']} files, {result['chunks']} chunks, "
-          f"embedder {result['embedder']}, k {result['k']}")
-    print(f"| part | kind | queries | first (on / off) | recall@5 (on / off) | recall@{args.k} (on / off) | MRR (on / off) |")
+    print(
+        f"reversal corpus (seed {args.seed}): {result['files']} files, {result['chunks']} chunks, "
+        f"embedder {result['embedder']}, k {result['k']}"
+    )
+    print(
+        f"| part | kind | queries | first (on / off) | recall@5 (on / off) | recall@{args.k} (on / off) | MRR (on / off) |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|")
     for part, by_setting in result["results"].items():
         on, off = by_setting["on"], by_setting["off"]
         for kind in on:
             a, b = on[kind], off[kind]
-            cells = " | ".join(f"{100 * a[m]:.1f} / {100 * b[m]:.1f}" for m in ("first", "recall@5", f"recall@{args.k}"))
+            cells = " | ".join(
+                f"{100 * a[m]:.1f} / {100 * b[m]:.1f}" for m in ("first", "recall@5", f"recall@{args.k}")
+            )
             print(f"| {part} | {kind} | {a['queries']} | {cells} | {a['mrr']:.3f} / {b['mrr']:.3f} |")
     for part, by_setting in result["results"].items():
         on, off = by_setting["on"]["current"], by_setting["off"]["current"]
-        print(f"{part}: current statement in the top {args.k} above every earlier statement of its subject: "
-              f"{100 * on['above_earlier']:.1f} / {100 * off['above_earlier']:.1f} (on / off)")
+        print(
+            f"{part}: current statement in the top {args.k} above every earlier statement of its subject: "
+            f"{100 * on['above_earlier']:.1f} / {100 * off['above_earlier']:.1f} (on / off)"
+        )
     for part, m in result["earlier_statements"].items():
-        print(f"{part}: marked superseded in the top {args.k}: {m['true_marks']} earlier statements of the asked subject "
-              f"(of {m['earlier_in_top_k']} there, {m['earlier_total']} in the corpus), {m['false_marks']} other hits (false marks)")
+        print(
+            f"{part}: marked superseded in the top {args.k}: {m['true_marks']} earlier statements of the asked subject "
+            f"(of {m['earlier_in_top_k']} there, {m['earlier_total']} in the corpus), {m['false_marks']} other hits (false marks)"
+        )
     return 0
 
 

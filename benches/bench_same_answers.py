@@ -24,14 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import memlane  # noqa: E402
+import memlane
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def _homes(src: Path) -> tuple[dict[str, list[tuple[Path, str | None]]], list[str]]:
-    from memlane.bench.datasets import load_dataset
     from reversal_corpus import FORMATS, write_corpus
+
+    from memlane.bench.datasets import load_dataset
 
     written = write_corpus(src / "reversal", seed=11)
     conv = load_dataset("locomo", SHARED / "locomo" / "locomo10.json", "test").conversations[0]
@@ -79,7 +80,9 @@ def compare(a: Path, b: Path) -> int:
         la, ra = left["answers"].get(name, []), right["answers"].get(name, [])
         bad = [i for i in range(max(len(la), len(ra))) if i >= len(la) or i >= len(ra) or la[i] != ra[i]]
         differ += len(bad)
-        print(f"{name}: {len(la)} queries, {len(bad)} differ" + (f" (first: {left['queries'][bad[0]]!r})" if bad else ""))
+        print(
+            f"{name}: {len(la)} queries, {len(bad)} differ" + (f" (first: {left['queries'][bad[0]]!r})" if bad else "")
+        )
     print(f"total: {differ} differ")
     return 1 if differ else 0
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from archive import _CUM_WEIGHTS, VOCAB  # noqa: E402
-from bench_pipeline import DIM, add_random_vectors, measure_queries  # noqa: E402
+from archive import _CUM_WEIGHTS, VOCAB
+from bench_pipeline import DIM, add_random_vectors, measure_queries
 
-import memlane  # noqa: E402
+import memlane
 
 PAIRS_PER_FILE = 250
 
@@ -53,11 +53,16 @@ def generate(root: Path, chunks: int, seed: int = 7) -> int:
         lines = []
         for i, end in enumerate(ends):
             ts = t0 + f * 3600 + i * 30
-            lines.append(json.dumps({
-                "session_id": f"s{f:06d}", "role": "user" if i % 2 == 0 else "assistant",
-                "content": " ".join(words[end - lengths[i] : end]),
-                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)),
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "session_id": f"s{f:06d}",
+                        "role": "user" if i % 2 == 0 else "assistant",
+                        "content": " ".join(words[end - lengths[i] : end]),
+                        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)),
+                    }
+                )
+            )
         text = "\n".join(lines) + "\n"
         (root / f"s{f:06d}.jsonl").write_text(text)
         total += len(text)
@@ -68,7 +73,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)")
+    ap.add_argument(
+        "--quantization", default="i8", choices=["f16", "i8", "f32"], help="vector storage (default: the product's, i8)"
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="where to build (default: a temp dir, deleted after)")
     ap.add_argument("--keep", action="store_true", help="keep the archive and home")
     ap.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))
@@ -83,7 +90,9 @@ def main() -> None:
         build["generate_s"] = round(time.perf_counter() - t, 1)
         print(f"generated {size / 1e6:.0f} MB in {build['generate_s']}s at {work}", file=sys.stderr)
         t, cpu = time.perf_counter(), time.process_time()
-        report = memlane.open(home, embedder="none", quantization=args.quantization).index([archive], embed=False, format="generic")
+        report = memlane.open(home, embedder="none", quantization=args.quantization).index(
+            [archive], embed=False, format="generic"
+        )
         build["index_s"] = round(time.perf_counter() - t, 1)
         build["index_cpu_s"] = round(time.process_time() - cpu, 1)
         build["archive_mb"] = round(size / 1e6, 1)
@@ -105,9 +114,13 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
-    print(f"\n| stage ({results['chunks']} chunks, {DIM} dims, {args.quantization}) | measured | target |\n|---|---|---|")
-    print(f"| hybrid query, warm, Memory.search, no query embedding | p50 {results['hybrid_query_ms_p50']} ms, "
-          f"p99 {results['hybrid_query_ms_p99']} ms | 1M: p50 ≤ 5 ms |")
+    print(
+        f"\n| stage ({results['chunks']} chunks, {DIM} dims, {args.quantization}) | measured | target |\n|---|---|---|"
+    )
+    print(
+        f"| hybrid query, warm, Memory.search, no query embedding | p50 {results['hybrid_query_ms_p50']} ms, "
+        f"p99 {results['hybrid_query_ms_p99']} ms | 1M: p50 ≤ 5 ms |"
+    )
     print(f"| open + first query | {results['open_and_first_query_ms']} ms | ≤ 50 ms at 1M |")
     if not args.keep:
         shutil.rmtree(work)

@@ -48,12 +48,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_pipeline import DIM, GivenVectors, add_random_vectors, clustered_unit_vectors, pct  # noqa: E402
-from bench_scale import generate  # noqa: E402
+from bench_pipeline import DIM, GivenVectors, add_random_vectors, clustered_unit_vectors, pct
+from bench_scale import generate
 
-import memlane  # noqa: E402
-from memlane.cluster import catalog as cat  # noqa: E402
-from memlane.cluster.storage import location  # noqa: E402
+import memlane
+from memlane.cluster import catalog as cat
+from memlane.cluster.storage import location
 
 os.environ.setdefault("RAY_worker_niceness", "0")  # Ray's workers otherwise lose a shared machine's cores
 
@@ -62,7 +62,11 @@ def build_home(archive: Path, home: Path) -> dict:
     t = time.perf_counter()
     report = memlane.open(home, embedder="none").index([archive], embed=False, format="generic")
     vectors = add_random_vectors(home)
-    return {"home_chunks": report.chunks_added, "home_vectors": vectors, "home_build_s": round(time.perf_counter() - t, 1)}
+    return {
+        "home_chunks": report.chunks_added,
+        "home_vectors": vectors,
+        "home_build_s": round(time.perf_counter() - t, 1),
+    }
 
 
 def build_sharded(archive: Path, out: Path, shards: int, work: Path) -> dict:
@@ -70,7 +74,9 @@ def build_sharded(archive: Path, out: Path, shards: int, work: Path) -> dict:
     from memlane.cluster.index import index_sources
 
     t = time.perf_counter()
-    report = index_sources([str(archive)], str(out), shards=shards, embed="none", format="generic", stage_root=str(work / "stage"))
+    report = index_sources(
+        [str(archive)], str(out), shards=shards, embed="none", format="generic", stage_root=str(work / "stage")
+    )
     loc = location(out)
     catalog = cat.load(loc)
     assert catalog is not None
@@ -86,7 +92,9 @@ def build_sharded(archive: Path, out: Path, shards: int, work: Path) -> dict:
         version = ref.version + "-vectors"
         info = {k: v for k, v in record.items() if k not in ("files", "shard", "version")}
         new = cat.upload_home(home, loc, ref.shard, version, {**info, "embedder_id": GivenVectors.id, "dim": DIM})
-        refs.append(cat.ShardRef(**{**ref.__dict__, "version": version, "bytes": sum(f["size"] for f in new["files"].values())}))
+        refs.append(
+            cat.ShardRef(**{**ref.__dict__, "version": version, "bytes": sum(f["size"] for f in new["files"].values())})
+        )
         shutil.rmtree(home)
     catalog.shards, catalog.embedder_id, catalog.dim = refs, GivenVectors.id, DIM
     catalog.generation += 1
@@ -160,7 +168,9 @@ def latency(home: Path, out: Path, url: str, queries: list[str], embedder: Given
     out_rows |= {f"{k}_cpu_ms": round(v * 1000 / len(queries), 2) for k, v in cpu.items()}
     out_rows["http_over_home_p50"] = round(out_rows["http_ms_p50"] / out_rows["home_ms_p50"], 2)
     out_rows["router_over_home_p50"] = round(out_rows["router_ms_p50"] / out_rows["home_ms_p50"], 2)
-    out_rows["router_over_sharded_in_process_p50"] = round(out_rows["router_ms_p50"] / out_rows["sharded_in_process_ms_p50"], 2)
+    out_rows["router_over_sharded_in_process_p50"] = round(
+        out_rows["router_ms_p50"] / out_rows["sharded_in_process_ms_p50"], 2
+    )
     sharded.close()
     client.close()
     return out_rows
@@ -198,9 +208,16 @@ def freshness(archive: Path, out: Path, url: str, work: Path, rounds: int) -> di
     try:
         for r in range(rounds):
             marker = f"quokkafreshness{r}"
-            new.write_text(json.dumps({"session_id": f"fresh{r}", "role": "user", "content": marker, "timestamp": "2026-06-01T00:00:00Z"}) + "\n")
+            new.write_text(
+                json.dumps(
+                    {"session_id": f"fresh{r}", "role": "user", "content": marker, "timestamp": "2026-06-01T00:00:00Z"}
+                )
+                + "\n"
+            )
             t = time.perf_counter()
-            report = index_sources([str(archive)], str(out), embed="none", format="generic", stage_root=str(work / "stage"))
+            report = index_sources(
+                [str(archive)], str(out), embed="none", format="generic", stage_root=str(work / "stage")
+            )
             published = time.perf_counter()
             # Keyword-ranked: the new chunk has no vector yet, so a hybrid ranking would put
             # the query vector's neighbours before it.
@@ -222,18 +239,33 @@ def main() -> None:
     ap.add_argument("--refresh", type=float, default=1.0, help="the router's catalog polling interval")
     ap.add_argument("--port", type=int, default=8799)
     ap.add_argument("--fresh-rounds", type=int, default=3, help="re-index rounds timed from catalog to first answer")
-    ap.add_argument("--build-only", action="store_true", help="build the home and the sharded index, measure nothing (with --keep)")
+    ap.add_argument(
+        "--build-only", action="store_true", help="build the home and the sharded index, measure nothing (with --keep)"
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="where to build (default: a temp dir, deleted after)")
     ap.add_argument("--keep", action="store_true", help="keep the archive, home and sharded index")
     ap.add_argument("--out", type=Path, default=Path("bench-results/serve.json"))
-    ap.add_argument("--ingress", choices=("direct", "proxy"), default="direct", help="HTTP from the router replica itself (memlane serve's default) or through Serve's proxy")
-    ap.add_argument("--shard-actors", type=int, default=None, help="shard actors (default as memlane serve: 0 on one machine, the shards in the router)")
+    ap.add_argument(
+        "--ingress",
+        choices=("direct", "proxy"),
+        default="direct",
+        help="HTTP from the router replica itself (memlane serve's default) or through Serve's proxy",
+    )
+    ap.add_argument(
+        "--shard-actors",
+        type=int,
+        default=None,
+        help="shard actors (default as memlane serve: 0 on one machine, the shards in the router)",
+    )
     ap.add_argument("--replicas", type=int, default=1, help="router replicas (more than one: behind Serve's proxy)")
     args = ap.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-serve-"))
     archive, home, out = work / "archive", work / "home", work / "index"
-    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", "load_average_start": os.getloadavg()}
+    results: dict = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_start": os.getloadavg(),
+    }
     if not archive.exists():
         results["archive_mb"] = round(generate(archive, args.chunks) / 1e6, 1)
     if not (home / "vectors.usearch").exists():
@@ -269,7 +301,15 @@ def main() -> None:
     from memlane.cluster.serve import start
 
     t = time.perf_counter()
-    server = start(str(out), port=args.port, embedder=embedder, refresh_seconds=args.refresh, cache_dir=str(work / "serve-cache"), shard_actors=args.shard_actors, replicas=args.replicas)
+    server = start(
+        str(out),
+        port=args.port,
+        embedder=embedder,
+        refresh_seconds=args.refresh,
+        cache_dir=str(work / "serve-cache"),
+        shard_actors=args.shard_actors,
+        replicas=args.replicas,
+    )
     results["serve_start_s"] = round(time.perf_counter() - t, 1)
     results["ingress"] = server.ingress
     results["shard_actors"] = len(server.actors)

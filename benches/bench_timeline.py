@@ -46,7 +46,10 @@ K = 5
 
 
 def _digest(folder: Path, pattern: str) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob(pattern))}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.glob(pattern))
+    }
 
 
 def _recall(mem: Any, brain: Path, questions: list[gate.Question], hierarchy: bool) -> dict[str, Any]:
@@ -71,8 +74,12 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool, wiki_weights: li
     brain_dir, home = workdir / "brain", workdir / "home"
     corpus.write(brain_dir)
     generated = _digest(brain_dir, "DailyActivity/*.md")
-    out: dict[str, Any] = {"seed": seed, "dailies": len(corpus.dailies), "questions": len(corpus.questions),
-                           "kinds": dict(Counter(q.kind for q in corpus.questions))}
+    out: dict[str, Any] = {
+        "seed": seed,
+        "dailies": len(corpus.dailies),
+        "questions": len(corpus.questions),
+        "kinds": dict(Counter(q.kind for q in corpus.questions)),
+    }
     mem = memlane.open(home, embedder=embed, cache_dir=workdir.parent / "cache")
     brain = Brain(brain_dir, home=home)
     started = time.process_time()
@@ -82,8 +89,12 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool, wiki_weights: li
     if report.refused:
         out["gate_refused"] = report.refused
         report = compact(mem, brain, today=corpus.today, questions=corpus.questions, force=True)
-    out["compact"] = {"gate": report.gate, "summaries": Counter(s["level"] for s in report.summaries),
-                      "dropped_lines": sum(len(s["dropped"]) for s in report.summaries), "cpu_s": round(time.process_time() - started, 1)}
+    out["compact"] = {
+        "gate": report.gate,
+        "summaries": Counter(s["level"] for s in report.summaries),
+        "dropped_lines": sum(len(s["dropped"]) for s in report.summaries),
+        "cpu_s": round(time.process_time() - started, 1),
+    }
     out["naive"] = _recall(mem, brain_dir, corpus.questions, hierarchy=False)
     out["on"] = _recall(mem, brain_dir, corpus.questions, hierarchy=True)
     if dream:
@@ -112,15 +123,24 @@ def run_seed(seed: int, embed: str, workdir: Path, dream: bool, wiki_weights: li
         for q in as_of:
             answer = wiki.answer(q.query, on=q.as_of or corpus.today.isoformat())
             right.append(answer is not None and answer.value.lower() == (q.answer or "").lower())
-        out["as_of_accuracy"] = {"questions": len(as_of), "right": sum(right), "accuracy": round(sum(right) / max(len(right), 1), 4)}
+        out["as_of_accuracy"] = {
+            "questions": len(as_of),
+            "right": sum(right),
+            "accuracy": round(sum(right) / max(len(right), 1), 4),
+        }
     out["dailies_byte_identical"] = _digest(brain_dir, "DailyActivity/*.md") == generated
     # Determinism: the offline engine on a fresh copy of the same dailies writes the same bytes.
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "brain"
         shutil.copytree(brain_dir / "DailyActivity", copy / "DailyActivity")
-        replay = {s.path.relative_to(copy).as_posix(): s.text for s in plan_compaction(copy, today=corpus.today).summaries}
-        written = {p.relative_to(brain_dir).as_posix(): p.read_text(encoding="utf-8") for p in provenance.summary_files(brain_dir)
-                   if not p.is_relative_to(brain_dir / "wiki")}
+        replay = {
+            s.path.relative_to(copy).as_posix(): s.text for s in plan_compaction(copy, today=corpus.today).summaries
+        }
+        written = {
+            p.relative_to(brain_dir).as_posix(): p.read_text(encoding="utf-8")
+            for p in provenance.summary_files(brain_dir)
+            if not p.is_relative_to(brain_dir / "wiki")
+        }
         out["offline_deterministic"] = replay == written and bool(replay)
         out["summaries_compared"] = len(replay)
     mem.close()
@@ -159,12 +179,29 @@ def llm_ledger(seed: int, workdir: Path) -> dict[str, Any]:
     os.environ["MEMLANE_CLAUDE_BIN"] = str(stub)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            cli(["compact", "--home", str(home), "--brain", str(brain_dir), "--engine", "claude", "--embed", "none",
-                 "--today", corpus.today.isoformat(), "--json"])
+            cli(
+                [
+                    "compact",
+                    "--home",
+                    str(home),
+                    "--brain",
+                    str(brain_dir),
+                    "--engine",
+                    "claude",
+                    "--embed",
+                    "none",
+                    "--today",
+                    corpus.today.isoformat(),
+                    "--json",
+                ]
+            )
     finally:
         os.environ.pop("MEMLANE_CLAUDE_BIN")
     row = Jobs(home).ledger("compact")[0]
-    return {k: row[k] for k in ("status", "engine", "calls", "input_tokens", "output_tokens", "tokens", "cost_usd", "detail")}
+    return {
+        k: row[k]
+        for k in ("status", "engine", "calls", "input_tokens", "output_tokens", "tokens", "cost_usd", "detail")
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,15 +210,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed", default="local", help="local (default) or none (keyword only)")
     parser.add_argument("--no-dream", action="store_true", help="skip dreaming and the as-of check")
     parser.add_argument("--out", help="write the results as JSON here")
-    parser.add_argument("--wiki-weights", default="", help="comma-separated weights of an unmatched wiki page to sweep after dreaming (tune on dev)")
-    parser.add_argument("--llm-ledger", action="store_true", help="also run compaction with a stand-in claude CLI and report its ledger")
+    parser.add_argument(
+        "--wiki-weights",
+        default="",
+        help="comma-separated weights of an unmatched wiki page to sweep after dreaming (tune on dev)",
+    )
+    parser.add_argument(
+        "--llm-ledger", action="store_true", help="also run compaction with a stand-in claude CLI and report its ledger"
+    )
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
         for seed in [int(s) for s in args.seeds.split(",")]:
             work = Path(tmp) / f"seed{seed}"
             work.mkdir()
-            r = run_seed(seed, args.embed, work, dream=not args.no_dream, wiki_weights=[float(w) for w in args.wiki_weights.split(",") if w])
+            r = run_seed(
+                seed,
+                args.embed,
+                work,
+                dream=not args.no_dream,
+                wiki_weights=[float(w) for w in args.wiki_weights.split(",") if w],
+            )
             if args.llm_ledger:
                 r["llm_ledger"] = llm_ledger(seed, work)
             results.append(r)
@@ -190,22 +239,30 @@ def main(argv: list[str] | None = None) -> int:
     for part in ("off", "naive", "on", "on_wiki", "on_wiki_naive"):
         rows = [r[part] for r in results if part in r]
         if rows:
-            summary[part] = {"recall@5": round(sum(x["recall@5"] for x in rows) / len(rows), 4),
-                             "summary_above_evidence": sum(x["summary_above_evidence"] for x in rows)}
+            summary[part] = {
+                "recall@5": round(sum(x["recall@5"] for x in rows) / len(rows), 4),
+                "summary_above_evidence": sum(x["summary_above_evidence"] for x in rows),
+            }
     if any("as_of_accuracy" in r for r in results):
         right = sum(r["as_of_accuracy"]["right"] for r in results)
         total = sum(r["as_of_accuracy"]["questions"] for r in results)
         summary["as_of_accuracy"] = {"right": right, "questions": total, "accuracy": round(right / max(total, 1), 4)}
     for w in sorted({w for r in results for w in r.get("wiki_weight", {})}, key=float):
         rows = [r["wiki_weight"][w] for r in results if w in r.get("wiki_weight", {})]
-        summary.setdefault("wiki_weight", {})[w] = {"recall@5": round(sum(x["recall@5"] for x in rows) / len(rows), 4),
-                                                    "summary_above_evidence": sum(x["summary_above_evidence"] for x in rows)}
+        summary.setdefault("wiki_weight", {})[w] = {
+            "recall@5": round(sum(x["recall@5"] for x in rows) / len(rows), 4),
+            "summary_above_evidence": sum(x["summary_above_evidence"] for x in rows),
+        }
     summary["dailies_byte_identical"] = all(r["dailies_byte_identical"] for r in results)
     summary["offline_deterministic"] = all(r["offline_deterministic"] for r in results)
     print(json.dumps({"seeds": args.seeds, "embed": args.embed, "summary": summary}, indent=1))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"seeds": args.seeds, "embed": args.embed, "summary": summary, "runs": results}, indent=1, default=str))
+        Path(args.out).write_text(
+            json.dumps(
+                {"seeds": args.seeds, "embed": args.embed, "summary": summary, "runs": results}, indent=1, default=str
+            )
+        )
     return 0
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import memlane
 from memlane.bench.datasets import LOCOMO_SPLITS, load_locomo
-from memlane.brain import Brain, provenance
+from memlane.brain import Brain
 from memlane.ranking import hierarchy as hierarchy_mod
 from memlane.timeline import compact as compact_mod
 
@@ -46,14 +46,18 @@ def write_dailies(sample: dict[str, Any], brain: Path) -> datetime:
     texts: dict[str, list[str]] = {}
     n = 1
     while f"session_{n}" in conv:
-        when = datetime.strptime(conv[f"session_{n}_date_time"].replace("am", "AM").replace("pm", "PM"), "%I:%M %p on %d %B, %Y")
+        when = datetime.strptime(
+            conv[f"session_{n}_date_time"].replace("am", "AM").replace("pm", "PM"), "%I:%M %p on %d %B, %Y"
+        )
         day = when.date().isoformat()
         t = max(when, clock.get(day, when))
         for turn in conv[f"session_{n}"]:
             text = " ".join(str(turn.get("text", "")).split())
             if turn.get("blip_caption"):
                 text += f" [shares {turn['blip_caption']}]"
-            texts.setdefault(day, [f"# {day}\n"]).append(f"\n## {min(t, t.replace(hour=23, minute=59)):%H:%M} | {turn['dia_id']} {turn['speaker']}\n{text}\n")
+            texts.setdefault(day, [f"# {day}\n"]).append(
+                f"\n## {min(t, t.replace(hour=23, minute=59)):%H:%M} | {turn['dia_id']} {turn['speaker']}\n{text}\n"
+            )
             t += timedelta(minutes=1)
         clock[day] = t
         last = max(last, when)
@@ -78,19 +82,30 @@ def _scores(mem: Any, questions: list[Any], hierarchy: bool) -> dict[str, Any]:
         any5 += bool(set().union(*ids[:5]) & q.gold_turns) if ids else False
         first_gold = next((i for i, s in enumerate(ids) if s & q.gold_turns), len(hits))
         buried += any(h.source == "summary" for h in hits[:first_gold])
-    return {"questions": n, "evidence_recall@10": round(recall10 / max(n, 1), 4), "recall_any@5": round(any5 / max(n, 1), 4),
-            "summary_above_evidence": buried}
+    return {
+        "questions": n,
+        "evidence_recall@10": round(recall10 / max(n, 1), 4),
+        "recall_any@5": round(any5 / max(n, 1), 4),
+        "summary_above_evidence": buried,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", choices=["dev", "test"])
     parser.add_argument("--embed", default="local")
-    parser.add_argument("--min-dailies", type=int, default=compact_mod.MIN_DAILIES, help="dailies a week needs for a weekly (default: the product's)")
+    parser.add_argument(
+        "--min-dailies",
+        type=int,
+        default=compact_mod.MIN_DAILIES,
+        help="dailies a week needs for a weekly (default: the product's)",
+    )
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--dream", action="store_true", help="also run dreaming (offline) and measure with the wiki")
-    parser.add_argument("--wiki-weights", default="", help="with --dream: comma-separated weights of an unmatched wiki page to sweep")
+    parser.add_argument(
+        "--wiki-weights", default="", help="with --dream: comma-separated weights of an unmatched wiki page to sweep"
+    )
     args = parser.parse_args(argv)
     compact_mod.MIN_DAILIES = args.min_dailies
     samples = json.loads(Path(args.data).read_text(encoding="utf-8"))
@@ -108,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             mem = memlane.open(home, embedder=args.embed)
             mem.index([brain_dir], embed=args.embed != "none", format="markdown")
             totals["off"].append(_scores(mem, conv.questions, hierarchy=True))
-            report = compact_mod.compact(mem, Brain(brain_dir, home=home), today=(last + timedelta(days=30)).date(), questions=[], force=True)
+            report = compact_mod.compact(
+                mem, Brain(brain_dir, home=home), today=(last + timedelta(days=30)).date(), questions=[], force=True
+            )
             summaries += len(report.summaries)
             totals["naive"].append(_scores(mem, conv.questions, hierarchy=False))
             totals["on"].append(_scores(mem, conv.questions, hierarchy=True))
@@ -116,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                 from memlane.timeline.dream import dream
 
                 today = (last + timedelta(days=30)).date()
-                pages += sum(dream(mem, Brain(brain_dir, home=home), today=today, questions=[], force=True).counts().values())
+                pages += sum(
+                    dream(mem, Brain(brain_dir, home=home), today=today, questions=[], force=True).counts().values()
+                )
                 totals["on_wiki"].append(_scores(mem, conv.questions, hierarchy=True))
                 totals["on_wiki_naive"].append(_scores(mem, conv.questions, hierarchy=False))
                 kept = hierarchy_mod.WIKI_WEIGHT
@@ -126,15 +145,32 @@ def main(argv: list[str] | None = None) -> int:
                         totals[f"wiki_weight_{w}"].append(_scores(mem, conv.questions, hierarchy=True))
                 finally:
                     hierarchy_mod.WIKI_WEIGHT = kept
-            print(json.dumps({"conversation": conv.cid, "summaries": len(report.summaries), **{k: v[-1] for k, v in totals.items()}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "conversation": conv.cid,
+                        "summaries": len(report.summaries),
+                        **{k: v[-1] for k, v in totals.items()},
+                    }
+                ),
+                flush=True,
+            )
             mem.close()
-    out = {"split": args.split, "embed": args.embed, "min_dailies": args.min_dailies, "summaries": summaries, "wiki_operations": pages}
+    out = {
+        "split": args.split,
+        "embed": args.embed,
+        "min_dailies": args.min_dailies,
+        "summaries": summaries,
+        "wiki_operations": pages,
+    }
     for part, rows in totals.items():
         n = sum(r["questions"] for r in rows)
-        out[part] = {"questions": n,
-                     "evidence_recall@10": round(sum(r["evidence_recall@10"] * r["questions"] for r in rows) / max(n, 1), 4),
-                     "recall_any@5": round(sum(r["recall_any@5"] * r["questions"] for r in rows) / max(n, 1), 4),
-                     "summary_above_evidence": sum(r["summary_above_evidence"] for r in rows)}
+        out[part] = {
+            "questions": n,
+            "evidence_recall@10": round(sum(r["evidence_recall@10"] * r["questions"] for r in rows) / max(n, 1), 4),
+            "recall_any@5": round(sum(r["recall_any@5"] * r["questions"] for r in rows) / max(n, 1), 4),
+            "summary_above_evidence": sum(r["summary_above_evidence"] for r in rows),
+        }
     print(json.dumps(out, indent=1))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -49,9 +49,21 @@ def run(job: dict) -> dict:
             answers: dict[str, dict[str, list[dict[str, str]]]] = {}
             for q in conv["questions"]:
                 # As memlane's harness does: the k-hit answer, and a deeper one for the session ranking.
-                answers[q["qid"]] = {name: _search(search_memories, q, palace, n, conv["cid"]) for name, n in (("hits", job["k"]), ("deep", job["depth"]))}
-            out.append({"cid": conv["cid"], "answers": answers, "seconds": {"mine": t1 - t0, "search": time.perf_counter() - t1}})
-        print(f"mempalace {conv['cid']}: mined {t1 - t0:.0f}s, searched {len(conv['questions'])} questions", file=sys.stderr)
+                answers[q["qid"]] = {
+                    name: _search(search_memories, q, palace, n, conv["cid"])
+                    for name, n in (("hits", job["k"]), ("deep", job["depth"]))
+                }
+            out.append(
+                {
+                    "cid": conv["cid"],
+                    "answers": answers,
+                    "seconds": {"mine": t1 - t0, "search": time.perf_counter() - t1},
+                }
+            )
+        print(
+            f"mempalace {conv['cid']}: mined {t1 - t0:.0f}s, searched {len(conv['questions'])} questions",
+            file=sys.stderr,
+        )
     return {"conversations": out}
 
 

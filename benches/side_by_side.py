@@ -79,7 +79,9 @@ def render_session(session: dict[str, Any]) -> tuple[str, list[tuple[str, list[s
     return text, [(line, ids) for line, ids, _ in lines]
 
 
-def transcript_files(conv: Any, directory: Path) -> tuple[dict[str, str], dict[str, str], dict[str, list[tuple[str, list[str]]]]]:
+def transcript_files(
+    conv: Any, directory: Path
+) -> tuple[dict[str, str], dict[str, str], dict[str, list[tuple[str, list[str]]]]]:
     """MemPalace transcript files for one conversation.
 
     Returns ``files`` (file name → text), ``session_of`` (file name → session id) and
@@ -206,8 +208,10 @@ def reversal_main(args: argparse.Namespace) -> None:
     ours = run(args.embedder, k, verbose=False, seed=args.seed)
     theirs = run_mempalace_reversal(args.seed, k, args.mempalace_python)
     version = mempalace_version(args.mempalace_python)
-    print(f"\nreversal corpus, seed {args.seed}, k = {k}, percent: current first / current above every earlier "
-          f"statement of its subject / past time first / unique old fact first\n")
+    print(
+        f"\nreversal corpus, seed {args.seed}, k = {k}, percent: current first / current above every earlier "
+        f"statement of its subject / past time first / unique old fact first\n"
+    )
     print("| system | part | current first | current above earlier | past first | unique first |")
     print("|---|---|---:|---:|---:|---:|")
     parts = ("tune", "heldout")
@@ -265,10 +269,18 @@ def main(argv: list[str] | None = None) -> None:
     theirs = run_mempalace(dataset, conversations, k, args.mempalace_python)
 
     print(f"\n{dataset.name} {dataset.split}: {len(conversations)} conversations, k = {k}, percent\n")
-    print("| system | questions | session R_any@10 | session ev.R@10 | top-10 sessions ev.R | turn R_any@10 | turn ev.R@10 | turn R_all@10 | turn NDCG@10 |")
+    print(
+        "| system | questions | session R_any@10 | session ev.R@10 | top-10 sessions ev.R | turn R_any@10 | turn ev.R@10 | turn R_all@10 | turn NDCG@10 |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     ours_metrics = {g: ours["results"][g]["groups"]["all"]["metrics"] for g in GRANULARITIES}
-    print(row(f"memlane {ours['memlane_version']} ({ours['embedder']})", ours["counts"]["questions_scored"]["session"], ours_metrics))
+    print(
+        row(
+            f"memlane {ours['memlane_version']} ({ours['embedder']})",
+            ours["counts"]["questions_scored"]["session"],
+            ours_metrics,
+        )
+    )
     theirs_metrics = {g: theirs["results"][g]["metrics"] for g in GRANULARITIES}
     version = mempalace_version(args.mempalace_python)
     print(row(f"MemPalace {version} (ChromaDB MiniLM)", theirs["results"]["session"]["questions"], theirs_metrics))

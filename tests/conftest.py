@@ -6,7 +6,9 @@ import pytest
 def pytest_configure(config: pytest.Config) -> None:
     # Tests that load real model weights are slower; deselect them with -m "not model".
     config.addinivalue_line("markers", "model: loads real embedding model weights (seconds, not milliseconds)")
-    config.addinivalue_line("markers", "bedrock: calls real Amazon Bedrock; runs only with -m bedrock and AWS credentials")
+    config.addinivalue_line(
+        "markers", "bedrock: calls real Amazon Bedrock; runs only with -m bedrock and AWS credentials"
+    )
 
 
 import hashlib  # noqa: E402
@@ -45,7 +47,10 @@ class FakeEmbedder:
         out = []
         for t in texts:
             words = t.split()
-            windows = [" ".join(words[i : i + self.max_window_tokens]) for i in range(0, max(len(words), 1), self.max_window_tokens)]
+            windows = [
+                " ".join(words[i : i + self.max_window_tokens])
+                for i in range(0, max(len(words), 1), self.max_window_tokens)
+            ]
             out.append(np.ascontiguousarray(np.stack([self._vector(w) for w in windows])))
         return out
 
@@ -87,8 +92,12 @@ def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = 
     out = []
     for i, (q, a) in enumerate(pairs):
         ts = (t0 + timedelta(minutes=2 * i)).isoformat().replace("+00:00", "Z")
-        out.append({"id": f"{session_id}-u{i}", "role": "user", "content": q, "timestamp": ts, "session_id": session_id})
-        out.append({"id": f"{session_id}-a{i}", "role": "assistant", "content": a, "timestamp": ts, "session_id": session_id})
+        out.append(
+            {"id": f"{session_id}-u{i}", "role": "user", "content": q, "timestamp": ts, "session_id": session_id}
+        )
+        out.append(
+            {"id": f"{session_id}-a{i}", "role": "assistant", "content": a, "timestamp": ts, "session_id": session_id}
+        )
     return out
 
 

@@ -74,7 +74,12 @@ def test_index_rejects_wrong_arguments_before_touching_the_home(
         (("deploy",), {"vector_weight": 1.5}, InvalidArgumentError, "vector_weight must be between 0 and 1"),
         (("deploy",), {"vector_weight": "0.5"}, ArgumentTypeError, "vector_weight must be a number"),
         (("deploy",), {"threshold": None}, ArgumentTypeError, "threshold must be a number"),
-        (("deploy",), {"sources": ["transcripts"]}, InvalidArgumentError, "sources must be one of brain, knowledge, summary, transcript"),
+        (
+            ("deploy",),
+            {"sources": ["transcripts"]},
+            InvalidArgumentError,
+            "sources must be one of brain, knowledge, summary, transcript",
+        ),
         (("deploy",), {"session_id": 7}, ArgumentTypeError, "session_id must be a string"),
     ],
 )
@@ -133,7 +138,9 @@ def test_open_rejects_wrong_arguments(tmp_path: Path, kwargs: dict, error: type,
         (("deploy",), {"half_life_days": "30"}, ArgumentTypeError, "half_life_days must be a number"),
     ],
 )
-def test_recall_rejects_wrong_arguments(mem: memlane.Memory, args: tuple, kwargs: dict, error: type, message: str) -> None:
+def test_recall_rejects_wrong_arguments(
+    mem: memlane.Memory, args: tuple, kwargs: dict, error: type, message: str
+) -> None:
     with pytest.raises(error, match=message):
         mem.recall(*args, **kwargs)
 

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import bench_fixture_dir
 
 from memlane import _core
 from memlane.bench.datasets import (
@@ -20,8 +21,6 @@ from memlane.bench.datasets import (
     normalise_evidence,
     sha256_file,
 )
-
-from conftest import bench_fixture_dir  # noqa: E402
 
 FIXTURES = bench_fixture_dir()
 KNOWN = {"D1:1", "D1:3", "D1:4", "D2:1", "D2:2", "D8:6", "D9:17", "D11:26", "D13:45", "D20:19", "D30:5"}
@@ -116,7 +115,9 @@ def test_locomo_bad_input(tmp_path):
 # -- split discipline ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "path"), [("beam", "beam"), ("realtalk", "realtalk"), ("longmemeval", "longmemeval_mini.json")])
+@pytest.mark.parametrize(
+    ("name", "path"), [("beam", "beam"), ("realtalk", "realtalk"), ("longmemeval", "longmemeval_mini.json")]
+)
 def test_only_locomo_has_a_dev_split(name, path):
     with pytest.raises(ValueError, match="tuning is only allowed on LoCoMo dev"):
         load_dataset(name, FIXTURES / path, "dev")
@@ -153,7 +154,16 @@ def test_realtalk_conversion_and_evidence():
     assert q["Nothing to find"].skip["turn"] == "no_evidence"
     assert q["Unknown ids only"].skip == {"turn": "no_valid_evidence", "session": "no_valid_evidence"}
     assert conv.evidence_issues == Counter(
-        {"evidence_strings": 10, "range": 1, "range_gap": 1, "list": 1, "reformatted": 2, "empty": 1, "unparseable": 1, "unknown_id": 2}
+        {
+            "evidence_strings": 10,
+            "range": 1,
+            "range_gap": 1,
+            "list": 1,
+            "reformatted": 2,
+            "empty": 1,
+            "unparseable": 1,
+            "unknown_id": 2,
+        }
     )
 
 
@@ -281,8 +291,20 @@ def test_real_locomo_counts_match_its_provenance(shared_data):
     # PROVENANCE.md lists 9 malformed strings: 4 lists, 2 missing ids, 'D', 'D:11:26', 'D30:05'.
     assert issues == Counter({"evidence_strings": 2815, "list": 4, "unknown_id": 2, "unparseable": 1, "reformatted": 2})
     assert sum(len(c.questions) for c in ds.conversations) == 1986
-    assert [c.cid for c in load_locomo(path, "dev").conversations] == ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
-    assert [c.cid for c in load_locomo(path, "test").conversations] == ["conv-44", "conv-47", "conv-48", "conv-49", "conv-50"]
+    assert [c.cid for c in load_locomo(path, "dev").conversations] == [
+        "conv-26",
+        "conv-30",
+        "conv-41",
+        "conv-42",
+        "conv-43",
+    ]
+    assert [c.cid for c in load_locomo(path, "test").conversations] == [
+        "conv-44",
+        "conv-47",
+        "conv-48",
+        "conv-49",
+        "conv-50",
+    ]
 
 
 def test_real_beam_and_realtalk_load(shared_data):

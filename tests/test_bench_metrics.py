@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from memlane.bench.metrics import aggregate, evidence_recall, ndcg, recall_all, recall_any, score, session_ranking, turn_ranking
+from memlane.bench.metrics import (
+    aggregate,
+    evidence_recall,
+    ndcg,
+    recall_all,
+    recall_any,
+    score,
+    session_ranking,
+    turn_ranking,
+)
 
 # Twelve hits over ten sessions; after dedupe the gold sessions rank 2 (g1), 4 (g2) and 8 (g3).
 HIT_SESSIONS = ["x1", "g1", "x1", "x2", "g2", "g1", "x3", "x4", "x5", "g3", "x6", "x7"]

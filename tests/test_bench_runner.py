@@ -6,17 +6,15 @@ import argparse
 import functools
 import json
 import re
-from pathlib import Path
 
 import pytest
+from conftest import bench_fixture_dir
 
 import memlane
 from memlane.bench import cli as bench_cli
 from memlane.bench.datasets import load_beam, load_dataset, load_locomo, load_longmemeval, load_realtalk, sha256_file
 from memlane.bench.metrics import aggregate
 from memlane.bench.runner import SESSION_DEPTH, git_revision, run_benchmark, search_defaults
-
-from conftest import bench_fixture_dir  # noqa: E402
 
 FIXTURES = bench_fixture_dir()
 
@@ -53,7 +51,9 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
     counts = result["counts"]
     assert counts["questions"] == 35
     assert counts["questions_scored"] == {"session": 25, "session_top": 25, "turn": 25}
-    assert counts["questions_skipped"] == {g: {"no_evidence": 5, "no_valid_evidence": 5} for g in ("session", "session_top", "turn")}
+    assert counts["questions_skipped"] == {
+        g: {"no_evidence": 5, "no_valid_evidence": 5} for g in ("session", "session_top", "turn")
+    }
     assert counts["evidence_issues"] == {"list": 5, "reformatted": 10, "unknown_id": 5, "unparseable": 5}
     assert counts["gold_turns_not_indexed"] == 0
     assert counts["chunks"] > 0 and counts["chunks_embedded"] == 0
@@ -77,7 +77,9 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
     # scores lower on this fixture.
     ranks = result["results"]
     for key in ("recall_any@10", "evidence_recall@10"):
-        assert ranks["session_top"]["groups"]["all"]["metrics"][key] >= ranks["session"]["groups"]["all"]["metrics"][key]
+        assert (
+            ranks["session_top"]["groups"]["all"]["metrics"][key] >= ranks["session"]["groups"]["all"]["metrics"][key]
+        )
 
     # Aggregates are the means of the per-question scores in the log.
     for gran in ("session", "session_top", "turn"):
@@ -91,7 +93,12 @@ def test_locomo_end_to_end_with_bm25(locomo_dev, search_calls):
 
 def test_custom_ks_granularity_search_options_and_limit(locomo_dev, search_calls):
     result = run_benchmark(
-        locomo_dev, embedder="none", ks=[2, 1, 2], granularities=["turn"], search={"threshold": 0.0, "fusion": "rrf"}, limit=2
+        locomo_dev,
+        embedder="none",
+        ks=[2, 1, 2],
+        granularities=["turn"],
+        search={"threshold": 0.0, "fusion": "rrf"},
+        limit=2,
     )
     assert result["parameters"]["k"] == [1, 2] and result["parameters"]["search_k"] == 2
     assert result["parameters"]["search"]["threshold"] == 0.0 and result["parameters"]["search"]["fusion"] == "rrf"
@@ -197,8 +204,26 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def test_cli_json_and_result_file(tmp_path, capsys):
     out = tmp_path / "r.json"
-    args = _parse(["bench", "locomo", str(FIXTURES / "locomo_mini.json"), "--split", "dev", "--embedder", "none", "--limit", "1",
-                   "--k", "1,5", "--granularity", "session", "--json", "--out", str(out)])
+    args = _parse(
+        [
+            "bench",
+            "locomo",
+            str(FIXTURES / "locomo_mini.json"),
+            "--split",
+            "dev",
+            "--embedder",
+            "none",
+            "--limit",
+            "1",
+            "--k",
+            "1,5",
+            "--granularity",
+            "session",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     assert bench_cli.run_cli(args) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["result_file"] == str(out)
@@ -206,7 +231,9 @@ def test_cli_json_and_result_file(tmp_path, capsys):
     saved = json.loads(out.read_text())
     assert len(saved["questions"]) == 7
     assert saved["parameters"]["k"] == [1, 5] and list(saved["results"]) == ["session"]
-    assert {k: v for k, v in saved.items() if k != "questions"} == {k: v for k, v in printed.items() if k != "result_file"}
+    assert {k: v for k, v in saved.items() if k != "questions"} == {
+        k: v for k, v in printed.items() if k != "result_file"
+    }
 
 
 def test_cli_markdown_and_default_path(tmp_path, capsys, monkeypatch):
@@ -228,7 +255,9 @@ def test_cli_user_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         bench_cli.run_cli(_parse(["bench", "locomo", str(tmp_path / "nope.json"), "--embedder", "none"]))
     with pytest.raises(ValueError, match="published LongMemEval checksum"):
-        bench_cli.run_cli(_parse(["bench", "longmemeval", str(FIXTURES / "longmemeval_mini.json"), "--embedder", "none"]))
+        bench_cli.run_cli(
+            _parse(["bench", "longmemeval", str(FIXTURES / "longmemeval_mini.json"), "--embedder", "none"])
+        )
     with pytest.raises(SystemExit):
         _parse(["bench", "locomo", "x.json", "--k", "0,5"])
 

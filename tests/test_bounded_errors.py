@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import generic_session, write_jsonl
 
 import memlane
@@ -31,7 +30,10 @@ def test_echo_keeps_short_input_and_cuts_long_input_saying_how_long() -> None:
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     h = tmp_path / "home"
-    src = write_jsonl(tmp_path / "src" / "s1.jsonl", generic_session("s1", [("Which database does billing use?", "Postgres 15 on RDS.")]))
+    src = write_jsonl(
+        tmp_path / "src" / "s1.jsonl",
+        generic_session("s1", [("Which database does billing use?", "Postgres 15 on RDS.")]),
+    )
     with memlane.open(h, embedder="none") as mem:
         mem.index([src], embed=False)
     return h
@@ -68,14 +70,20 @@ def test_mcp_writes_and_roles_echo_a_bounded_name(home: Path, monkeypatch: pytes
 def test_brain_key_lookups_echo_a_bounded_key(tmp_path: Path) -> None:
     brain = Brain(tmp_path / "brain", home=tmp_path / "home")
     brain.add("kd", "Billing keeps invoices in Postgres.", on="2026-04-01")
-    for call in (lambda: brain.load("KD" + "9" * HUGE), lambda: brain.supersede("KD" + "9" * HUGE, "x"), lambda: brain.archive(["KD" + "9" * HUGE])):
+    for call in (
+        lambda: brain.load("KD" + "9" * HUGE),
+        lambda: brain.supersede("KD" + "9" * HUGE, "x"),
+        lambda: brain.archive(["KD" + "9" * HUGE]),
+    ):
         with pytest.raises((KeyError, ValueError)) as err:
             call()
         message = err.value.args[0]
         assert len(message) < BOUND + len(str(tmp_path)) + 40, message[:300]
 
 
-def test_argument_checks_and_the_command_line_echo_bounded_values(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_argument_checks_and_the_command_line_echo_bounded_values(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with memlane.open(home, embedder="none") as mem:
         with pytest.raises(ValueError) as err:
             mem.search("billing", fusion="w" * HUGE)

@@ -65,8 +65,18 @@ def test_concurrent_adds_lose_nothing(tmp_path: Path):
 
 def test_concurrent_distills_of_one_session_write_it_once(tmp_path: Path):
     rows = [
-        {"role": "user", "content": "Which queue for the exporter?", "timestamp": "2026-03-02T10:00:00Z", "session_id": "q1"},
-        {"role": "assistant", "content": "We decided to use SQS FIFO queues for `exporter.py` because ordering matters.", "timestamp": "2026-03-02T10:01:00Z", "session_id": "q1"},
+        {
+            "role": "user",
+            "content": "Which queue for the exporter?",
+            "timestamp": "2026-03-02T10:00:00Z",
+            "session_id": "q1",
+        },
+        {
+            "role": "assistant",
+            "content": "We decided to use SQS FIFO queues for `exporter.py` because ordering matters.",
+            "timestamp": "2026-03-02T10:01:00Z",
+            "session_id": "q1",
+        },
     ]
     path = str(write_jsonl(tmp_path / "q1.jsonl", rows))
     brain_dir, home = str(tmp_path / "brain"), str(tmp_path / "home")

@@ -92,7 +92,9 @@ def test_adding_an_entry_only_inserts_lines(text, spec):
     if "```" in text or "~~~" in text or "memlane:index" in text:
         return  # an unclosed fence swallows what follows it; the index block is ours to replace
     doc = parse(text, MEMORY_SCHEMA)
-    entry = Entry(f"{spec.prefix}999", "2026-04-01", "Added by memlane.", "notes.md § Added", {"valid_from": "2026-04-01"})
+    entry = Entry(
+        f"{spec.prefix}999", "2026-04-01", "Added by memlane.", "notes.md § Added", {"valid_from": "2026-04-01"}
+    )
     doc.add(spec, entry)
     doc.set_index(["- [X] index line\n"])
     out = doc.render()
@@ -102,17 +104,23 @@ def test_adding_an_entry_only_inserts_lines(text, spec):
 
 # -- canonical: documents we build render to text that parses back to them -----------------
 
-one_line = st.text(
-    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="\ufeff\x85"),
-    min_size=1,
-    max_size=40,
-).map(str.strip).filter(bool)
+one_line = (
+    st.text(
+        st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="\ufeff\x85"),
+        min_size=1,
+        max_size=40,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
 meta_value = one_line.filter(lambda v: "|" not in v and "-->" not in v and not v.endswith("--"))
 extra_line = one_line.filter(
     lambda v: not v.lower().startswith("detail:") and parse_meta(v) is None and not v.startswith(("```", "~~~"))
 )
-prose = st.text(string.ascii_letters + string.digits + " .,;:'()", min_size=1, max_size=40).map(str.strip).filter(
-    lambda v: bool(v) and v[0].isalnum()
+prose = (
+    st.text(string.ascii_letters + string.digits + " .,;:'()", min_size=1, max_size=40)
+    .map(str.strip)
+    .filter(lambda v: bool(v) and v[0].isalnum())
 )
 
 
@@ -123,7 +131,13 @@ def entries(draw: st.DrawFn, prefix: str) -> Entry:
         date=draw(st.dates()).isoformat(),
         text=draw(one_line),
         detail=draw(st.none() | one_line),
-        meta=draw(st.dictionaries(st.sampled_from(["valid_from", "superseded_by", "supersedes", "confidence", "status", "x_custom"]), meta_value, max_size=4)),
+        meta=draw(
+            st.dictionaries(
+                st.sampled_from(["valid_from", "superseded_by", "supersedes", "confidence", "status", "x_custom"]),
+                meta_value,
+                max_size=4,
+            )
+        ),
         extra=draw(st.lists(extra_line, max_size=2)),
     )
 
@@ -175,7 +189,11 @@ def test_hand_written_entries_parse_with_their_fields():
     doc = parse(HAND_WRITTEN, MEMORY_SCHEMA)
     kd = doc.find("KD01")
     assert kd is not None
-    assert (kd.date, kd.text, kd.detail) == ("2026-04-01", "Billing uses Postgres   (hand formatted)", "docs/billing.md § Storage")
+    assert (kd.date, kd.text, kd.detail) == (
+        "2026-04-01",
+        "Billing uses Postgres   (hand formatted)",
+        "docs/billing.md § Storage",
+    )
     assert kd.meta == {"valid_from": "2026-04-01", "confidence": "high"}
     assert kd.extra == ["a note I added by hand"]
     assert kd.section == "Key Decisions"
@@ -204,7 +222,10 @@ def test_changing_metadata_rewrites_only_the_comment_line():
     out = doc.render()
     assert "* [KD01] 2026-04-01: Billing uses Postgres   (hand formatted)\n" in out
     assert "    Detail:   docs/billing.md § Storage\n" in out
-    assert "    <!-- valid_from: 2026-04-01 | confidence: high | superseded_by: KD02 | valid_until: 2026-04-05 -->\n" in out
+    assert (
+        "    <!-- valid_from: 2026-04-01 | confidence: high | superseded_by: KD02 | valid_until: 2026-04-05 -->\n"
+        in out
+    )
     assert parse(out, MEMORY_SCHEMA).find("KD01").superseded
 
 

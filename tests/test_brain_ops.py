@@ -18,7 +18,14 @@ def brain(tmp_path):
 
 
 def test_add_assigns_keys_and_writes_canonical_entries(brain):
-    kd = brain.add("kd", "Billing  stores\ninvoices in Postgres.", detail="docs/billing.md § Storage", confidence="high", aliases=["pg", "database"], on="2026-04-01")
+    kd = brain.add(
+        "kd",
+        "Billing  stores\ninvoices in Postgres.",
+        detail="docs/billing.md § Storage",
+        confidence="high",
+        aliases=["pg", "database"],
+        on="2026-04-01",
+    )
     assert kd.key == "KD01" and kd.text == "Billing stores invoices in Postgres."
     assert brain.add("Key Decisions", "Exports run nightly.", on="2026-04-02").key == "KD02"
     assert brain.add("coe", "Expired TLS cert took billing down 40 minutes.", on="2026-04-02").key == "COE01"
@@ -45,7 +52,9 @@ def test_bad_input_is_a_value_error(brain):
 
 def test_supersede_links_both_ways_and_keeps_the_old_entry(brain):
     brain.add("kd", "Billing stores invoices in Postgres.", on="2026-04-01")
-    new = brain.supersede("kd01", "Billing moved from Postgres to DynamoDB.", detail="transcript abc turns 3-4", on="2026-04-10")
+    new = brain.supersede(
+        "kd01", "Billing moved from Postgres to DynamoDB.", detail="transcript abc turns 3-4", on="2026-04-10"
+    )
     assert new.key == "KD02" and new.meta == {"valid_from": "2026-04-10", "supersedes": "KD01"}
     old = brain.get("KD01")
     assert old.meta["superseded_by"] == "KD02" and old.meta["valid_until"] == "2026-04-10"
@@ -68,7 +77,13 @@ def test_resolve_and_close_open_threads(brain):
     brain.add("ot", "Decide on a retention policy.", on="2026-04-01")
     brain.add("kd", "Use Postgres.", on="2026-04-01")
     done = brain.resolve("OT01", note="missing index | added it", on="2026-04-03")
-    assert done.meta == {"valid_from": "2026-04-01", "status": "resolved", "resolved": "2026-04-03", "valid_until": "2026-04-03", "resolution": "missing index / added it"}
+    assert done.meta == {
+        "valid_from": "2026-04-01",
+        "status": "resolved",
+        "resolved": "2026-04-03",
+        "valid_until": "2026-04-03",
+        "resolution": "missing index / added it",
+    }
     assert brain.resolve("OT02", close=True, on="2026-04-04").meta["status"] == "closed"
     with pytest.raises(ValueError, match="already resolved"):
         brain.resolve("OT01")
@@ -118,7 +133,9 @@ def test_archive_named_entries_keeps_full_text(brain):
     [moved] = brain.archive(["ll01"], on="2026-04-02")
     assert brain.get("LL01") == moved and brain.entries() == []
     text = (brain.archive_dir / "MEMORY-archive-2026-04.md").read_text()
-    assert "- [LL01] 2026-03-30 — Vacuum after bulk deletes.\n  Detail: notes/pg.md § Bloat\n  my own extra line\n" in text
+    assert (
+        "- [LL01] 2026-03-30 — Vacuum after bulk deletes.\n  Detail: notes/pg.md § Bloat\n  my own extra line\n" in text
+    )
     with pytest.raises(KeyError):
         brain.archive(["LL01"])
 
@@ -144,7 +161,11 @@ def test_hand_edits_between_writes_survive(brain):
     brain.add("kd", "Exports run nightly.", on="2026-04-02")
     brain.add("rc", "Migrating billing this week.", on="2026-04-02")
     after = brain.memory_path.read_text()
-    for kept in ["Why these matter: they bind future work.\n", "Use Postgres 16 (hand edit).", "## Scratch\nmy notes, not memlane's\n"]:
+    for kept in [
+        "Why these matter: they bind future work.\n",
+        "Use Postgres 16 (hand edit).",
+        "## Scratch\nmy notes, not memlane's\n",
+    ]:
         assert kept in after
     assert "Use Postgres 16 (hand edit). · postgres" in after  # the index follows the hand edit
     assert after.index("(hand edit).\n") < after.index("[KD02] 2026-04-02 —") < after.index("## Lessons Learned")
@@ -168,7 +189,11 @@ def test_check_finds_duplicates_dangling_links_stale_index_and_guard_hits(brain)
 def test_one_way_supersede_link_is_reported(brain):
     brain.add("kd", "A.", on="2026-04-01")
     brain.add("kd", "B.", on="2026-04-02")
-    brain.memory_path.write_text(brain.memory_path.read_text().replace("  <!-- valid_from: 2026-04-02 -->", "  <!-- valid_from: 2026-04-02 | supersedes: KD01 -->"))
+    brain.memory_path.write_text(
+        brain.memory_path.read_text().replace(
+            "  <!-- valid_from: 2026-04-02 -->", "  <!-- valid_from: 2026-04-02 | supersedes: KD01 -->"
+        )
+    )
     assert [p.code for p in brain.check() if p.key == "KD02"] == ["one_way_link"]
 
 
@@ -232,10 +257,9 @@ def test_writes_are_atomic_and_keep_the_file_mode(brain):
 def test_failed_operation_writes_nothing(brain):
     brain.add("kd", "Use Postgres.", on="2026-04-01")
     before = brain.memory_path.read_bytes()
-    with pytest.raises(KeyError):
-        with brain.transaction() as txn:
-            txn.memory.add(MEMORY_SCHEMA.by_prefix("KD"), txn.memory.find("KD01"))
-            raise KeyError("abort")
+    with pytest.raises(KeyError), brain.transaction() as txn:
+        txn.memory.add(MEMORY_SCHEMA.by_prefix("KD"), txn.memory.find("KD01"))
+        raise KeyError("abort")
     assert brain.memory_path.read_bytes() == before
 
 

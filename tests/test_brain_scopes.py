@@ -32,7 +32,10 @@ def test_types_and_scopes_follow_claude_codes_defaults(tmp_path: Path, capsys: p
     assert cli(home, "brain", "add", "ll", "Prefers small reviewable pull requests.", "--type", "user") == 0
     assert cli(home, "brain", "add", "cr", "Ask before running database migrations.") == 0
     assert cli(home, "brain", "add", "cr", "Run the linters before every push.", "--scope", "team") == 0
-    assert cli(home, "brain", "add", "rc", "Grafana board billing-latency tracks checkout p99.", "--type", "reference") == 0
+    assert (
+        cli(home, "brain", "add", "rc", "Grafana board billing-latency tracks checkout p99.", "--type", "reference")
+        == 0
+    )
     capsys.readouterr()
     assert cli(home, "--json", "brain", "show") == 0
     shown = {e["key"]: (e["type"], e["scope"], e["project"]) for e in json.loads(capsys.readouterr().out)["entries"]}
@@ -53,9 +56,15 @@ def test_types_and_scopes_follow_claude_codes_defaults(tmp_path: Path, capsys: p
 
 def test_a_supersession_keeps_type_scope_and_project(tmp_path: Path) -> None:
     brain = brain_at(tmp_path)
-    old = brain.add("kd", "Billing uses Postgres.", type="project", scope="private", project="/src/billing", on="2026-04-01")
+    old = brain.add(
+        "kd", "Billing uses Postgres.", type="project", scope="private", project="/src/billing", on="2026-04-01"
+    )
     new = brain.supersede(old.key, "Billing moved to DynamoDB.", on="2026-04-05")
-    assert {k: new.meta[k] for k in ("type", "scope", "project")} == {"type": "project", "scope": "private", "project": "billing"}
+    assert {k: new.meta[k] for k in ("type", "scope", "project")} == {
+        "type": "project",
+        "scope": "private",
+        "project": "billing",
+    }
 
 
 def test_project_entries_are_injected_only_in_their_project(tmp_path: Path) -> None:
@@ -67,7 +76,10 @@ def test_project_entries_are_injected_only_in_their_project(tmp_path: Path) -> N
     brain.add("cr", "Never force-push to main.", type="feedback", on="2026-04-01")
     in_billing = brain.inject(["/home/me/src/billing"])
     assert "Billing uses Postgres." in in_billing and "Web caches" not in in_billing
-    assert all(text in in_billing for text in ("Every service logs JSON.", "Prefers terse answers.", "Never force-push to main."))
+    assert all(
+        text in in_billing
+        for text in ("Every service logs JSON.", "Prefers terse answers.", "Never force-push to main.")
+    )
     assert "[KD02]" not in in_billing  # neither the entry nor its line in the compact index
     everywhere = brain.inject()
     assert "Billing uses Postgres." in everywhere and "Web caches pages in Redis." in everywhere
@@ -75,7 +87,16 @@ def test_project_entries_are_injected_only_in_their_project(tmp_path: Path) -> N
 
 def test_what_not_to_save_is_flagged_on_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
-    assert cli(home, "brain", "add", "ll", "The billing client is defined in src/billing/client.py and src/billing/retry.py.") == 0
+    assert (
+        cli(
+            home,
+            "brain",
+            "add",
+            "ll",
+            "The billing client is defined in src/billing/client.py and src/billing/retry.py.",
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "added [LL01]" in out and "warning: derivable.paths" in out and "the repository already holds this" in out
     assert cli(home, "--json", "brain", "add", "kd", "Fixed the retry loop in commit 3f9a2c1d.") == 0
@@ -90,7 +111,9 @@ def test_what_not_to_save_is_flagged_on_write(tmp_path: Path, capsys: pytest.Cap
     assert [e["rules"] for e in events if e["type"] == "advice"] == [["derivable.paths"], ["derivable.git_history"]]
 
 
-def test_a_section_past_its_character_cap_refuses_the_write(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_section_past_its_character_cap_refuses_the_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     brain = brain_at(tmp_path, char_caps={"OT": 200})
     brain.add("ot", "Find out why the nightly export is slow.", on="2026-04-01")
     with pytest.raises(CapError, match=r"Open Threads would hold \d+ characters, over its cap of 200 \(OT\)"):
@@ -102,7 +125,10 @@ def test_a_section_past_its_character_cap_refuses_the_write(tmp_path: Path, caps
     assert cli(home, "brain", "add", "ot", "Find out why the nightly export is slow.") == 0
     assert cli(home, "brain", "add", "ot", "Decide whether the audit log moves to cold storage.") == 2
     assert "over its cap of 150 (OT)" in capsys.readouterr().err
-    assert cli(home, "brain", "add", "ot", "Decide whether the audit log moves to cold storage.", "--char-cap", "OT=none") == 0
+    assert (
+        cli(home, "brain", "add", "ot", "Decide whether the audit log moves to cold storage.", "--char-cap", "OT=none")
+        == 0
+    )
     assert cli(home, "brain", "check", "--char-cap", "OT=150") == 0
     assert "over_char_cap" in capsys.readouterr().out
     assert cli(home, "brain", "add", "ot", "x", "--char-cap", "OT=lots") == 2
@@ -111,7 +137,17 @@ def test_a_section_past_its_character_cap_refuses_the_write(tmp_path: Path, caps
 
 def test_team_memory_round_trip_between_two_homes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     alice, bob, shared = tmp_path / "alice", tmp_path / "bob", tmp_path / "team"
-    cli(alice, "brain", "add", "kd", "Billing stores invoices in Postgres 16.", "--project", "billing", "--date", "2026-04-01")
+    cli(
+        alice,
+        "brain",
+        "add",
+        "kd",
+        "Billing stores invoices in Postgres 16.",
+        "--project",
+        "billing",
+        "--date",
+        "2026-04-01",
+    )
     cli(alice, "brain", "add", "ll", "Alice reads diffs best in split view.", "--type", "user")
     cli(alice, "brain", "add", "cr", "Ask Alice before touching the ledger schema.")  # feedback: private by default
     cli(bob, "brain", "add", "kd", "The web app caches pages in Redis.", "--project", "web", "--date", "2026-04-02")
@@ -128,7 +164,11 @@ def test_team_memory_round_trip_between_two_homes(tmp_path: Path, capsys: pytest
     cli(bob, "brain", "export", str(shared))
 
     # Both have a KD01: their team keys differ, since each names its owner.
-    keys = sorted(e.key for f in shared.glob("*.md") for e in read_team_file(f.read_text(), Brain().memory_schema, Brain().evolution_schema))
+    keys = sorted(
+        e.key
+        for f in shared.glob("*.md")
+        for e in read_team_file(f.read_text(), Brain().memory_schema, Brain().evolution_schema)
+    )
     assert len(keys) == 2 and keys[0][:5] == keys[1][:5] == "KD01-" and keys[0] != keys[1]
 
     capsys.readouterr()
@@ -139,7 +179,9 @@ def test_team_memory_round_trip_between_two_homes(tmp_path: Path, capsys: pytest
     imported = bob_entries["Billing stores invoices in Postgres 16."]
     assert imported.key == "KD02" and imported.date == "2026-04-01"
     assert imported.meta["project"] == "billing" and imported.meta["team"] == f"KD01-{alice_id(alice)}"
-    assert Brain(bob / "brain", home=bob).inject(["/work/billing"]).count("Postgres 16") == 2  # the entry and its index line
+    assert (
+        Brain(bob / "brain", home=bob).inject(["/work/billing"]).count("Postgres 16") == 2
+    )  # the entry and its index line
 
     # The owner supersedes it: the next import follows, and importing twice changes nothing.
     cli(alice, "brain", "supersede", "KD01", "Billing moved invoices to DynamoDB.", "--date", "2026-04-09")
@@ -148,7 +190,10 @@ def test_team_memory_round_trip_between_two_homes(tmp_path: Path, capsys: pytest
     assert cli(bob, "--json", "brain", "import", str(shared)) == 0
     assert json.loads(capsys.readouterr().out)["added"] == 1
     after = {e.text: e for e in Brain(bob / "brain", home=bob).entries()}
-    assert after["Billing stores invoices in Postgres 16."].superseded_by == after["Billing moved invoices to DynamoDB."].key
+    assert (
+        after["Billing stores invoices in Postgres 16."].superseded_by
+        == after["Billing moved invoices to DynamoDB."].key
+    )
     assert cli(bob, "--json", "brain", "import", str(shared)) == 0
     again = json.loads(capsys.readouterr().out)
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 2)

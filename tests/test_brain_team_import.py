@@ -29,14 +29,18 @@ def exported(tmp_path: Path, name: str, text: str, shared: Path) -> Path:
     return Path(export_team(brain, shared).path)
 
 
-def test_one_bad_file_does_not_stop_the_others_and_each_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_bad_file_does_not_stop_the_others_and_each_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shared = tmp_path / "team"
     alice = exported(tmp_path, "alice", "Invoices live in Postgres 16.", shared)
     bob = exported(tmp_path, "bob", "The web app caches pages in Redis.", shared)
     # A file that is not UTF-8 (what the issue found aborting the whole import) ...
     (shared / "carol-33333333.md").write_bytes(b"# Team memory \x83\x00\x01 carol\n\xff\xfe")
     # ... one without the header export writes (a note someone dropped in the folder) ...
-    (shared / "notes.md").write_text("## Key Decisions\n- [KD01-44444444] 2026-04-01 — Deploys need two approvals.\n  <!-- scope: team -->\n")
+    (shared / "notes.md").write_text(
+        "## Key Decisions\n- [KD01-44444444] 2026-04-01 — Deploys need two approvals.\n  <!-- scope: team -->\n"
+    )
     # ... and someone else's file holding a private entry beside a team one.
     (shared / "mallory-0badc0de.md").write_text(
         "# Team memory · mallory-0badc0de\n\n## Key Decisions\n"
@@ -55,10 +59,15 @@ def test_one_bad_file_does_not_stop_the_others_and_each_is_named(tmp_path: Path,
     assert skipped["notes.md"].startswith("no team header")
     assert report["private_skipped"] == 1
     assert [(Path(e["path"]).name, e["key"], e["reason"]) for e in report["skipped_entries"]] == [
-        ("mallory-0badc0de.md", "KD02-0badc0de", "scope: private (only team entries are shared)")]
+        ("mallory-0badc0de.md", "KD02-0badc0de", "scope: private (only team entries are shared)")
+    ]
 
     texts = sorted(e.text for e in Brain(home / "brain", home=home).entries())
-    assert texts == ["Invoices live in Postgres 16.", "Releases go out on Tuesdays.", "The web app caches pages in Redis."]
+    assert texts == [
+        "Invoices live in Postgres 16.",
+        "Releases go out on Tuesdays.",
+        "The web app caches pages in Redis.",
+    ]
 
     # Without --json: one line per file or entry left out, each naming it; exit 1 again (nothing new added).
     assert main(["--home", str(home), "brain", "import", str(shared)]) == 1
@@ -66,7 +75,10 @@ def test_one_bad_file_does_not_stop_the_others_and_each_is_named(tmp_path: Path,
     assert out[0] == "imported from 3 files: 0 added, 0 updated, 3 unchanged"
     assert f"skipped {shared / 'carol-33333333.md'}: not UTF-8 text (byte 0x83 at offset 14)" in out
     assert any(line.startswith(f"skipped {shared / 'notes.md'}: no team header") for line in out)
-    assert f"left out KD02-0badc0de of {shared / 'mallory-0badc0de.md'}: scope: private (only team entries are shared)" in out
+    assert (
+        f"left out KD02-0badc0de of {shared / 'mallory-0badc0de.md'}: scope: private (only team entries are shared)"
+        in out
+    )
 
     # A folder of good files only: exit 0.
     for bad in ("carol-33333333.md", "notes.md", "mallory-0badc0de.md"):

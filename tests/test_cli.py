@@ -25,13 +25,33 @@ def test_index_search_status_json(tmp_path, capsys):
     code, out, _ = run(capsys, "--home", home, "--json", "index", str(tmp_path / "t"), "--embed", "none")
     assert code == 0
     report = json.loads(out)
-    assert {"files_seen", "files_indexed", "chunks_added", "chunks_removed", "records_skipped", "seconds"} <= report.keys()
+    assert {
+        "files_seen",
+        "files_indexed",
+        "chunks_added",
+        "chunks_removed",
+        "records_skipped",
+        "seconds",
+    } <= report.keys()
     assert (report["files_seen"], report["chunks_added"]) == (1, 1)
 
     code, out, _ = run(capsys, "search", "exit code 137", "-k", "5", "--home", home, "--json", "--embed", "none")
     hits = json.loads(out)
     assert code == 0 and len(hits) == 1
-    assert {"id", "source", "text", "score", "scores", "relevance", "path", "session_id", "turn_start", "turn_end", "timestamp", "heading"} <= hits[0].keys()
+    assert {
+        "id",
+        "source",
+        "text",
+        "score",
+        "scores",
+        "relevance",
+        "path",
+        "session_id",
+        "turn_start",
+        "turn_end",
+        "timestamp",
+        "heading",
+    } <= hits[0].keys()
     assert hits[0]["scores"]["bm25"] == 1.0 and hits[0]["scores"]["vector"] is None
     assert 0 < hits[0]["scores"]["coverage"] <= 1 and hits[0]["relevance"] >= 0.225
 
@@ -41,8 +61,12 @@ def test_index_search_status_json(tmp_path, capsys):
     assert status["quantization"] == "i8"
 
     # Another storage asked of an existing home is not applied silently: one line says how.
-    code, out, err = run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none", "--quantization", "f16")
-    assert code == 0 and err.count("\n") == 1 and "stores its vectors as i8" in err and "repair --quantization f16" in err
+    code, out, err = run(
+        capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none", "--quantization", "f16"
+    )
+    assert (
+        code == 0 and err.count("\n") == 1 and "stores its vectors as i8" in err and "repair --quantization f16" in err
+    )
     code, _, err = run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none", "--quantization", "i8")
     assert code == 0 and err == ""
 
@@ -66,7 +90,9 @@ def test_human_output_and_errors_are_one_line(tmp_path, capsys):
 def test_console_script_entry_point_runs(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "memlane.cli", "--home", str(tmp_path), "--json", "status"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["chunks"] == 0
@@ -115,7 +141,13 @@ def test_ctrl_c_during_index_says_what_was_committed_and_embed_resumes(tmp_path)
 
     src = tmp_path / "src"
     for n in range(3):
-        pairs = [(f"what broke in release {n}.{k}?", f"Release {n}.{k} broke " + " ".join(f"module{n}x{k}x{j}" for j in range(90))) for k in range(4)]
+        pairs = [
+            (
+                f"what broke in release {n}.{k}?",
+                f"Release {n}.{k} broke " + " ".join(f"module{n}x{k}x{j}" for j in range(90)),
+            )
+            for k in range(4)
+        ]
         write_jsonl(src / f"s{n}.jsonl", generic_session(f"s{n}", pairs))
     home, ready = tmp_path / "home", tmp_path / "ready"
     script = _INTERRUPTIBLE.format(tests=str(Path(__file__).parent), ready=str(ready))
@@ -134,12 +166,17 @@ def test_ctrl_c_during_index_says_what_was_committed_and_embed_resumes(tmp_path)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err
-    assert err == "memlane index: interrupted: keywords for all 3 files committed, 8 chunks await vectors; run `memlane embed` (or the same `memlane index`) to resume\n"
+    assert (
+        err
+        == "memlane index: interrupted: keywords for all 3 files committed, 8 chunks await vectors; run `memlane embed` (or the same `memlane index`) to resume\n"
+    )
 
     verify = memlane("--json", "verify")
     out, err = verify.communicate(timeout=60)
     verdict = json.loads(out)
-    assert verify.returncode == 0 and verdict["sound"] and (verdict["chunks"], verdict["vectors_pending"]) == (12, 8), err
+    assert verify.returncode == 0 and verdict["sound"] and (verdict["chunks"], verdict["vectors_pending"]) == (12, 8), (
+        err
+    )
     status = memlane("status")
     out, _ = status.communicate(timeout=60)
     assert "vectors pending: 8 chunks have none yet: `memlane embed` adds them" in out
@@ -157,7 +194,18 @@ def test_a_fifo_named_like_a_transcript_is_reported_not_opened(tmp_path):
 
     write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", PAIRS))
     os.mkfifo(tmp_path / "t" / "pipe.jsonl")
-    argv = [sys.executable, "-m", "memlane.cli", "--home", str(tmp_path / "home"), "--json", "index", str(tmp_path / "t"), "--embed", "none"]
+    argv = [
+        sys.executable,
+        "-m",
+        "memlane.cli",
+        "--home",
+        str(tmp_path / "home"),
+        "--json",
+        "index",
+        str(tmp_path / "t"),
+        "--embed",
+        "none",
+    ]
     # A FIFO opened for reading waits for a writer: a timeout here is the hang this prevents.
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -166,7 +214,13 @@ def test_a_fifo_named_like_a_transcript_is_reported_not_opened(tmp_path):
     assert (report["files_seen"], report["files_indexed"], report["chunks_added"]) == (2, 1, 1)
     [fifo] = [f for f in report["files"] if f["path"].endswith("pipe.jsonl")]
     assert fifo["empty_reason"] == "not_a_regular_file"
-    proc = subprocess.run([*argv[:5], "index", str(tmp_path / "t"), "--embed", "none"], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [*argv[:5], "index", str(tmp_path / "t"), "--embed", "none"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "pipe.jsonl: nothing indexed (not a regular file)" in proc.stdout and "not_a_regular_file: 1" in proc.stdout
 
 
@@ -182,6 +236,15 @@ def test_ctrl_c_while_parsing_names_the_files_committed(tmp_path, capsys, monkey
     monkeypatch.setattr(cli._Bar, "__call__", interrupt)
     code, out, err = run(capsys, "--home", str(tmp_path / "home"), "index", str(tmp_path / "t"), "--embed", "none")
     assert code == 130 and out == ""
-    assert err == "memlane index: interrupted: keywords for 64 of 70 files committed; run the same `memlane index` again to resume\n"
-    code, out, _ = run(capsys, "--home", str(tmp_path / "home"), "--json", "index", str(tmp_path / "t"), "--embed", "none")
-    assert code == 130 and json.loads(out)["kind"] == "IndexInterrupted" and json.loads(out)["report"]["files_indexed"] == 6
+    assert (
+        err
+        == "memlane index: interrupted: keywords for 64 of 70 files committed; run the same `memlane index` again to resume\n"
+    )
+    code, out, _ = run(
+        capsys, "--home", str(tmp_path / "home"), "--json", "index", str(tmp_path / "t"), "--embed", "none"
+    )
+    assert (
+        code == 130
+        and json.loads(out)["kind"] == "IndexInterrupted"
+        and json.loads(out)["report"]["files_indexed"] == 6
+    )

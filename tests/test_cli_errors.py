@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import generic_session, write_deploy_and_cooking, write_jsonl
 
 from memlane.cli import main
-
-from conftest import generic_session, write_deploy_and_cooking, write_jsonl
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -96,7 +95,12 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     cli = f"{sys.executable} -m memlane.cli --home {home}"
     subprocess.run(f"{cli} index {src} --embed none", shell=True, check=True, capture_output=True, env=env)
     # The reader leaves after 100 bytes of a much longer answer.
-    done = subprocess.run(f"{cli} search deploy -k 100 --embed none --json | head -c 100", shell=True, capture_output=True,
-                          text=True, env=env)
+    done = subprocess.run(
+        f"{cli} search deploy -k 100 --embed none --json | head -c 100",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert len(done.stdout) == 100
     assert done.stderr == ""

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_DATA, FakeEmbedder, generic_session, write_jsonl
 
 ray = pytest.importorskip("ray")
@@ -50,11 +49,50 @@ QUERIES = [
     "zzzunknownterm",
 ]
 
-_WORDS = (
-    "deploy release rollback postgres billing invoice ledger proxy timeout socket worker pool memory alert "
-    "cache index shard query latency budget migration replica backup restore kubernetes node container image "
-    "registry token secret rotate schedule cron nightly import export parser chunk vector embedding model"
-).split()
+_WORDS = [
+    "deploy",
+    "release",
+    "rollback",
+    "postgres",
+    "billing",
+    "invoice",
+    "ledger",
+    "proxy",
+    "timeout",
+    "socket",
+    "worker",
+    "pool",
+    "memory",
+    "alert",
+    "cache",
+    "index",
+    "shard",
+    "query",
+    "latency",
+    "budget",
+    "migration",
+    "replica",
+    "backup",
+    "restore",
+    "kubernetes",
+    "node",
+    "container",
+    "image",
+    "registry",
+    "token",
+    "secret",
+    "rotate",
+    "schedule",
+    "cron",
+    "nightly",
+    "import",
+    "export",
+    "parser",
+    "chunk",
+    "vector",
+    "embedding",
+    "model",
+]
 
 
 class SlowFakeEmbedder(FakeEmbedder):
@@ -105,11 +143,15 @@ class FakeTitan:
             if self.throttle_every and next(calls) % self.throttle_every == 0:
                 body = json.dumps({"message": "Too many requests, please wait before trying again."}).encode()
                 return AWSResponse(request.url, 429, {"x-amzn-ErrorType": "ThrottlingException"}, _Body(body))
-            body = json.dumps({"embedding": [float(x) for x in bow._vector(text)], "inputTextTokenCount": len(text.split())}).encode()
+            body = json.dumps(
+                {"embedding": [float(x) for x in bow._vector(text)], "inputTextTokenCount": len(text.split())}
+            ).encode()
             return AWSResponse(request.url, 200, {"content-type": "application/json"}, _Body(body))
 
         client.meta.events.register("before-send.bedrock-runtime.InvokeModel", answer)
-        return BedrockEmbedder(256, client=client, concurrency=4, retry=RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.01))
+        return BedrockEmbedder(
+            256, client=client, concurrency=4, retry=RetryPolicy(max_attempts=8, base_delay=0.001, max_delay=0.01)
+        )
 
 
 def _free_port() -> int:
@@ -186,7 +228,10 @@ def _synthetic(root: Path, n: int, seed: int = 7) -> None:
             for _ in range(rng.randint(2, 5))
         ]
         day = 1 + i % 27
-        write_jsonl(root / f"proj-{i % 4}" / f"s{i:03d}.jsonl", generic_session(f"syn-{i}", pairs, start=f"2026-02-{day:02d}T09:00:00Z"))
+        write_jsonl(
+            root / f"proj-{i % 4}" / f"s{i:03d}.jsonl",
+            generic_session(f"syn-{i}", pairs, start=f"2026-02-{day:02d}T09:00:00Z"),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +262,10 @@ def _one_home(tmp: Path, root: Path, embedder="none") -> memlane.Memory:
 
 
 def _raw(store, query: str, **kw):
-    return [(h["key"], h["score"], h["bm25"], h["vector"], h["coverage"], h["relevance"]) for h in store.search(query, k=10, **kw)]
+    return [
+        (h["key"], h["score"], h["bm25"], h["vector"], h["coverage"], h["relevance"])
+        for h in store.search(query, k=10, **kw)
+    ]
 
 
 def _same_up_to_ties(a: list, b: list) -> None:
@@ -260,7 +308,9 @@ def test_bm25_sharded_equals_one_home(cluster, s3, corpus: Path, tmp_path: Path)
             assert _raw(index._store, query, **filters) == expected, (query, filters)
             compared += bool(expected)
         hits, want = index.search(query), one.search(query)
-        assert [(h.id, h.score, h.scores, h.session_id, h.text) for h in hits] == [(h.id, h.score, h.scores, h.session_id, h.text) for h in want]
+        assert [(h.id, h.score, h.scores, h.session_id, h.text) for h in hits] == [
+            (h.id, h.score, h.scores, h.session_id, h.text) for h in want
+        ]
         assert all(h.path.startswith(f"s3://{BUCKET}/claude/") for h in hits)
         assert index.snippets(query, hits, 80) == one.snippets(query, want, 80)
     assert compared >= 25  # most query × filter pairs have hits: the comparison is not vacuous
@@ -302,11 +352,17 @@ def test_rerun_lists_diffs_and_indexes_only_what_changed(cluster, s3, tmp_path: 
     assert again.files_unchanged == 10 and cat.load(location(out)).generation == 1
     # Change one object, delete one, add one, and upload an exact copy of another.
     changed = root / "proj-1" / "s001.jsonl"
-    write_jsonl(changed, generic_session("syn-1", [("what changed in the rollback?", "the rollback now keeps the ledger replica")]))
+    write_jsonl(
+        changed,
+        generic_session("syn-1", [("what changed in the rollback?", "the rollback now keeps the ledger replica")]),
+    )
     s3.put_object(Bucket=BUCKET, Key="incr/proj-1/s001.jsonl", Body=changed.read_bytes())
     (root / "proj-2" / "s002.jsonl").unlink()
     s3.delete_object(Bucket=BUCKET, Key="incr/proj-2/s002.jsonl")
-    write_jsonl(root / "proj-9" / "new.jsonl", generic_session("new-1", [("a brand new question about cron", "cron runs nightly")]))
+    write_jsonl(
+        root / "proj-9" / "new.jsonl",
+        generic_session("new-1", [("a brand new question about cron", "cron runs nightly")]),
+    )
     s3.put_object(Bucket=BUCKET, Key="incr/proj-9/new.jsonl", Body=(root / "proj-9" / "new.jsonl").read_bytes())
     s3.put_object(Bucket=BUCKET, Key="incr/copies/s003.jsonl", Body=(root / "proj-3" / "s003.jsonl").read_bytes())
     third = index_sources([src], out, embed="none")
@@ -378,7 +434,21 @@ def test_killed_driver_is_resumed_by_the_same_command(cluster, s3, tmp_path: Pat
     _synthetic(root, 24, seed=11)
     src, out = str(root), f"s3://{OUT_BUCKET}/driver/"
     address = ray.get_runtime_context().gcs_address
-    command = [sys.executable, "-m", "memlane.cli", "index", src, "--ray", address, "--shards", "8", "--out", out, "--embed", "none"]
+    command = [
+        sys.executable,
+        "-m",
+        "memlane.cli",
+        "index",
+        src,
+        "--ray",
+        address,
+        "--shards",
+        "8",
+        "--out",
+        out,
+        "--embed",
+        "none",
+    ]
     driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     assert driver.stderr is not None
     for line in driver.stderr:
@@ -399,7 +469,9 @@ def test_killed_driver_is_resumed_by_the_same_command(cluster, s3, tmp_path: Pat
         assert _raw(index._store, query) == _raw(one._store, query)
 
 
-def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(
+    cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from memlane.cli import main
 
     root = tmp_path / "src"
@@ -441,7 +513,14 @@ def test_bedrock_actors_share_one_rate_limit_and_back_off_on_throttling(cluster,
     _synthetic(root, 6, seed=17)
     _upload(s3, root, "bedrock")
     out = f"s3://{OUT_BUCKET}/bedrock/"
-    report = index_sources([f"s3://{BUCKET}/bedrock/"], out, shards=2, embed=FakeTitan(throttle_every=5), embed_actors=2, requests_per_second=500)
+    report = index_sources(
+        [f"s3://{BUCKET}/bedrock/"],
+        out,
+        shards=2,
+        embed=FakeTitan(throttle_every=5),
+        embed_actors=2,
+        requests_per_second=500,
+    )
     assert report.embedder_id == "bedrock/amazon.titan-embed-text-v2:0/256"
     assert report.chunks_embedded == report.chunks > 0
     u = report.embed_usage
@@ -458,14 +537,21 @@ def test_bedrock_actors_share_one_rate_limit_and_back_off_on_throttling(cluster,
 
 
 def test_local_model_by_spec_from_folder_to_folder(cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from memlane.cli import main
     from conftest import write_deploy_and_cooking
+
+    from memlane.cli import main
 
     src, out = write_deploy_and_cooking(tmp_path / "src"), tmp_path / "index"
     # The actors build the real local model from its spec (the CLI's path), one thread each.
-    assert main(["index", str(src), "--ray", "auto", "--shards", "2", "--out", str(out), "--embed", "local", "--json"]) == 0
+    assert (
+        main(["index", str(src), "--ray", "auto", "--shards", "2", "--out", str(out), "--embed", "local", "--json"])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
-    assert report["embedder_id"].startswith("local/all-MiniLM-L6-v2/") and report["chunks_embedded"] == report["chunks"] > 0
+    assert (
+        report["embedder_id"].startswith("local/all-MiniLM-L6-v2/")
+        and report["chunks_embedded"] == report["chunks"] > 0
+    )
     assert main(["--index", str(out), "search", "the container ran out of memory", "-k", "3", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert hits[0]["session_id"] == "deploy-1" and hits[0]["scores"]["vector"] > 0
@@ -505,14 +591,28 @@ def test_open_index_refresh_a_zst_object_and_an_export_uploaded_twice(cluster, s
     index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
     assert index.refresh() is False and not index.search("zebra archive frobnicated")
     # A zstd-compressed session, and one conversation exported twice into two shards.
-    cold = write_jsonl(tmp_path / "cold.jsonl", generic_session("zst-1", [("where is the frobnicated zebra archive?", "the zebra archive sits in cold storage")]))
+    cold = write_jsonl(
+        tmp_path / "cold.jsonl",
+        generic_session(
+            "zst-1", [("where is the frobnicated zebra archive?", "the zebra archive sits in cold storage")]
+        ),
+    )
     (root / "proj-z").mkdir()
     subprocess.run([zstd, "-q", str(cold), "-o", str(root / "proj-z" / "cold.jsonl.zst")], check=True)
-    s3.put_object(Bucket=BUCKET, Key="refresh/proj-z/cold.jsonl.zst", Body=(root / "proj-z" / "cold.jsonl.zst").read_bytes())
-    twice = write_jsonl(root / "export-a" / "dup.jsonl", generic_session("dup-1", [("why did the quokka canary stall?", "the quokka canary waited on a lock")]))
+    s3.put_object(
+        Bucket=BUCKET, Key="refresh/proj-z/cold.jsonl.zst", Body=(root / "proj-z" / "cold.jsonl.zst").read_bytes()
+    )
+    twice = write_jsonl(
+        root / "export-a" / "dup.jsonl",
+        generic_session("dup-1", [("why did the quokka canary stall?", "the quokka canary waited on a lock")]),
+    )
     partition = cat.Partition(4)
     first = partition.shard_of(f"s3://{BUCKET}/refresh", "export-a/dup.jsonl")
-    other = next(f"export-{i}/dup.jsonl" for i in range(100) if partition.shard_of(f"s3://{BUCKET}/refresh", f"export-{i}/dup.jsonl") != first)
+    other = next(
+        f"export-{i}/dup.jsonl"
+        for i in range(100)
+        if partition.shard_of(f"s3://{BUCKET}/refresh", f"export-{i}/dup.jsonl") != first
+    )
     for key in ("export-a/dup.jsonl", other):
         s3.put_object(Bucket=BUCKET, Key=f"refresh/{key}", Body=twice.read_bytes())
     second = index_sources([src], out, embed="none")
@@ -533,7 +633,9 @@ def test_open_index_refresh_a_zst_object_and_an_export_uploaded_twice(cluster, s
 def test_catalog_pointer_swap_is_atomic(s3, tmp_path: Path) -> None:
     for out in (location(tmp_path / "idx"), location(f"s3://{OUT_BUCKET}/atomic/")):
         big = {f"s3://b/k{i}": cat.Source(f"e{i}", i, i % 3, "s3://b") for i in range(3000)}
-        cat.publish(out, cat.Catalog(generation=1, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big))
+        cat.publish(
+            out, cat.Catalog(generation=1, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big)
+        )
         seen: list[int] = []
         stop = threading.Event()
 
@@ -544,7 +646,9 @@ def test_catalog_pointer_swap_is_atomic(s3, tmp_path: Path) -> None:
         reader = threading.Thread(target=read)
         reader.start()
         for g in range(2, 12):
-            cat.publish(out, cat.Catalog(generation=g, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big))
+            cat.publish(
+                out, cat.Catalog(generation=g, shards=[cat.ShardRef(0, None)], partition=cat.Partition(3), sources=big)
+            )
         stop.set()
         reader.join()
         assert seen and seen == sorted(seen) and cat.load(out).generation == 11
@@ -569,6 +673,7 @@ def test_import_memlane_does_not_import_ray_or_boto3() -> None:
 
 # -- Bedrock batch inference for a sharded index (memlane.cluster.batch) ----------------------
 
+
 class QueryTitan:
     """Titan's vectors as the simulated batch service makes them (unit ``raw_vector``), for
     queries only: the shards' vectors must all come from the batch jobs."""
@@ -589,21 +694,37 @@ def _interrupt(_: float) -> None:
     raise KeyboardInterrupt
 
 
-def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybrid(cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybrid(
+    cluster, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import boto3
     from botocore.stub import Stubber
     from test_embed_batch_backfill import LONG_REPLY
     from test_embed_bedrock import no_sleep, runtime_client
     from test_embed_bedrock_batch import BUCKET as BATCH_BUCKET
-    from test_embed_bedrock_batch import ROLE, arn, description, expect_two_jobs_then_polling, raw_vector, simulate_service, unit
+    from test_embed_bedrock_batch import (
+        ROLE,
+        arn,
+        description,
+        expect_two_jobs_then_polling,
+        raw_vector,
+        simulate_service,
+        unit,
+    )
 
-    import boto3
     from memlane.cluster.batch import PLAN_FILE, embed_index_batch
     from memlane.embed.batch_backfill import STATE_FILE
     from memlane.embed.bedrock import BedrockEmbedder
 
     root = tmp_path / "src"
     for f in range(3):
-        pairs = [(f"question {f}-{i}: why did service {i} fail?", f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY) for i in range(40)]
+        pairs = [
+            (
+                f"question {f}-{i}: why did service {i} fail?",
+                f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY,
+            )
+            for i in range(40)
+        ]
         write_jsonl(root / f"p{f}" / f"s{f}.jsonl", generic_session(f"batch-{f}", pairs))
     _upload(s3, root, "batch")
     out = f"s3://{OUT_BUCKET}/batch/"
@@ -628,7 +749,9 @@ def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybr
         simulate_service(s3)
         control.add_response("get_model_invocation_job", description(arn(0), "Completed"), {"jobIdentifier": arn(0)})
         control.add_response("get_model_invocation_job", description(arn(1), "Completed"), {"jobIdentifier": arn(1)})
-        report = embed_index_batch(out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt)
+        report = embed_index_batch(
+            out, batch_uri, ROLE, embedder=emb, state_dir=state, s3=s3, bedrock=bedrock, sleep=_interrupt
+        )
         control.assert_no_pending_responses()
         online.assert_no_pending_responses()
     assert report.resumed and (report.jobs, report.records, report.embedded, report.leftover) == (2, 100, 100, 20)
@@ -643,7 +766,9 @@ def test_bedrock_batch_backfill_of_a_sharded_index_interrupted_resumed_then_hybr
     # jobs were sent: hybrid search over the shards equals it up to ties.
     sent = [
         json.loads(line)["modelInput"]["inputText"]
-        for key in sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BATCH_BUCKET)["Contents"] if o["Key"].endswith(".jsonl"))
+        for key in sorted(
+            o["Key"] for o in s3.list_objects_v2(Bucket=BATCH_BUCKET)["Contents"] if o["Key"].endswith(".jsonl")
+        )
         for line in s3.get_object(Bucket=BATCH_BUCKET, Key=key)["Body"].read().decode().splitlines()
     ]
     assert len(sent) == 100

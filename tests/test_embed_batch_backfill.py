@@ -68,7 +68,13 @@ def home_with_chunks(tmp_path: Path) -> Path:
     """A keyword-only home of 120 chunks (3 sessions of 40 turn pairs, each too long to be packed
     with another)."""
     for f in range(3):
-        pairs = [(f"question {f}-{i}: why did service {i} fail?", f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY) for i in range(40)]
+        pairs = [
+            (
+                f"question {f}-{i}: why did service {i} fail?",
+                f"answer {f}-{i}: the node ran out of memory." + LONG_REPLY,
+            )
+            for i in range(40)
+        ]
         write_jsonl(tmp_path / "t" / f"s{f}.jsonl", generic_session(f"s{f}", pairs))
     home = tmp_path / "home"
     assert memlane.open(home, embedder="none").index([tmp_path / "t"], embed=False).chunks_added == 120
@@ -105,7 +111,9 @@ def test_batch_backfill_interrupted_resumed_with_failed_record_on_demand(aws, ru
     assert mem.cache.summary()["entries"] == 5
     sent = [
         json.loads(line)["modelInput"]["inputText"]
-        for key in sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"] if o["Key"].endswith(".jsonl"))
+        for key in sorted(
+            o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"] if o["Key"].endswith(".jsonl")
+        )
         for line in s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode().splitlines()
     ]
     assert len(sent) == 100 and not {text for _, h, text in rows if h in seeded} & set(sent)
@@ -121,7 +129,9 @@ def test_batch_backfill_interrupted_resumed_with_failed_record_on_demand(aws, ru
     on_demand_texts = [by_hash[h] for h in state["leftover"]] + [failing_text]
     visit_order = [text for _, _, text in rows if text in set(on_demand_texts)]
     for text in visit_order:
-        on_demand.add_response("invoke_model", titan_response(unit(raw_vector(text, DIM)), tokens=5), invoke_params(text, DIM))
+        on_demand.add_response(
+            "invoke_model", titan_response(unit(raw_vector(text, DIM)), tokens=5), invoke_params(text, DIM)
+        )
     report = mem.embed_batch(s3=s3, bedrock=bedrock, sleep=interrupt)
 
     assert report.resumed and (report.jobs, report.records, report.leftover) == (2, 100, 15)
@@ -135,7 +145,9 @@ def test_batch_backfill_interrupted_resumed_with_failed_record_on_demand(aws, ru
     assert status["chunks_with_vectors"] == 120 and status["embedder_id"] == emb.id
     # Batch vectors are the service's, made unit, joined back to the right chunk.
     some_hash = next(h for h, text in by_hash.items() if text == sent[0])
-    np.testing.assert_allclose(mem.cache.get_many(emb.id, [some_hash])[some_hash][0], unit(raw_vector(sent[0], DIM)), atol=2e-3)
+    np.testing.assert_allclose(
+        mem.cache.get_many(emb.id, [some_hash])[some_hash][0], unit(raw_vector(sent[0], DIM)), atol=2e-3
+    )
     with pytest.raises(ValueError, match="no batch run to resume"):
         mem.embed_batch(s3=s3, bedrock=bedrock)
 
@@ -198,7 +210,9 @@ def test_refusals_before_anything_is_sent(aws, runtime, home_with_chunks: Path, 
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET)
 
 
-def test_cli_batch_interrupted_then_resumed_by_plain_rerun(aws, runtime, home_with_chunks: Path, monkeypatch, capsys) -> None:
+def test_cli_batch_interrupted_then_resumed_by_plain_rerun(
+    aws, runtime, home_with_chunks: Path, monkeypatch, capsys
+) -> None:
     import memlane.cli as cli
     import memlane.embed.bedrock_batch as bedrock_batch
 
@@ -228,7 +242,19 @@ def test_cli_batch_interrupted_then_resumed_by_plain_rerun(aws, runtime, home_wi
     control.add_response("create_model_invocation_job", {"jobArn": arn(0)})
     control.add_response("get_model_invocation_job", description(arn(0), "Completed"), {"jobIdentifier": arn(0)})
     home = str(home_with_chunks)
-    argv = ["--home", home, "embed", "--embed", "bedrock:256", "--batch", S3_URI, "--batch-role", ROLE, "--poll-seconds", "0"]
+    argv = [
+        "--home",
+        home,
+        "embed",
+        "--embed",
+        "bedrock:256",
+        "--batch",
+        S3_URI,
+        "--batch-role",
+        ROLE,
+        "--poll-seconds",
+        "0",
+    ]
     assert main(argv) == 130
     assert "run it again to resume" in capsys.readouterr().err
     assert (home_with_chunks / STATE_FILE).exists()

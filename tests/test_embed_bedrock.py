@@ -29,6 +29,7 @@ from botocore.exceptions import (  # noqa: E402
 )
 from botocore.response import StreamingBody  # noqa: E402
 from botocore.stub import Stubber  # noqa: E402
+from conftest import AWS_TEST_REGION  # noqa: E402
 
 from memlane.embed import Embedder, make_embedder  # noqa: E402
 from memlane.embed.bedrock import (  # noqa: E402
@@ -43,7 +44,6 @@ from memlane.embed.bedrock import (  # noqa: E402
     cap_text,
     estimate_tokens,
 )
-from conftest import AWS_TEST_REGION  # noqa: E402
 from memlane.errors import MemlaneError  # noqa: E402
 
 REGION = AWS_TEST_REGION
@@ -71,7 +71,9 @@ def no_sleep() -> RetryPolicy:
 def titan_response(vector: list[float] | np.ndarray, tokens: int = 7) -> dict[str, Any]:
     """An InvokeModel response as Titan V2 sends it."""
     values = [float(x) for x in vector]
-    raw = json.dumps({"embedding": values, "inputTextTokenCount": tokens, "embeddingsByType": {"float": values}}).encode()
+    raw = json.dumps(
+        {"embedding": values, "inputTextTokenCount": tokens, "embeddingsByType": {"float": values}}
+    ).encode()
     return {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"}
 
 
@@ -125,12 +127,16 @@ def raise_before_call(client: Any, errors: list[Exception]) -> list[int]:
 
 
 def test_import_memlane_does_not_import_boto3() -> None:
-    code = "import sys, memlane, memlane.embed; print(any(m.split('.')[0] in ('boto3', 'botocore') for m in sys.modules))"
+    code = (
+        "import sys, memlane, memlane.embed; print(any(m.split('.')[0] in ('boto3', 'botocore') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize(("spec", "dim"), [("bedrock", 1024), ("bedrock:1024", 1024), ("bedrock:512", 512), ("bedrock:256", 256)])
+@pytest.mark.parametrize(
+    ("spec", "dim"), [("bedrock", 1024), ("bedrock:1024", 1024), ("bedrock:512", 512), ("bedrock:256", 256)]
+)
 def test_factory_specs(fake_aws: None, spec: str, dim: int) -> None:
     emb = make_embedder(spec, concurrency=32)
     assert isinstance(emb, Embedder)
@@ -236,7 +242,9 @@ def test_single_string_is_refused(stubbed) -> None:
 def test_malformed_response(stubbed, payload: dict[str, Any] | None) -> None:
     emb, stubber = stubbed(dimensions=256)
     raw = json.dumps(payload).encode() if payload is not None else b"<html>gateway error</html>"
-    stubber.add_response("invoke_model", {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"})
+    stubber.add_response(
+        "invoke_model", {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"}
+    )
     with pytest.raises(BedrockError) as info:
         emb.embed_documents(["x"])
     assert info.value.reason == "invalid-response"
@@ -273,7 +281,9 @@ def test_estimate_is_monotone_in_prefix_length() -> None:
 def test_oversized_input_is_capped_before_sending(stubbed) -> None:
     emb, stubber = stubbed(dimensions=256)
     text = "memory " * 10_000
-    stubber.add_response("invoke_model", titan_response(vector_for("t", 256), tokens=8192), invoke_params(cap_text(text), 256))
+    stubber.add_response(
+        "invoke_model", titan_response(vector_for("t", 256), tokens=8192), invoke_params(cap_text(text), 256)
+    )
     emb.embed_documents([text])
     sent = cap_text(text)
     assert len(sent) < len(text) and estimate_tokens(sent) <= MAX_INPUT_TOKENS
@@ -304,7 +314,9 @@ def test_transient_errors_are_retried(stubbed, code: str, status: int) -> None:
 
 def test_retry_schedule_and_give_up_after_four_attempts(fake_aws: None) -> None:
     delays: list[float] = []
-    emb = BedrockEmbedder(client=runtime_client(), dimensions=256, retry=RetryPolicy(sleep=delays.append, jitter=lambda: 1.0))
+    emb = BedrockEmbedder(
+        client=runtime_client(), dimensions=256, retry=RetryPolicy(sleep=delays.append, jitter=lambda: 1.0)
+    )
     with Stubber(emb.client) as stubber:
         for _ in range(3):
             stubber.add_client_error("invoke_model", "ThrottlingException", "Too many requests, please wait", 429)
@@ -335,14 +347,34 @@ def test_jitter_and_cap() -> None:
         ("AccessDeniedException", 403, "You don't have access to the model.", "no-model-access", "Model access"),
         ("ValidationException", 400, "The provided model identifier is invalid.", "wrong-region", "not available"),
         ("ResourceNotFoundException", 404, "Could not resolve the foundation model", "wrong-region", "region"),
-        ("UnrecognizedClientException", 403, "The security token is invalid.", "bad-credentials", "rejected the credentials"),
-        ("ExpiredTokenException", 403, "The security token included in the request is expired", "bad-credentials", "expired"),
-        ("ValidationException", 400, "Malformed input request: expected maxLength: 50000", "invalid-request", "rejected the request"),
+        (
+            "UnrecognizedClientException",
+            403,
+            "The security token is invalid.",
+            "bad-credentials",
+            "rejected the credentials",
+        ),
+        (
+            "ExpiredTokenException",
+            403,
+            "The security token included in the request is expired",
+            "bad-credentials",
+            "expired",
+        ),
+        (
+            "ValidationException",
+            400,
+            "Malformed input request: expected maxLength: 50000",
+            "invalid-request",
+            "rejected the request",
+        ),
         ("ServiceQuotaExceededException", 400, "Your request exceeds the service quota", "quota", "quota"),
         ("ModelErrorException", 424, "The model failed", "model-error", "failed on the input"),
     ],
 )
-def test_permanent_errors_are_not_retried(stubbed, code: str, status: int, message: str, reason: str, says: str) -> None:
+def test_permanent_errors_are_not_retried(
+    stubbed, code: str, status: int, message: str, reason: str, says: str
+) -> None:
     emb, stubber = stubbed(dimensions=256)
     stubber.add_client_error("invoke_model", code, message, status, expected_params=invoke_params("x", 256))
     with pytest.raises(BedrockError, match=says) as info:
@@ -411,7 +443,9 @@ class KeyedStubber(Stubber):
         self._match_lock = threading.Lock()
         self._on_call = on_call
 
-    def _assert_expected_params(self, model: Any, params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
+    def _assert_expected_params(
+        self, model: Any, params: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         with self._match_lock:
             for n, stub in enumerate(self._queue):
                 if stub["operation_name"] == model.name and stub["expected_params"] == params:
@@ -466,7 +500,9 @@ def test_first_permanent_failure_stops_the_batch(fake_aws: None) -> None:
     stubber = KeyedStubber(emb.client, lambda _: time.sleep(0.001))
     for t in texts:
         if t == "t1":
-            stubber.add_client_error("invoke_model", "AccessDeniedException", "no access", 403, expected_params=invoke_params(t, 256))
+            stubber.add_client_error(
+                "invoke_model", "AccessDeniedException", "no access", 403, expected_params=invoke_params(t, 256)
+            )
         else:
             stubber.add_response("invoke_model", titan_response(vector_for(t, 256)), invoke_params(t, 256))
     with stubber, pytest.raises(BedrockError) as info:
@@ -481,11 +517,18 @@ def test_failure_cuts_other_backoffs_short(fake_aws: None) -> None:
     # "t0" is throttled and would back off for 1000 s; "t1" then fails for good. The batch must
     # end with t1's error instead of waiting out t0's backoff (the default sleep is interruptible).
     emb = BedrockEmbedder(
-        client=runtime_client(), dimensions=256, concurrency=2, retry=RetryPolicy(base_delay=1000, max_delay=1000, jitter=lambda: 1.0)
+        client=runtime_client(),
+        dimensions=256,
+        concurrency=2,
+        retry=RetryPolicy(base_delay=1000, max_delay=1000, jitter=lambda: 1.0),
     )
     stubber = KeyedStubber(emb.client, lambda text: time.sleep(0.05 if text == "t1" else 0))
-    stubber.add_client_error("invoke_model", "ThrottlingException", "slow down", 429, expected_params=invoke_params("t0", 256))
-    stubber.add_client_error("invoke_model", "AccessDeniedException", "no access", 403, expected_params=invoke_params("t1", 256))
+    stubber.add_client_error(
+        "invoke_model", "ThrottlingException", "slow down", 429, expected_params=invoke_params("t0", 256)
+    )
+    stubber.add_client_error(
+        "invoke_model", "AccessDeniedException", "no access", 403, expected_params=invoke_params("t1", 256)
+    )
     errors: list[BaseException] = []
 
     def embed() -> None:
@@ -508,7 +551,14 @@ def test_usage_snapshot_and_cost() -> None:
     u = BedrockUsage(input_tokens=2_000_000, requests=10, retries=1, capped_texts=1)
     assert u.estimated_cost_usd == pytest.approx(2_000 * PRICE_PER_1K_TOKENS_USD)
     d = u.to_dict()
-    assert set(d) == {"input_tokens", "requests", "retries", "capped_texts", "price_per_1k_tokens_usd", "estimated_cost_usd"}
+    assert set(d) == {
+        "input_tokens",
+        "requests",
+        "retries",
+        "capped_texts",
+        "price_per_1k_tokens_usd",
+        "estimated_cost_usd",
+    }
     json.dumps(d)
     assert (u - u).input_tokens == 0
 
@@ -531,7 +581,9 @@ def real_bedrock(request: pytest.FixtureRequest) -> str:
 @pytest.mark.bedrock
 def test_real_bedrock(real_bedrock: str) -> None:
     emb = BedrockEmbedder(dimensions=256, region=real_bedrock, concurrency=2)
-    docs = emb.embed_documents(["the billing service moved to PostgreSQL", "billing now uses Postgres", "a recipe for bread"])
+    docs = emb.embed_documents(
+        ["the billing service moved to PostgreSQL", "billing now uses Postgres", "a recipe for bread"]
+    )
     assert all(d.shape == (1, 256) and np.isclose(np.linalg.norm(d), 1.0, atol=1e-4) for d in docs)
     assert float(docs[0][0] @ docs[1][0]) > float(docs[0][0] @ docs[2][0])
     assert emb.embed_query("which database does billing use?").shape == (256,)
@@ -540,15 +592,18 @@ def test_real_bedrock(real_bedrock: str) -> None:
 
 
 def test_index_reports_billed_tokens_and_cost(stubbed, tmp_path: Path) -> None:
-    import memlane
     from conftest import DEPLOY, generic_session, write_jsonl
+
+    import memlane
 
     # Two exchanges too long to be packed into one chunk.
     write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", DEPLOY[:2]))
     emb, stubber = stubbed(dimensions=256, concurrency=1)
     chunks = memlane._core.chunk_file(tmp_path / "t" / "a.jsonl")
     for c in sorted(chunks, key=lambda c: c["key"]):  # the backfill embeds in key order
-        stubber.add_response("invoke_model", titan_response(vector_for(c["text"], 256), tokens=11), invoke_params(c["text"], 256))
+        stubber.add_response(
+            "invoke_model", titan_response(vector_for(c["text"], 256), tokens=11), invoke_params(c["text"], 256)
+        )
     report = memlane.open(tmp_path / "home", embedder=emb).index([tmp_path / "t"])
     assert report.chunks_embedded == 2
     assert report.embed_usage["input_tokens"] == 22

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ boto3 = pytest.importorskip("boto3")
 moto = pytest.importorskip("moto")
 
 from botocore.stub import ANY, Stubber  # noqa: E402
+from conftest import AWS_TEST_REGION  # noqa: E402
 
 from memlane.embed.bedrock import BATCH_PRICE_PER_1K_TOKENS_USD, MODEL_ID, cap_text  # noqa: E402
 from memlane.embed.bedrock_batch import (  # noqa: E402
@@ -35,8 +35,6 @@ from memlane.embed.bedrock_batch import (  # noqa: E402
     wait_for_job,
     write_job_input,
 )
-
-from conftest import AWS_TEST_REGION  # noqa: E402
 
 REGION = AWS_TEST_REGION
 BUCKET = "memlane-batch"
@@ -144,7 +142,9 @@ def test_write_job_input_exact_jsonl_and_record_list(aws) -> None:
     s3, _, _ = aws
     long_text = "log line " * 10_000
     items = [("h0", "alpha"), ("h1", 'quote " and \u00e9'), ("h2", long_text)]
-    job = write_job_input(s3, items, bucket=BUCKET, prefix="/memlane/batch/", job_name="j1", dimensions=256, max_records_per_file=2)
+    job = write_job_input(
+        s3, items, bucket=BUCKET, prefix="/memlane/batch/", job_name="j1", dimensions=256, max_records_per_file=2
+    )
     assert job == BatchJob(
         name="j1",
         input_uri=f"s3://{BUCKET}/memlane/batch/j1/input/",
@@ -190,7 +190,10 @@ def test_submit_job_exact_request(aws) -> None:
             "clientRequestToken": "memlane-run1-abcd-000",
             "modelId": "amazon.titan-embed-text-v2:0",
             "inputDataConfig": {
-                "s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/input/", "s3InputFormat": "JSONL"}
+                "s3InputDataConfig": {
+                    "s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/input/",
+                    "s3InputFormat": "JSONL",
+                }
             },
             "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/memlane-run1-abcd-000/output/"}},
             "timeoutDurationInHours": 48,
@@ -208,7 +211,9 @@ def test_wait_for_job_polls_until_done(aws) -> None:
     slept: list[float] = []
     seen: list[str] = []
     job = BatchJob("j", "s3://b/i/", "s3://b/o/", "s3://b/r.json", 100, 1024, arn=arn(1))
-    final = wait_for_job(bedrock, job, poll_seconds=30, sleep=slept.append, on_status=lambda _, d: seen.append(d["status"]))
+    final = wait_for_job(
+        bedrock, job, poll_seconds=30, sleep=slept.append, on_status=lambda _, d: seen.append(d["status"])
+    )
     assert final["status"] == "PartiallyCompleted"
     assert slept == [30, 30, 30, 30]
     assert seen == ["Submitted", "Validating", "Scheduled", "InProgress", "PartiallyCompleted"]
@@ -218,7 +223,9 @@ def test_wait_for_job_polls_until_done(aws) -> None:
 def test_wait_for_job_failure(aws, status: str) -> None:
     _, bedrock, stubber = aws
     stubber.add_response("get_model_invocation_job", description(arn(2), "InProgress"))
-    stubber.add_response("get_model_invocation_job", description(arn(2), status, "access denied to s3://memlane-batch/p"))
+    stubber.add_response(
+        "get_model_invocation_job", description(arn(2), status, "access denied to s3://memlane-batch/p")
+    )
     job = BatchJob("j2", "s3://b/i/", "s3://b/o/", "s3://b/r.json", 100, 1024, arn=arn(2))
     with pytest.raises(BatchJobError, match=f"batch job j2 {status}: access denied"):
         wait_for_job(bedrock, job, sleep=lambda _: None)
@@ -241,7 +248,9 @@ def test_wait_for_job_timeout_and_unsubmitted(aws) -> None:
 def test_read_job_output_joins_by_record_id(aws) -> None:
     s3, _, _ = aws
     texts = {f"hash{i:03d}": f"chunk {i} about topic {i % 7}" for i in range(12)}
-    job = write_job_input(s3, texts.items(), bucket=BUCKET, prefix="p", job_name="j", dimensions=512, max_records_per_file=5)
+    job = write_job_input(
+        s3, texts.items(), bucket=BUCKET, prefix="p", job_name="j", dimensions=512, max_records_per_file=5
+    )
     simulate_service(s3, errors=frozenset({texts["hash003"]}), drop=frozenset({texts["hash007"]}))
     result = read_job_output(s3, job)
     assert set(result.vectors) == set(texts) - {"hash003", "hash007"}
@@ -283,8 +292,15 @@ def test_run_batch_embedding_end_to_end(aws) -> None:
     texts = {f"hash{i:04d}": f"turn {i}: the deploy of service {i % 13} failed" for i in range(250)}
     texts["blank"] = "   "
     # Jobs of 100, 100 and 50 records, at most two in flight: the third is submitted once the first ends.
-    stubber.add_response("create_model_invocation_job", {"jobArn": arn(0)}, {**dict.fromkeys(
-        ["jobName", "clientRequestToken", "inputDataConfig", "outputDataConfig"], ANY), "roleArn": ROLE, "modelId": MODEL_ID})
+    stubber.add_response(
+        "create_model_invocation_job",
+        {"jobArn": arn(0)},
+        {
+            **dict.fromkeys(["jobName", "clientRequestToken", "inputDataConfig", "outputDataConfig"], ANY),
+            "roleArn": ROLE,
+            "modelId": MODEL_ID,
+        },
+    )
     stubber.add_response("create_model_invocation_job", {"jobArn": arn(1)})
     stubber.add_response("get_model_invocation_job", description(arn(0), "InProgress"), {"jobIdentifier": arn(0)})
     stubber.add_response("get_model_invocation_job", description(arn(0), "Completed"), {"jobIdentifier": arn(0)})
@@ -297,9 +313,19 @@ def test_run_batch_embedding_end_to_end(aws) -> None:
     cached: dict[str, np.ndarray] = {}
 
     result = run_batch_embedding(
-        texts, bucket=BUCKET, prefix="memlane", role_arn=ROLE, dimensions=256, run_id="run1",
-        max_records_per_job=100, min_records_per_job=50, max_concurrent_jobs=2, poll_seconds=5,
-        sink=cached.update, s3=s3, bedrock=bedrock,
+        texts,
+        bucket=BUCKET,
+        prefix="memlane",
+        role_arn=ROLE,
+        dimensions=256,
+        run_id="run1",
+        max_records_per_job=100,
+        min_records_per_job=50,
+        max_concurrent_jobs=2,
+        poll_seconds=5,
+        sink=cached.update,
+        s3=s3,
+        bedrock=bedrock,
         sleep=lambda _: simulate_service(s3, errors=frozenset({failing})),
         on_status=lambda job, d: polls.append(f"{job.name[-3:]}:{d['status']}"),
     )
@@ -332,7 +358,14 @@ def test_two_phases_and_resume_from_saved_jobs(aws) -> None:
 
     # The process is interrupted while the first job runs: the saved job is all that is left of it.
     with pytest.raises(KeyboardInterrupt):
-        run_jobs(jobs[:1], role_arn=ROLE, s3=s3, bedrock=bedrock, sleep=interrupted, on_submit=lambda j: saved.append(asdict(j)))
+        run_jobs(
+            jobs[:1],
+            role_arn=ROLE,
+            s3=s3,
+            bedrock=bedrock,
+            sleep=interrupted,
+            on_submit=lambda j: saved.append(asdict(j)),
+        )
     resumed = BatchJob(**json.loads(json.dumps(saved[0])))
     assert resumed.arn == arn(0)
     # Resuming waits for the saved job without submitting it again; the second one is new.
@@ -340,7 +373,9 @@ def test_two_phases_and_resume_from_saved_jobs(aws) -> None:
     stubber.add_response("create_model_invocation_job", {"jobArn": arn(1)})
     stubber.add_response("get_model_invocation_job", description(arn(1), "Completed"), {"jobIdentifier": arn(1)})
     simulate_service(s3)
-    result = run_jobs([resumed, jobs[1]], role_arn=ROLE, s3=s3, bedrock=bedrock, max_concurrent_jobs=1, sleep=lambda _: None)
+    result = run_jobs(
+        [resumed, jobs[1]], role_arn=ROLE, s3=s3, bedrock=bedrock, max_concurrent_jobs=1, sleep=lambda _: None
+    )
     assert result.embedded == 40 and result.missing == {}
     assert [j.arn for j in result.jobs] == [arn(0), arn(1)]
 
@@ -352,8 +387,16 @@ def test_leftover_below_minimum_is_returned_for_on_demand(aws) -> None:
     stubber.add_response("get_model_invocation_job", description(arn(0), "InProgress"))
     stubber.add_response("get_model_invocation_job", description(arn(0), "Completed"))
     result = run_batch_embedding(
-        iter(texts), bucket=BUCKET, prefix="p", role_arn=ROLE, dimensions=256, run_id="r",
-        max_records_per_job=100, s3=s3, bedrock=bedrock, sleep=lambda _: simulate_service(s3),
+        iter(texts),
+        bucket=BUCKET,
+        prefix="p",
+        role_arn=ROLE,
+        dimensions=256,
+        run_id="r",
+        max_records_per_job=100,
+        s3=s3,
+        bedrock=bedrock,
+        sleep=lambda _: simulate_service(s3),
     )
     assert result.embedded == 100 and len(result.vectors) == 100
     assert set(result.missing) == {f"h{i}" for i in range(100, 130)}

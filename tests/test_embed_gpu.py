@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_DATA, FakeEmbedder
 
 import memlane
 import memlane.embed
-from conftest import SHARED_DATA, FakeEmbedder
 from memlane import _core
 from memlane.cli import main
 from memlane.cluster import build
@@ -55,7 +55,9 @@ def gpu_usable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(devices, "gpu_unusable", lambda: None)
 
 
-def test_cuda_first_when_onnxruntime_offers_it(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_cuda_first_when_onnxruntime_offers_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     with caplog.at_level(logging.WARNING, logger="memlane.embed.local"):
         assert local.execution_providers("gpu") == ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -63,7 +65,9 @@ def test_cuda_first_when_onnxruntime_offers_it(monkeypatch: pytest.MonkeyPatch, 
     assert caplog.records == []
 
 
-def test_cpu_with_one_warning_line_when_onnxruntime_has_no_cuda(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_cpu_with_one_warning_line_when_onnxruntime_has_no_cuda(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
     with caplog.at_level(logging.WARNING, logger="memlane.embed.local"):
         assert local.execution_providers("gpu") == ["CPUExecutionProvider"]
@@ -92,13 +96,15 @@ def test_an_actor_given_a_gpu_asks_for_the_gpu_device(monkeypatch: pytest.Monkey
     monkeypatch.setattr(memlane.embed, "make_embedder", make_embedder)
     monkeypatch.setattr(build, "_gpu_ids", lambda: [0])
     EmbedWorker("local:fp32", threads=2)
-    monkeypatch.setattr(build, "_gpu_ids", lambda: [])
+    monkeypatch.setattr(build, "_gpu_ids", list)
     EmbedWorker("local:fp32", threads=2)
     assert built == [("local:fp32", {"threads": 2, "device": "gpu"}), ("local:fp32", {"threads": 2})]
 
 
 @pytest.mark.model
-def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     cpu = local.LocalEmbedder(mode="fp32", threads=1)
     # onnxruntime offers CUDA (as onnxruntime-gpu does) but cannot start it, as on a node without
     # the CUDA libraries: onnxruntime-gpu then builds the session on the CPU provider alone.
@@ -116,7 +122,11 @@ def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning
     assert gpu.providers == ["CPUExecutionProvider"] and gpu.id == cpu.id == FP32
     [message] = [r.getMessage() for r in caplog.records if r.name == "memlane.embed.local"]
     assert message.startswith("memlane: a GPU was assigned but onnxruntime could not start CUDA (")
-    assert message.endswith("): embedding on the CPU") and "cuDNN 9" in message and "onnxruntime-gpu[cuda,cudnn]" in message
+    assert (
+        message.endswith("): embedding on the CPU")
+        and "cuDNN 9" in message
+        and "onnxruntime-gpu[cuda,cudnn]" in message
+    )
     text = "the deploy failed with exit code 137"
     assert (gpu.embed_query(text) == cpu.embed_query(text)).all()
 
@@ -185,7 +195,9 @@ def test_a_cuda_provider_without_a_driver_is_no_gpu(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     started = []
     monkeypatch.setattr(devices, "_cuda_does_not_start", lambda ort: started.append(ort))
-    monkeypatch.setattr(devices.ctypes, "CDLL", lambda name: (_ for _ in ()).throw(OSError(f"{name}: cannot open shared object file")))
+    monkeypatch.setattr(
+        devices.ctypes, "CDLL", lambda name: (_ for _ in ()).throw(OSError(f"{name}: cannot open shared object file"))
+    )
     assert devices.gpu_unusable() == "no NVIDIA driver on this machine (libcuda.so.1 does not load)"
     assert started == []  # no session is tried without a device
 
@@ -197,7 +209,10 @@ def test_a_driver_showing_no_device_names_cuda_visible_devices(monkeypatch: pyte
 
     monkeypatch.setattr(devices.ctypes, "CDLL", lambda name: Driver())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    assert devices._no_visible_device() == "the NVIDIA driver shows this process no CUDA device (CUDA_VISIBLE_DEVICES='-1')"
+    assert (
+        devices._no_visible_device()
+        == "the NVIDIA driver shows this process no CUDA device (CUDA_VISIBLE_DEVICES='-1')"
+    )
 
 
 def test_the_probe_model_is_a_model_onnxruntime_runs() -> None:
@@ -209,14 +224,20 @@ def test_the_probe_model_is_a_model_onnxruntime_runs() -> None:
 def test_cuda_that_does_not_start_names_the_libraries_of_the_installed_build(monkeypatch: pytest.MonkeyPatch) -> None:
     # onnxruntime-gpu without its CUDA libraries builds the session on the CPU provider alone.
     real = ort.InferenceSession
-    monkeypatch.setattr(ort, "InferenceSession", lambda model, providers=None: real(model, providers=["CPUExecutionProvider"]))
+    monkeypatch.setattr(
+        ort, "InferenceSession", lambda model, providers=None: real(model, providers=["CPUExecutionProvider"])
+    )
     monkeypatch.setattr(ort, "cuda_version", "13.0", raising=False)
     why = devices._cuda_does_not_start(ort)
-    assert why.startswith("onnxruntime could not start CUDA: this onnxruntime-gpu is a CUDA 13 build: it needs the CUDA 13 runtime libraries and cuDNN 9")
+    assert why.startswith(
+        "onnxruntime could not start CUDA: this onnxruntime-gpu is a CUDA 13 build: it needs the CUDA 13 runtime libraries and cuDNN 9"
+    )
     assert "pip install 'onnxruntime-gpu[cuda,cudnn]'" in why
 
 
-def test_device_gpu_where_none_can_be_used_fails_in_one_line_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_device_gpu_where_none_can_be_used_fails_in_one_line_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     assert main(["--home", str(home), "index", "--device", "gpu", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -227,7 +248,9 @@ def test_device_gpu_where_none_can_be_used_fails_in_one_line_before_any_work(tmp
     assert error["kind"] == "InvalidArgumentError" and "no GPU can be used here" in error["error"]
 
 
-def test_a_device_that_does_not_exist_or_does_not_apply_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_device_that_does_not_exist_or_does_not_apply_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(InvalidArgumentError, match=r"^device must be one of auto, cpu, gpu, got 'bogus'$"):
         memlane.Memory(tmp_path / "a", device="bogus")
     with pytest.raises(InvalidArgumentError, match="applies to the local model, not to embedder 'none'"):
@@ -239,7 +262,23 @@ def test_a_device_that_does_not_exist_or_does_not_apply_is_one_line(tmp_path: Pa
     assert capsys.readouterr().err == (
         "memlane index: argument --device: invalid choice: 'tpu' (choose from 'auto', 'cpu', 'gpu') (see `memlane index --help`)\n"
     )
-    assert main(["--home", str(tmp_path / "e"), "index", "--ray", "local", "--out", str(tmp_path / "out"), "--device", "gpu", str(tmp_path)]) == 2
+    assert (
+        main(
+            [
+                "--home",
+                str(tmp_path / "e"),
+                "index",
+                "--ray",
+                "local",
+                "--out",
+                str(tmp_path / "out"),
+                "--device",
+                "gpu",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     assert "leave --device at auto" in capsys.readouterr().err
 
 
@@ -269,7 +308,9 @@ def _vectors(home: Path, cache_dir: Path, embedder_id: str) -> tuple[list[int], 
         cache.close()
 
 
-def _index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, *flags: str) -> tuple[dict, str]:
+def _index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, *flags: str
+) -> tuple[dict, str]:
     """``memlane index --json`` of the real transcripts into a home and embedding cache of its own."""
     monkeypatch.setenv("MEMLANE_CACHE_DIR", str(tmp_path / name / "cache"))
     assert main(["--home", str(tmp_path / name / "home"), "index", "--json", *flags, str(transcripts())]) == 0
@@ -278,17 +319,27 @@ def _index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 
 
 @pytest.mark.model
-def test_auto_without_a_gpu_indexes_exactly_as_the_cpu_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_auto_without_a_gpu_indexes_exactly_as_the_cpu_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime is onnxruntime-gpu")
     reports = {name: _index(tmp_path, monkeypatch, capsys, name, *flags)[0]
                for name, flags in (("plain", ()), ("auto", ("--device", "auto")), ("cpu", ("--device", "cpu")))}  # fmt: skip
     assert {r["device"] for r in reports.values()} == {"cpu"}
-    assert reports["auto"]["device_reason"] == reports["plain"]["device_reason"] == f"auto: no usable GPU: {devices.gpu_unusable()}"
+    assert (
+        reports["auto"]["device_reason"]
+        == reports["plain"]["device_reason"]
+        == f"auto: no usable GPU: {devices.gpu_unusable()}"
+    )
     assert reports["cpu"]["device_reason"] == "device cpu asked for"
     built = {name: _vectors(tmp_path / name / "home", tmp_path / name / "cache", Q8) for name in reports}
     keys, vectors = built["cpu"]
-    assert keys and len(vectors) == len(set(vectors)) > 0 and memlane.open(tmp_path / "auto" / "home").vectors_embedder_id == Q8
+    assert (
+        keys
+        and len(vectors) == len(set(vectors)) > 0
+        and memlane.open(tmp_path / "auto" / "home").vectors_embedder_id == Q8
+    )
     for name in ("plain", "auto"):
         assert built[name][0] == keys
         assert built[name][1].keys() == vectors.keys()
@@ -300,7 +351,10 @@ def test_auto_without_a_gpu_indexes_exactly_as_the_cpu_and_says_why(tmp_path: Pa
 
 @pytest.mark.model
 def test_a_usable_gpu_gives_a_new_home_fp32_vectors_and_a_q8_home_a_note(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     q8, _ = _index(tmp_path, monkeypatch, capsys, "q8", "--device", "cpu")
     monkeypatch.setattr(devices, "gpu_unusable", lambda: None)

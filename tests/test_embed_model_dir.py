@@ -23,10 +23,42 @@ from memlane.embed.local import LocalEmbedder
 from memlane.embed.model_dir import ModelDir
 from memlane.errors import EmbedderMismatchError
 
-WORDS = (
-    "the a deploy failed with exit code oom pod memory limit billing database postgres runs on since march "
-    "pasta boil minutes sauce garlic basil why did what which how long should and about for"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "deploy",
+    "failed",
+    "with",
+    "exit",
+    "code",
+    "oom",
+    "pod",
+    "memory",
+    "limit",
+    "billing",
+    "database",
+    "postgres",
+    "runs",
+    "on",
+    "since",
+    "march",
+    "pasta",
+    "boil",
+    "minutes",
+    "sauce",
+    "garlic",
+    "basil",
+    "why",
+    "did",
+    "what",
+    "which",
+    "how",
+    "long",
+    "should",
+    "and",
+    "about",
+    "for",
+]
 CONFIG = {
     "model_type": "bert",
     "hidden_size": 16,
@@ -97,7 +129,9 @@ def make_model_dir(
 
         from memlane.embed._bert_onnx import BertConfig, build_bert_onnx
 
-        onnx_lib.save_model(build_bert_onnx(weights, BertConfig.from_json(root / "config.json")), str(root / "model.onnx"))
+        onnx_lib.save_model(
+            build_bert_onnx(weights, BertConfig.from_json(root / "config.json")), str(root / "model.onnx")
+        )
     else:
         _write_safetensors(root / "model.safetensors", weights)
     (root / "modules.json").write_text(json.dumps([
@@ -182,7 +216,9 @@ def test_cls_and_mean_give_different_vectors(tmp_path: Path) -> None:
 def test_task_checkpoint_weights_with_bert_prefix_load(tmp_path: Path) -> None:
     model_dir = make_model_dir(tmp_path / "mlm", weight_prefix="bert.")
     emb = make_embedder(f"local:{model_dir}")
-    np.testing.assert_allclose(emb.embed_documents(TEXTS[:1])[0], expected_vectors(emb, model_dir, TEXTS[0], "mean"), atol=1e-4)
+    np.testing.assert_allclose(
+        emb.embed_documents(TEXTS[:1])[0], expected_vectors(emb, model_dir, TEXTS[0], "mean"), atol=1e-4
+    )
 
 
 def test_onnx_directory_gives_the_same_vectors_as_safetensors(tmp_path: Path) -> None:
@@ -234,9 +270,15 @@ def test_embedders_of_one_model_share_one_session(tmp_path: Path) -> None:
     [
         (lambda d: (d / "tokenizer.json").unlink(), "no tokenizer.json"),
         (lambda d: (d / "model.safetensors").unlink(), "no model.onnx"),
-        (lambda d: (d / "1_Pooling" / "config.json").write_text('{"pooling_mode_max_tokens": true}'), "pooling pooling_mode_max_tokens is not supported"),
+        (
+            lambda d: (d / "1_Pooling" / "config.json").write_text('{"pooling_mode_max_tokens": true}'),
+            "pooling pooling_mode_max_tokens is not supported",
+        ),
         (lambda d: (d / "1_Pooling" / "config.json").write_text("{oops"), "not readable JSON"),
-        (lambda d: _write_safetensors(d / "model.safetensors", {"roberta.weight": np.ones(2, np.float32)}), "not a BERT encoder"),
+        (
+            lambda d: _write_safetensors(d / "model.safetensors", {"roberta.weight": np.ones(2, np.float32)}),
+            "not a BERT encoder",
+        ),
     ],
 )
 def test_unusable_directories_say_why_in_one_line(tmp_path: Path, breakage, message: str) -> None:
@@ -284,7 +326,9 @@ def test_unknown_local_spec(tmp_path: Path) -> None:
 
 
 def test_memory_and_cli_use_a_model_directory_and_refuse_to_mix(tmp_path: Path, capsys) -> None:
-    write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", [("why did the deploy fail", "the pod hit its memory limit")]))
+    write_jsonl(
+        tmp_path / "t" / "a.jsonl", generic_session("a", [("why did the deploy fail", "the pod hit its memory limit")])
+    )
     mean_dir = make_model_dir(tmp_path / "mean")
     home = tmp_path / "home"
     assert main(["--home", str(home), "--json", "index", str(tmp_path / "t"), "--embed", f"local:{mean_dir}"]) == 0

@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import DEPLOY, generic_session, write_deploy_and_cooking, write_jsonl
 
 import memlane
 from memlane.cli import main
-
-from conftest import DEPLOY, generic_session, write_deploy_and_cooking, write_jsonl
 
 LEAK = "AKIAQ7LQXKZ3MPT2W8VY"
 
 
 def _index(tmp_path, fake_embedder):
     src = write_deploy_and_cooking(tmp_path / "src")
-    write_jsonl(src / "leak.jsonl", generic_session("leak-1", [("set up the deploy credentials", f"Use the key {LEAK} with region eu-west-1 for the deploy bucket.")]))
+    write_jsonl(
+        src / "leak.jsonl",
+        generic_session(
+            "leak-1",
+            [("set up the deploy credentials", f"Use the key {LEAK} with region eu-west-1 for the deploy bucket.")],
+        ),
+    )
     mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
     mem.index([src])
     return mem, src
@@ -29,7 +34,10 @@ def _found(mem, query: str, session: str) -> bool:
 def test_a_forgotten_session_stays_gone_through_re_indexing_until_undone(tmp_path, fake_embedder):
     mem, src = _index(tmp_path, fake_embedder)
     assert _found(mem, LEAK, "leak-1")
-    hashes = [c["content_hash"] for c in mem._store.get([int(h.id, 16) for h in mem.search(LEAK, k=5) if h.session_id == "leak-1"])]
+    hashes = [
+        c["content_hash"]
+        for c in mem._store.get([int(h.id, 16) for h in mem.search(LEAK, k=5) if h.session_id == "leak-1"])
+    ]
     assert mem.cache.get_many(fake_embedder.id, hashes)
 
     preview = mem.forget(session="leak-1", dry_run=True)
@@ -45,14 +53,18 @@ def test_a_forgotten_session_stays_gone_through_re_indexing_until_undone(tmp_pat
     # Re-indexing the folder, even after the file grows, does not bring the session back.
     mem.index([src])
     with open(src / "leak.jsonl", "a") as fh:
-        for r in generic_session("leak-1", [("and the bucket name?", "deploy-artifacts-prod")], start="2026-03-02T10:00:00Z"):
+        for r in generic_session(
+            "leak-1", [("and the bucket name?", "deploy-artifacts-prod")], start="2026-03-02T10:00:00Z"
+        ):
             fh.write(json.dumps(r) + "\n")
     report = mem.index([src])
     assert report.files[0]["skipped"].get("forgotten", 0) >= 1
     assert not _found(mem, LEAK, "leak-1") and not _found(mem, "deploy-artifacts-prod", "leak-1")
     assert _found(mem, "exit code 137", "deploy-1"), "the other sessions are untouched"
 
-    forgets = [e for e in map(json.loads, (mem.home / "events.jsonl").read_text().splitlines()) if e["type"] == "forget"]
+    forgets = [
+        e for e in map(json.loads, (mem.home / "events.jsonl").read_text().splitlines()) if e["type"] == "forget"
+    ]
     assert forgets and forgets[0]["id"] == "leak-1" and LEAK not in json.dumps(forgets)
 
     mem.forget(session="leak-1", undo=True)

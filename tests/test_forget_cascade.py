@@ -7,16 +7,23 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import write_jsonl
+
 from memlane.brain import Brain, default_brain_dir
 from memlane.brain.distill import distill
 from memlane.cli import main
 
 
 def session(session_id: str, decision: str, day: str) -> list[dict]:
-    return [{"role": "user", "content": "Pick a queue for the exporter.", "timestamp": f"{day}T10:00:00Z", "session_id": session_id},
-            {"role": "assistant", "content": decision, "timestamp": f"{day}T10:01:00Z", "session_id": session_id}]
+    return [
+        {
+            "role": "user",
+            "content": "Pick a queue for the exporter.",
+            "timestamp": f"{day}T10:00:00Z",
+            "session_id": session_id,
+        },
+        {"role": "assistant", "content": decision, "timestamp": f"{day}T10:01:00Z", "session_id": session_id},
+    ]
 
 
 def run(home: Path, *args: str) -> int:
@@ -34,8 +41,16 @@ def distilled(tmp_path: Path) -> Path:
     """A home with two distilled sessions (s1, s2), their transcripts and the brain indexed."""
     home = tmp_path / "home"
     logs = tmp_path / "logs"
-    write_jsonl(logs / "s1.jsonl", session("s1", "We decided to use SQS FIFO queues for `exporter.py`; ordering matters for invoices.", "2026-03-02"))
-    write_jsonl(logs / "s2.jsonl", session("s2", "We decided to keep Postgres 16 for `billing.py`; the team knows it well.", "2026-03-03"))
+    write_jsonl(
+        logs / "s1.jsonl",
+        session(
+            "s1", "We decided to use SQS FIFO queues for `exporter.py`; ordering matters for invoices.", "2026-03-02"
+        ),
+    )
+    write_jsonl(
+        logs / "s2.jsonl",
+        session("s2", "We decided to keep Postgres 16 for `billing.py`; the team knows it well.", "2026-03-03"),
+    )
     brain = Brain(default_brain_dir(home), home=home)
     for name in ("s1", "s2"):
         distill(logs / f"{name}.jsonl", brain=brain)
@@ -43,7 +58,9 @@ def distilled(tmp_path: Path) -> Path:
     return home
 
 
-def test_forget_session_lists_then_cascades_what_the_brain_holds_from_it(distilled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_forget_session_lists_then_cascades_what_the_brain_holds_from_it(
+    distilled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = distilled
     brain = Brain(default_brain_dir(home), home=home)
     (s1_entry,) = [e for e in brain.entries() if "SQS" in e.text]
@@ -52,7 +69,9 @@ def test_forget_session_lists_then_cascades_what_the_brain_holds_from_it(distill
 
     listed = out_json(home, capsys, "forget", "--session", "s1", "--dry-run")
     assert listed["brain_entries"] == [s1_entry.key] and len(listed["daily_entries"]) == 1
-    assert [e.key for e in Brain(default_brain_dir(home), home=home).entries()] == [e.key for e in brain.entries()]  # nothing removed
+    assert [e.key for e in Brain(default_brain_dir(home), home=home).entries()] == [
+        e.key for e in brain.entries()
+    ]  # nothing removed
 
     done = out_json(home, capsys, "forget", "--session", "s1", "--cascade")
     assert done["code"] == 0 and done["brain_entries"] == [s1_entry.key]
@@ -71,7 +90,9 @@ def _search(home: Path, capsys: pytest.CaptureFixture[str], query: str) -> str:
     return capsys.readouterr().out
 
 
-def test_forget_all_clears_the_home_and_leaves_it_sound(distilled: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forget_all_clears_the_home_and_leaves_it_sound(
+    distilled: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = distilled
     # Not at a terminal and no --yes: refused in one line, nothing removed.
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)

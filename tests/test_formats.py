@@ -48,7 +48,9 @@ def test_every_format_folder_is_indexed_and_searchable(tmp_path, capsys, shared_
         if entry["keys"] and Path(path).parent != transcripts:  # not PROVENANCE.md
             folder = Path(path).relative_to(transcripts).parts[0]
             chunked.setdefault(folder, set()).add(entry["format"])
-    on_disk = {p.relative_to(transcripts).parts[0] for p in transcripts.rglob("*") if p.is_file() and p.parent != transcripts}
+    on_disk = {
+        p.relative_to(transcripts).parts[0] for p in transcripts.rglob("*") if p.is_file() and p.parent != transcripts
+    }
     assert set(FOLDERS) == on_disk, "a new sample folder needs an expected format here"
     assert chunked == {folder: {fmt} for folder, fmt in FOLDERS.items()}
     assert not any(Path(p).name in SIDECARS for p in manifest)
@@ -88,7 +90,13 @@ def test_a_slack_export_zip_is_indexed_as_downloaded(tmp_path, capsys, shared_da
     assert hits[0]["session_id"] == "enrique/2016-01-15"
 
     archive.unlink()
-    assert run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")["files_gone"] == 1
-    assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none")[0]["path"] == str(archive)
+    assert (
+        run(capsys, "--home", str(home), "--json", "index", str(archive.parent), "--embed", "none")["files_gone"] == 1
+    )
+    assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none")[
+        0
+    ]["path"] == str(archive)
     run(capsys, "--home", str(home), "--json", "forget", "--missing")
-    assert run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none") == []
+    assert (
+        run(capsys, "--home", str(home), "--json", "search", "contain the executor", "-k", "3", "--embed", "none") == []
+    )

@@ -10,11 +10,37 @@ from conftest import write_jsonl
 from memlane.cli import main
 
 EPISODE = [
-    {"role": "user", "content": "Why does the exporter crash on empty batches?", "timestamp": "2026-03-01T10:00:00Z", "session_id": "ep-7"},
-    {"role": "tool_call", "name": "Bash", "input": {"command": "pytest tests/test_exporter.py -q"}, "timestamp": "2026-03-01T10:00:05Z", "session_id": "ep-7"},
-    {"role": "tool_result", "output": "1 failed: IndexError in exporter.flush", "timestamp": "2026-03-01T10:00:09Z", "session_id": "ep-7"},
-    {"role": "assistant", "tool_call": {"name": "Edit", "input": {"file_path": "exporter.py"}}, "timestamp": "2026-03-01T10:00:15Z", "session_id": "ep-7"},
-    {"role": "assistant", "content": "flush() read batch[0] of an empty batch; it returns early now.", "timestamp": "2026-03-01T10:00:20Z", "session_id": "ep-7"},
+    {
+        "role": "user",
+        "content": "Why does the exporter crash on empty batches?",
+        "timestamp": "2026-03-01T10:00:00Z",
+        "session_id": "ep-7",
+    },
+    {
+        "role": "tool_call",
+        "name": "Bash",
+        "input": {"command": "pytest tests/test_exporter.py -q"},
+        "timestamp": "2026-03-01T10:00:05Z",
+        "session_id": "ep-7",
+    },
+    {
+        "role": "tool_result",
+        "output": "1 failed: IndexError in exporter.flush",
+        "timestamp": "2026-03-01T10:00:09Z",
+        "session_id": "ep-7",
+    },
+    {
+        "role": "assistant",
+        "tool_call": {"name": "Edit", "input": {"file_path": "exporter.py"}},
+        "timestamp": "2026-03-01T10:00:15Z",
+        "session_id": "ep-7",
+    },
+    {
+        "role": "assistant",
+        "content": "flush() read batch[0] of an empty batch; it returns early now.",
+        "timestamp": "2026-03-01T10:00:20Z",
+        "session_id": "ep-7",
+    },
 ]
 
 
@@ -35,7 +61,9 @@ def test_memlane_index_reads_an_episodic_session(tmp_path, capsys):
     assert report["chunks_added"] >= 1
 
     # The tool call, its output and the answer are searchable, in the session they belong to.
-    code, out, _ = run(capsys, "--home", home, "--json", "search", "IndexError exporter.flush pytest", "--embed", "none")
+    code, out, _ = run(
+        capsys, "--home", home, "--json", "search", "IndexError exporter.flush pytest", "--embed", "none"
+    )
     [hit] = json.loads(out)
     assert code == 0 and hit["path"] == str(path) and hit["session_id"] == "ep-7"
     assert "[tool Bash] pytest tests/test_exporter.py -q" in hit["text"]

@@ -32,11 +32,11 @@ except ImportError as exc:  # no onnxruntime at all
 if _WHY is not None:
     pytest.skip(f"no usable CUDA device: {_WHY}", allow_module_level=True)
 
-import memlane  # noqa: E402
-from memlane import _core  # noqa: E402
-from memlane.cli import main  # noqa: E402
-from memlane.embed.cache import EmbeddingCache  # noqa: E402
-from memlane.embed.local import LocalEmbedder  # noqa: E402
+import memlane
+from memlane import _core
+from memlane.cli import main
+from memlane.embed.cache import EmbeddingCache
+from memlane.embed.local import LocalEmbedder
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
 FP32 = "local/all-MiniLM-L6-v2/fp32/384"

@@ -13,24 +13,64 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import generic_session, write_jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import generic_session, write_jsonl
 
 import memlane
 from memlane.agents import hooks
 
 REPO = Path(__file__).resolve().parents[1]
 
-_VALUES = st.sampled_from(["0", "-1", "1", "3", "abc", "", "1e9", "nan", "inf", "-inf", "0.5", "9" * 30, "admin", "project:x",
-                           "skill:", "none", "local", "extractive", "bogus", "--", "-", "\x00", "é"])
-_FLAGS = st.sampled_from(["--max-tokens", "--max-chars", "--deadline", "--embed", "--distill", "--agent", "--json", "--bogus", "-x",
-                          "--max-tokens=0", "--max-chars=abc", "--deadline=-2"])
+_VALUES = st.sampled_from(
+    [
+        "0",
+        "-1",
+        "1",
+        "3",
+        "abc",
+        "",
+        "1e9",
+        "nan",
+        "inf",
+        "-inf",
+        "0.5",
+        "9" * 30,
+        "admin",
+        "project:x",
+        "skill:",
+        "none",
+        "local",
+        "extractive",
+        "bogus",
+        "--",
+        "-",
+        "\x00",
+        "é",
+    ]
+)
+_FLAGS = st.sampled_from(
+    [
+        "--max-tokens",
+        "--max-chars",
+        "--deadline",
+        "--embed",
+        "--distill",
+        "--agent",
+        "--json",
+        "--bogus",
+        "-x",
+        "--max-tokens=0",
+        "--max-chars=abc",
+        "--deadline=-2",
+    ]
+)
 _CLIENTS = st.sampled_from(["claude-code", "codex", "no-client", "", "hook"])
 # stop, session-end and pre-compact queue an entry and start a worker: spawn_worker is replaced
 # below, so no process is started for each example.
-_EVENTS = st.sampled_from(["session-start", "user-prompt-submit", "stop", "session-end", "pre-compact", "notify", "bogus", ""])
+_EVENTS = st.sampled_from(
+    ["session-start", "user-prompt-submit", "stop", "session-end", "pre-compact", "notify", "bogus", ""]
+)
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
@@ -47,7 +87,9 @@ def payloads(draw: st.DrawFn) -> bytes:
         return json.dumps(draw(st.dictionaries(_KEYS, _JSON | st.text(max_size=200), max_size=6))).encode()
     if kind == "huge":  # a pasted log as the prompt, up to 3 MB
         size = draw(st.sampled_from([10_000, 300_000, 3_000_000]))
-        return json.dumps({"session_id": draw(st.text(min_size=1, max_size=10)), "prompt": "exit code 137 " + "x" * size}).encode()
+        return json.dumps(
+            {"session_id": draw(st.text(min_size=1, max_size=10)), "prompt": "exit code 137 " + "x" * size}
+        ).encode()
     if kind == "binary":
         return draw(st.binary(max_size=300))
     if kind == "text":
@@ -74,7 +116,9 @@ def command_lines(draw: st.DrawFn) -> list[str]:
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One home with a session and a brain entry, shared by every example (hooks only read it)."""
     root = tmp_path_factory.mktemp("fuzz")
-    src = write_jsonl(root / "src" / "s.jsonl", generic_session("s", [("why exit code 137?", "An OOM kill: stream the rows.")]))
+    src = write_jsonl(
+        root / "src" / "s.jsonl", generic_session("s", [("why exit code 137?", "An OOM kill: stream the rows.")])
+    )
     home = root / "memhome"
     memlane.open(home, embedder="none").index([src], embed=False)
     memlane.Brain(home / "brain", home=home).add("KD", "The exporter streams invoice rows in batches.")
@@ -91,11 +135,15 @@ def _check(code: int, out: str, err: str) -> None:
         assert out.endswith("\n") and "hookSpecificOutput" in json.loads(out)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(argv=command_lines(), payload=payloads())
-def test_the_in_process_entry_point_exits_0_or_1_in_one_line(argv: list[str], payload: bytes, home: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_in_process_entry_point_exits_0_or_1_in_one_line(
+    argv: list[str], payload: bytes, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(hooks, "spawn_worker", lambda home: None)
     monkeypatch.setenv("MEMLANE_AGENT", "")
     with tempfile.TemporaryDirectory() as cwd:
@@ -107,16 +155,30 @@ def test_the_in_process_entry_point_exits_0_or_1_in_one_line(argv: list[str], pa
     _check(code, out.getvalue(), err.getvalue())
 
 
-@pytest.mark.parametrize(("argv", "payload"), [
-    (["claude-code", "user-prompt-submit"], json.dumps({"session_id": "sub-1", "prompt": "exit code 137 " + "y" * 10_000_000}).encode()),
-    (["claude-code", "session-start"], bytes(range(256)) * 40),
-    (["claude-code", "session-start"], b"[" * 100_000),
-    (["codex", "session-start", "--max-chars", "1"], json.dumps({"session_id": "sub-2", "cwd": 7, "transcript_path": [1]}).encode()),
-    (["claude-code", "user-prompt-submit", "--max-tokens", "-5", "--what"], b"{}"),
-    (["claude-code", "notify"], b"{}"),
-])
+@pytest.mark.parametrize(
+    ("argv", "payload"),
+    [
+        (
+            ["claude-code", "user-prompt-submit"],
+            json.dumps({"session_id": "sub-1", "prompt": "exit code 137 " + "y" * 10_000_000}).encode(),
+        ),
+        (["claude-code", "session-start"], bytes(range(256)) * 40),
+        (["claude-code", "session-start"], b"[" * 100_000),
+        (
+            ["codex", "session-start", "--max-chars", "1"],
+            json.dumps({"session_id": "sub-2", "cwd": 7, "transcript_path": [1]}).encode(),
+        ),
+        (["claude-code", "user-prompt-submit", "--max-tokens", "-5", "--what"], b"{}"),
+        (["claude-code", "notify"], b"{}"),
+    ],
+)
 def test_the_command_line_exits_0_or_1_in_one_line(argv: list[str], payload: bytes, home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "memlane.cli", "hook", *argv, "--home", str(home)], input=payload, env=env,
-                       capture_output=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "memlane.cli", "hook", *argv, "--home", str(home)],
+        input=payload,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     _check(r.returncode, r.stdout.decode(), r.stderr.decode())

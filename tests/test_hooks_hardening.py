@@ -13,12 +13,12 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import generic_session, write_jsonl
 
 import memlane
 from memlane.agents import hooks
-from memlane.events import EVENTS_NAME, MAX_QUERY_CHARS as EVENT_QUERY_CHARS, EventLog, summarize
+from memlane.events import EVENTS_NAME, EventLog, summarize
+from memlane.events import MAX_QUERY_CHARS as EVENT_QUERY_CHARS
 from memlane.ranking.query import MAX_QUERY_CHARS, bounded
 from memlane.recall import DAMAGED_INDEX
 
@@ -38,12 +38,18 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "python")}
 
 
-def memlane_cli(env: dict[str, str], *args: str, stdin: str | bytes = "", timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def memlane_cli(
+    env: dict[str, str], *args: str, stdin: str | bytes = "", timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    return subprocess.run([sys.executable, "-m", "memlane.cli", *args], input=data, env=env, capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "memlane.cli", *args], input=data, env=env, capture_output=True, timeout=timeout
+    )
 
 
-def hook_in_process(argv: list[str], stdin: str | bytes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+def hook_in_process(
+    argv: list[str], stdin: str | bytes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     data = stdin.encode() if isinstance(stdin, str) else stdin
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
     code = hooks.main(argv)
@@ -54,9 +60,18 @@ def hook_in_process(argv: list[str], stdin: str | bytes, monkeypatch: pytest.Mon
 def home_with_memory(tmp_path: Path) -> Path:
     """A home with an indexed session about the exporter and one MEMORY.md entry."""
     home = tmp_path / "memhome"
-    src = write_jsonl(tmp_path / "src" / "s1.jsonl", generic_session("s1", [
-        ("The nightly exporter dies with exit code 137 on the invoices job.", "Exit code 137 is an OOM kill: stream the invoice rows in batches of 5000."),
-    ]))
+    src = write_jsonl(
+        tmp_path / "src" / "s1.jsonl",
+        generic_session(
+            "s1",
+            [
+                (
+                    "The nightly exporter dies with exit code 137 on the invoices job.",
+                    "Exit code 137 is an OOM kill: stream the invoice rows in batches of 5000.",
+                ),
+            ],
+        ),
+    )
     memlane.open(home, embedder="none").index([src], embed=False)
     memlane.Brain(home / "brain", home=home).add("KD", "The exporter uses SQS FIFO queues; invoice ordering matters.")
     return home
@@ -66,7 +81,10 @@ def home_with_memory(tmp_path: Path) -> Path:
 
 BAD_ARGV = [
     (["claude-code", "user-prompt-submit", "--bogus-flag"], "unrecognized arguments: --bogus-flag"),
-    (["claude-code", "user-prompt-submit", "--max-tokens", "abc"], "argument --max-tokens: needs a whole number, got 'abc'"),
+    (
+        ["claude-code", "user-prompt-submit", "--max-tokens", "abc"],
+        "argument --max-tokens: needs a whole number, got 'abc'",
+    ),
     (["claude-code", "user-prompt-submit", "--max-tokens", "0"], "argument --max-tokens: must be at least 1, got 0"),
     (["claude-code", "session-start", "--max-chars", "0"], "argument --max-chars: must be at least 1, got 0"),
     (["claude-code", "session-start", "--deadline", "-1"], "argument --deadline: must be a number of seconds above 0"),
@@ -80,9 +98,20 @@ BAD_ARGV = [
 
 
 @pytest.mark.parametrize(("argv", "says"), BAD_ARGV)
-def test_argument_errors_exit_1_in_one_line_in_process(argv: list[str], says: str, tmp_path: Path, env: dict[str, str],
-                                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = hook_in_process([*argv, "--home", str(tmp_path / "h")] if argv else argv, '{"session_id": "s", "prompt": "hi"}', monkeypatch, capsys)
+def test_argument_errors_exit_1_in_one_line_in_process(
+    argv: list[str],
+    says: str,
+    tmp_path: Path,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = hook_in_process(
+        [*argv, "--home", str(tmp_path / "h")] if argv else argv,
+        '{"session_id": "s", "prompt": "hi"}',
+        monkeypatch,
+        capsys,
+    )
     assert code == 1 and out == ""
     assert says in err and err.count("\n") == 1 and "usage:" not in err and "Traceback" not in err
 
@@ -91,7 +120,11 @@ def test_argument_errors_exit_1_through_the_command_line_both_routes(tmp_path: P
     home = str(tmp_path / "h")
     payload = '{"session_id": "s", "prompt": "hi"}'
     for argv, says in BAD_ARGV:
-        for route in (["hook", *argv, "--home", home], ["--home", home, "hook", *argv], ["--bogus-global", "hook", *argv]):
+        for route in (
+            ["hook", *argv, "--home", home],
+            ["--home", home, "hook", *argv],
+            ["--bogus-global", "hook", *argv],
+        ):
             r = memlane_cli(env, *route, stdin=payload)
             err = r.stderr.decode()
             assert r.returncode == 1 and r.stdout == b"", (route, err)
@@ -100,9 +133,14 @@ def test_argument_errors_exit_1_through_the_command_line_both_routes(tmp_path: P
 
 
 def test_a_bad_deadline_in_the_environment_is_one_line(tmp_path: Path, env: dict[str, str]) -> None:
-    r = memlane_cli({**env, hooks.DEADLINE_ENV: "soon"}, "hook", "claude-code", "stop", "--home", str(tmp_path / "h"), stdin="{}")
+    r = memlane_cli(
+        {**env, hooks.DEADLINE_ENV: "soon"}, "hook", "claude-code", "stop", "--home", str(tmp_path / "h"), stdin="{}"
+    )
     assert r.returncode == 1
-    assert r.stderr.decode() == "memlane hook claude-code stop: $MEMLANE_HOOK_DEADLINE needs a number of seconds, got 'soon'\n"
+    assert (
+        r.stderr.decode()
+        == "memlane hook claude-code stop: $MEMLANE_HOOK_DEADLINE needs a number of seconds, got 'soon'\n"
+    )
 
 
 def test_the_api_names_max_chars_and_a_tiny_budget_recalls_nothing(tmp_path: Path, env: dict[str, str]) -> None:
@@ -145,15 +183,18 @@ def test_search_and_recall_work_on_the_first_characters_of_a_huge_query(tmp_path
     assert logged and all(len(q) < EVENT_QUERY_CHARS + 40 for q in logged)
 
 
-def test_a_5_mb_prompt_recalls_on_its_start_and_logs_little(tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_5_mb_prompt_recalls_on_its_start_and_logs_little(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = home_with_memory(tmp_path)
     log = home / EVENTS_NAME
     before = log.stat().st_size if log.exists() else 0
     prompt = "the exporter got exit code 137 again, what did we do last time? " + "x1 y2 z3 " * 580_000
     payload = json.dumps({"session_id": "big", "cwd": str(tmp_path), "prompt": prompt})
     assert len(payload) > 5_000_000
-    code, out, err = hook_in_process(["claude-code", "user-prompt-submit", "--home", str(home)], payload, monkeypatch, capsys)
+    code, out, err = hook_in_process(
+        ["claude-code", "user-prompt-submit", "--home", str(home)], payload, monkeypatch, capsys
+    )
     assert code == 0 and err == ""
     assert "OOM kill" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert log.stat().st_size - before < 4000  # two search events, each query cut to 500 characters
@@ -182,11 +223,14 @@ def test_events_rotate_at_the_cap_keeping_two_generations(tmp_path: Path) -> Non
     numbers = [e["results"] for e in kept]
     assert numbers == list(range(400 - len(numbers), 400))  # the newest, in order, none missing between
     summary = summarize(tmp_path)
-    assert summary["events"] == len(kept) and summary["last"] == kept[-1]["time"] and summary["first"] == kept[0]["time"]
+    assert (
+        summary["events"] == len(kept) and summary["last"] == kept[-1]["time"] and summary["first"] == kept[0]["time"]
+    )
 
 
 def test_concurrent_appenders_lose_no_line_across_a_rotation(tmp_path: Path) -> None:
     writers, lines = 4, 300  # ~120 KB in all (100 bytes a line): one rotation at 80 KB, nothing dropped
+
     def write(w: int) -> None:
         log = EventLog(tmp_path, max_bytes=80_000)
         for i in range(lines):
@@ -223,10 +267,21 @@ def test_an_events_log_that_is_a_fifo_is_skipped(tmp_path: Path) -> None:
 def test_a_fifo_beside_the_transcript_does_not_hang_session_start(tmp_path: Path, env: dict[str, str]) -> None:
     home = home_with_memory(tmp_path)
     project = Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / "-work-exporter"
-    write_jsonl(project / "earlier.jsonl", generic_session("earlier", [("exporter exit code 137 again", "same OOM kill")]))
+    write_jsonl(
+        project / "earlier.jsonl", generic_session("earlier", [("exporter exit code 137 again", "same OOM kill")])
+    )
     os.mkfifo(project / "zz-stuck.jsonl")  # newest name and time: read first if it were read
     payload = {"session_id": "fifo-1", "cwd": "/work/exporter", "transcript_path": str(project / "fifo-1.jsonl")}
-    r = memlane_cli({**env, hooks.DEADLINE_ENV: "30"}, "hook", "claude-code", "session-start", "--home", str(home), stdin=json.dumps(payload), timeout=100)
+    r = memlane_cli(
+        {**env, hooks.DEADLINE_ENV: "30"},
+        "hook",
+        "claude-code",
+        "session-start",
+        "--home",
+        str(home),
+        stdin=json.dumps(payload),
+        timeout=100,
+    )
     assert r.returncode == 0 and r.stderr == b""  # skipped, not cut off by the deadline
     context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "[KD01]" in context and "OOM kill" in context  # snapshot and the recall the earlier session asked for
@@ -237,8 +292,16 @@ def test_a_fifo_for_memory_md_leaves_the_brain_out_saying_why(tmp_path: Path, en
     home = tmp_path / "memhome"
     (home / "brain").mkdir(parents=True)
     os.mkfifo(home / "brain" / "MEMORY.md")
-    r = memlane_cli({**env, hooks.DEADLINE_ENV: "30"}, "hook", "claude-code", "session-start", "--home", str(home),
-                    stdin=json.dumps({"session_id": "fifo-2", "cwd": "/w"}), timeout=100)
+    r = memlane_cli(
+        {**env, hooks.DEADLINE_ENV: "30"},
+        "hook",
+        "claude-code",
+        "session-start",
+        "--home",
+        str(home),
+        stdin=json.dumps({"session_id": "fifo-2", "cwd": "/w"}),
+        timeout=100,
+    )
     assert r.returncode == 0 and r.stderr == b""
     context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"{home / 'brain' / 'MEMORY.md'} is not a regular file" in context
@@ -251,22 +314,39 @@ def test_a_hook_stuck_in_the_index_answers_at_its_deadline(tmp_path: Path, env: 
     segment = sorted((home / "lexical").glob("*.store"))[0]
     segment.unlink()
     os.mkfifo(segment)
-    r = memlane_cli(env, "hook", "claude-code", "session-start", "--home", str(home), "--deadline", "1",
-                    stdin=json.dumps({"session_id": "stuck", "cwd": "/w"}), timeout=100)
+    r = memlane_cli(
+        env,
+        "hook",
+        "claude-code",
+        "session-start",
+        "--home",
+        str(home),
+        "--deadline",
+        "1",
+        stdin=json.dumps({"session_id": "stuck", "cwd": "/w"}),
+        timeout=100,
+    )
     assert r.returncode == 0, r.stderr
-    assert r.stderr.decode() == ("memlane hook claude-code session-start: answered at its 1 s deadline with nothing (no context was ready); "
-                                 "--deadline or $MEMLANE_HOOK_DEADLINE sets it\n")
+    assert r.stderr.decode() == (
+        "memlane hook claude-code session-start: answered at its 1 s deadline with nothing (no context was ready); "
+        "--deadline or $MEMLANE_HOOK_DEADLINE sets it\n"
+    )
 
 
-def test_at_the_deadline_what_is_ready_is_answered(tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_at_the_deadline_what_is_ready_is_answered(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The snapshot is handed over before the recall starts: a recall that never ends leaves it."""
     home = home_with_memory(tmp_path)
     stuck = threading.Event()
     monkeypatch.setattr(hooks, "_recall", lambda *a, **k: stuck.wait(60) and "")
     try:
-        code, out, err = hook_in_process(["claude-code", "session-start", "--home", str(home), "--deadline", "2"],
-                                         json.dumps({"session_id": "late", "cwd": "/w"}), monkeypatch, capsys)
+        code, out, err = hook_in_process(
+            ["claude-code", "session-start", "--home", str(home), "--deadline", "2"],
+            json.dumps({"session_id": "late", "cwd": "/w"}),
+            monkeypatch,
+            capsys,
+        )
     finally:
         stuck.set()
     assert code == 0 and "answered at its 2 s deadline with the context ready by then" in err
@@ -294,7 +374,15 @@ def test_a_damaged_index_gives_the_snapshot_and_the_repair_line(tmp_path: Path, 
     assert json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"] == DAMAGED_INDEX
 
     memlane.open(home, embedder="none").repair()
-    r = memlane_cli(env, "hook", "claude-code", "session-start", "--home", str(home), stdin=json.dumps({**start, "session_id": "dmg-2"}))
+    r = memlane_cli(
+        env,
+        "hook",
+        "claude-code",
+        "session-start",
+        "--home",
+        str(home),
+        stdin=json.dumps({**start, "session_id": "dmg-2"}),
+    )
     context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     assert DAMAGED_INDEX not in context and "1 chunks from 1 sessions" in context
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from test_hooks import claude_session, env, memlane_cli, wait_for_queue  # noqa: F401 - env is a fixture
 
 import memlane
@@ -25,7 +24,19 @@ USER_SETTINGS = {
 
 
 def install(env: dict[str, str], home: Path, settings: Path, *extra: str):
-    return memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--settings", str(settings), "--claude-json", str(settings.parent / "state.json"), "--no-backfill", *extra)
+    return memlane_cli(
+        env,
+        "install-hooks",
+        "claude-code",
+        "--home",
+        str(home),
+        "--settings",
+        str(settings),
+        "--claude-json",
+        str(settings.parent / "state.json"),
+        "--no-backfill",
+        *extra,
+    )
 
 
 def test_install_keeps_user_entries_backs_up_and_is_idempotent(env: dict[str, str], tmp_path: Path) -> None:
@@ -52,7 +63,12 @@ def test_install_keeps_user_entries_backs_up_and_is_idempotent(env: dict[str, st
     time.sleep(1.1)  # backups are named by the second
     moved = install(env, tmp_path / "h2", settings)
     assert moved.returncode == 0
-    commands = [h["command"] for groups in json.loads(settings.read_text())["hooks"].values() for g in groups for h in g["hooks"]]
+    commands = [
+        h["command"]
+        for groups in json.loads(settings.read_text())["hooks"].values()
+        for g in groups
+        for h in g["hooks"]
+    ]
     ours = [c for c in commands if "memlane" in c]
     assert len(ours) == 5 and all(str(tmp_path / "h2") in c for c in ours)
     assert "say done" in commands and "/usr/local/bin/guard" in commands
@@ -76,7 +92,11 @@ def test_install_codex_writes_hooks_mcp_and_notify(env: dict[str, str], tmp_path
     assert config["model"] == "gpt-5.6-luna" and config["mcp_servers"]["docs"] == {"command": "docs-mcp"}
     assert config["mcp_servers"]["memlane"]["args"][-3:] == ["mcp", "--home", str(home)]
     assert config["notify"][-4:] == ["--home", str(home), "codex", "notify"]
-    assert sorted(json.loads((codex / "hooks.json").read_text())["hooks"]) == ["SessionStart", "Stop", "UserPromptSubmit"]
+    assert sorted(json.loads((codex / "hooks.json").read_text())["hooks"]) == [
+        "SessionStart",
+        "Stop",
+        "UserPromptSubmit",
+    ]
     text = (codex / "config.toml").read_text()
     again = memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--notify", "--no-backfill", "--json")
     assert json.loads(again.stdout)["changed"] == [] and (codex / "config.toml").read_text() == text
@@ -87,7 +107,10 @@ def test_install_codex_writes_hooks_mcp_and_notify(env: dict[str, str], tmp_path
     assert tomllib.loads((codex / "config.toml").read_text())["notify"] == ["notify-send", "codex"]
     assert "already has notify" in r.stdout
     # Codex has no session-end: its per-turn Stop hook distils (every twenty turns), as asked.
-    assert memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--distill", "off", "--no-backfill").returncode == 0
+    assert (
+        memlane_cli(env, "install-hooks", "codex", "--home", str(home), "--distill", "off", "--no-backfill").returncode
+        == 0
+    )
     stop = json.loads((codex / "hooks.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
     assert stop.endswith("--distill off")
 
@@ -117,7 +140,9 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
     settings.write_text(json.dumps({**json.loads(settings.read_text()), "disableAllHooks": True}))
     code, checks = doctor(env, home)
     assert code == 1 and "disableAllHooks" in checks["claude-code hooks"]["message"]
-    settings.write_text(json.dumps({k: v for k, v in json.loads(settings.read_text()).items() if k != "disableAllHooks"}))
+    settings.write_text(
+        json.dumps({k: v for k, v in json.loads(settings.read_text()).items() if k != "disableAllHooks"})
+    )
 
     # A broken install (memlane moved) is an error.
     settings.write_text(settings.read_text().replace("/memlane hook", "/gone/memlane hook"))
@@ -127,18 +152,27 @@ def test_doctor_reports_missing_hooks_then_a_healthy_setup(env: dict[str, str], 
 
 def test_doctor_warns_before_claude_code_deletes_an_unindexed_transcript(env: dict[str, str], tmp_path: Path) -> None:
     home = tmp_path / "h"
-    assert memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp", "--no-backfill").returncode == 0
+    assert (
+        memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp", "--no-backfill").returncode
+        == 0
+    )
     projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
     fresh = claude_session(projects / "-w" / "fresh.jsonl", "fresh", "/w", [("q1", "a1")])
     old = claude_session(projects / "-w" / "old.jsonl", "old", "/w", [("q2", "a2")])
     code, checks = doctor(env, home)
-    assert checks["transcript retention"]["level"] == "warning" and "2 transcript(s) not indexed" in checks["transcript retention"]["message"]
+    assert (
+        checks["transcript retention"]["level"] == "warning"
+        and "2 transcript(s) not indexed" in checks["transcript retention"]["message"]
+    )
 
     month_ago = time.time() - 29 * 86400  # default cleanupPeriodDays is 30: deleted within 2 days
     os.utime(old, (month_ago, month_ago))
     code, checks = doctor(env, home)
     assert code == 1 and checks["transcript retention"]["level"] == "error"
-    assert "1 transcript(s) are not indexed" in checks["transcript retention"]["message"] and str(old) in checks["transcript retention"]["message"]
+    assert (
+        "1 transcript(s) are not indexed" in checks["transcript retention"]["message"]
+        and str(old) in checks["transcript retention"]["message"]
+    )
 
     memlane.open(home, embedder="none").index([projects], embed=False)
     assert doctor(env, home)[1]["transcript retention"]["level"] == "ok"
@@ -153,15 +187,21 @@ def test_doctor_warns_before_claude_code_deletes_an_unindexed_transcript(env: di
 
 
 @pytest.mark.parametrize("queued_minutes_ago, level", [(5, "ok"), (120, "warning")])
-def test_doctor_flags_a_queue_that_does_not_drain(env: dict[str, str], tmp_path: Path, queued_minutes_ago: int, level: str) -> None:
+def test_doctor_flags_a_queue_that_does_not_drain(
+    env: dict[str, str], tmp_path: Path, queued_minutes_ago: int, level: str
+) -> None:
     from datetime import datetime, timedelta, timezone
 
     from memlane.agents.hooks import queue_entry
 
     home = tmp_path / "h"
-    entry = queue_entry(home, {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}, client="claude-code", event="stop")
+    entry = queue_entry(
+        home, {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}, client="claude-code", event="stop"
+    )
     data = json.loads(entry.read_text())
-    data["queued_at"] = (datetime.now(timezone.utc) - timedelta(minutes=queued_minutes_ago)).isoformat(timespec="seconds")
+    data["queued_at"] = (datetime.now(timezone.utc) - timedelta(minutes=queued_minutes_ago)).isoformat(
+        timespec="seconds"
+    )
     entry.write_text(json.dumps(data))
     assert doctor(env, home)[1]["index queue"]["level"] == level
 
@@ -169,7 +209,12 @@ def test_doctor_flags_a_queue_that_does_not_drain(env: dict[str, str], tmp_path:
 def test_install_indexes_the_existing_transcripts_in_the_background(env: dict[str, str], tmp_path: Path) -> None:
     home = tmp_path / "h"
     projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
-    old = claude_session(projects / "-srv-billing" / "old.jsonl", "old", "/srv/billing", [("why did the invoice PDF render blank?", "wkhtmltopdf lacked fonts; install fonts-dejavu in the image")])
+    old = claude_session(
+        projects / "-srv-billing" / "old.jsonl",
+        "old",
+        "/srv/billing",
+        [("why did the invoice PDF render blank?", "wkhtmltopdf lacked fonts; install fonts-dejavu in the image")],
+    )
     r = memlane_cli(env, "install-hooks", "claude-code", "--home", str(home), "--no-mcp", "--embed", "none")
     assert r.returncode == 0 and f"indexing {projects} in the background" in r.stdout
     wait_for_queue(home)

@@ -15,13 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import FakeEmbedder, generic_session, write_deploy_and_cooking, write_jsonl
 
 import memlane
 from memlane.errors import CorruptIndexError, DiskFullError
 
-from conftest import FakeEmbedder, generic_session, write_deploy_and_cooking, write_jsonl
-
-QUERIES = ["exit code 137", "keepalive timeout proxy", "billing database postgres", "pasta sauce basil", "invoice ledger 7"]
+QUERIES = [
+    "exit code 137",
+    "keepalive timeout proxy",
+    "billing database postgres",
+    "pasta sauce basil",
+    "invoice ledger 7",
+]
 
 
 def _corpus(root: Path) -> Path:
@@ -29,7 +34,10 @@ def _corpus(root: Path) -> Path:
     write_deploy_and_cooking(root)
     for n in range(40):
         pairs = [
-            (f"what changed in invoice ledger {n} step {k}?", f"Ledger {n} step {k} moved the totals of account {n * 7 + k} to the replica; checksum {n:04d}{k}.")
+            (
+                f"what changed in invoice ledger {n} step {k}?",
+                f"Ledger {n} step {k} moved the totals of account {n * 7 + k} to the replica; checksum {n:04d}{k}.",
+            )
             for k in range(6)
         ]
         write_jsonl(root / f"ledger-{n:02d}.jsonl", generic_session(f"ledger-{n}", pairs))
@@ -81,7 +89,9 @@ def _overwrite_middle(path: Path) -> None:
 
 
 DAMAGES = {
-    "vectors truncated": lambda h: (h / "vectors.usearch").write_bytes((h / "vectors.usearch").read_bytes()[: (h / "vectors.usearch").stat().st_size // 2]),
+    "vectors truncated": lambda h: (h / "vectors.usearch").write_bytes(
+        (h / "vectors.usearch").read_bytes()[: (h / "vectors.usearch").stat().st_size // 2]
+    ),
     ".term damaged": lambda h: _overwrite_middle(_largest(h, ".term")),
     ".idx damaged": lambda h: _overwrite_middle(_largest(h, ".idx")),
     ".store damaged": lambda h: _overwrite_middle(_largest(h, ".store")),
@@ -144,7 +154,10 @@ def test_repair_keeps_a_keyword_only_home_keyword_only(built, tmp_path):
     assert not mem.verify()["sound"]
 
     report = mem.repair()
-    assert report.repaired and report.vectors_from_cache == report.vectors_from_old_index == report.chunks_without_vectors == 0
+    assert (
+        report.repaired
+        and report.vectors_from_cache == report.vectors_from_old_index == report.chunks_without_vectors == 0
+    )
     assert mem.vectors_embedder_id is None and not (home / "vectors.usearch").exists()
     status = mem.status()
     assert (status["chunks_with_vectors"], status["vectors_pending"]) == (0, 0)
@@ -199,7 +212,11 @@ def test_an_interrupted_index_commits_what_it_did_and_waits_for_the_rest(built, 
     assert stopped.value.chunks_pending == len(ids) - 8
     verdict = mem.verify()
     assert verdict["sound"], verdict["findings"]
-    assert (verdict["chunks"], verdict["chunks_with_vectors"], verdict["vectors_pending"]) == (len(ids), 8, len(ids) - 8)
+    assert (verdict["chunks"], verdict["chunks_with_vectors"], verdict["vectors_pending"]) == (
+        len(ids),
+        8,
+        len(ids) - 8,
+    )
 
     mem = memlane.open(home, embedder=FakeEmbedder(), cache_dir=tmp_path / "cache")
     assert mem.embed_pending() == len(ids) - 8
@@ -248,7 +265,9 @@ def test_repair_stores_an_f16_home_in_i8_as_a_clean_i8_build_without_embedding(b
     assert report.repaired and not report.problems and report.quantization == "i8"
     assert report.vectors_from_cache > 0 and report.chunks_without_vectors == 0 and embedder.calls == 0
     assert mem.status()["quantization"] == "i8" and mem.verify()["sound"]
-    assert (tmp_path / "home" / "vectors.usearch").stat().st_size == (tmp_path / "clean" / "vectors.usearch").stat().st_size
+    assert (tmp_path / "home" / "vectors.usearch").stat().st_size == (
+        tmp_path / "clean" / "vectors.usearch"
+    ).stat().st_size
     assert _chunk_ids(tmp_path / "home") == ids and _answers(mem) == answers
     for q in QUERIES:
         assert [(h.id, h.score) for h in mem.search(q, k=5)] == [(h.id, h.score) for h in clean.search(q, k=5)], q
@@ -305,6 +324,7 @@ def test_a_gone_source_is_restored_from_its_copy_or_carried_over_and_else_report
     manifest["files"] = {p.replace(str(src), str(sources)): e for p, e in manifest["files"].items()}
     (home / "manifest.json").write_text(json.dumps(manifest))
     (sources / "deploy.jsonl").unlink()
+
     def repair(**kw: bool) -> Any:
         mem = memlane.open(home, embedder=FakeEmbedder(), cache_dir=healthy.parent / "cache")
         return mem, mem.repair(**kw)
@@ -345,10 +365,34 @@ def test_a_corrupt_embedding_cache_is_set_aside_and_the_home_keeps_working(built
 
 def test_a_stray_record_never_drops_a_claude_code_conversation(tmp_path):
     lines = [
-        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "first question about the deploy"}},
-        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}},
-        {"type": "user", "uuid": "u2", "parentUuid": "a1", "sessionId": "s", "message": {"role": "user", "content": "second question"}},
-        {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "sessionId": "s", "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]}},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s",
+            "message": {"role": "user", "content": "first question about the deploy"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]},
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "a1",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "second question"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a2",
+            "parentUuid": "u2",
+            "sessionId": "s",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]},
+        },
         {"type": "assistant", "uuid": "zz1", "message": {"content": 42}},
     ]
     path = write_jsonl(tmp_path / "src" / "s.jsonl", lines)
@@ -365,7 +409,9 @@ def test_every_file_is_accounted_for(tmp_path):
     (src / "tool.jsonl").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8)
     (src / "notes.jsonl").write_text("just some words\nnot a transcript\n")
     (src / "empty.jsonl").write_text("")
-    (src / "half.jsonl").write_text('{"role": "user", "content": "hello there"}\n{"role": "assistant", "content": "hi"}\n{broken\n')
+    (src / "half.jsonl").write_text(
+        '{"role": "user", "content": "hello there"}\n{"role": "assistant", "content": "hi"}\n{broken\n'
+    )
     (src / "cold.jsonl.zst").write_bytes(b"not zstd at all")
     report = memlane.open(tmp_path / "home", embedder="none").index([src])
     by_name = {Path(f["path"]).name: f for f in report.files}
@@ -426,7 +472,13 @@ def test_a_full_disk_fails_in_one_line_keeps_the_last_commit_and_recovers(small_
     src = _corpus(tmp_path / "src")
     more = tmp_path / "more"
     for n in range(60):
-        pairs = [(f"capacity plan {n} item {k} for the warehouse", "Reserve " + " ".join(f"rack{n}-{k}-{j}" for j in range(60))) for k in range(8)]
+        pairs = [
+            (
+                f"capacity plan {n} item {k} for the warehouse",
+                "Reserve " + " ".join(f"rack{n}-{k}-{j}" for j in range(60)),
+            )
+            for k in range(8)
+        ]
         write_jsonl(more / f"plan-{n:02d}.jsonl", generic_session(f"plan-{n}", pairs))
     home = small_disk / "home"
     cache = tmp_path / "cache"
@@ -443,8 +495,13 @@ def test_a_full_disk_fails_in_one_line_keeps_the_last_commit_and_recovers(small_
             mem.index([more])
         # A failed commit takes its partial files with it, so a retry finds the space free:
         # every index file belongs to a committed segment, and no temp file is left.
-        committed = {s["segment_id"].replace("-", "") for s in json.loads((home / "lexical" / "meta.json").read_text())["segments"]}
-        segment_files = {p.name.split(".")[0] for p in (home / "lexical").iterdir() if p.suffix not in (".json", ".lock")}
+        committed = {
+            s["segment_id"].replace("-", "")
+            for s in json.loads((home / "lexical" / "meta.json").read_text())["segments"]
+        }
+        segment_files = {
+            p.name.split(".")[0] for p in (home / "lexical").iterdir() if p.suffix not in (".json", ".lock")
+        }
         assert segment_files <= committed, segment_files - committed
         assert not [p for p in home.rglob("*.tmp")]
         # Reading needs no space: search, recall and status keep working.

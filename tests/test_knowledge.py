@@ -118,7 +118,10 @@ def test_brain_files_and_hidden_files_are_not_knowledge(mem, library):
 
 
 def test_knowledge_and_transcripts_are_searched_together_and_filterable(mem, library):
-    write_jsonl(library / "sessions" / "s.jsonl", generic_session("s1", [("where do invoices live now?", "In DynamoDB, table invoices-v2.")]))
+    write_jsonl(
+        library / "sessions" / "s.jsonl",
+        generic_session("s1", [("where do invoices live now?", "In DynamoDB, table invoices-v2.")]),
+    )
     mem.index([library])
     sources = {h.source for h in mem.search("invoices DynamoDB invoices-v2", k=10)}
     assert sources == {"transcript", "knowledge"}
@@ -141,7 +144,9 @@ def test_delta_sync_touches_only_what_changed(mem, library, fake_embedder):
     assert (noop.files_indexed, noop.chunks_added, noop.chunks_removed) == (0, 0, 0)
 
     # One entry edited in place: only that chunk is replaced and embedded.
-    (library / "DailyActivity" / "2026-04-01.md").write_text(DAILY.replace("DynamoDB table invoices-v2", "DynamoDB table invoices-v3"))
+    (library / "DailyActivity" / "2026-04-01.md").write_text(
+        DAILY.replace("DynamoDB table invoices-v2", "DynamoDB table invoices-v3")
+    )
     edit = mem.index([library])
     assert (edit.files_indexed, edit.chunks_added, edit.chunks_removed) == (1, 1, 1)
     assert fake_embedder.texts_embedded - embedded == 1
@@ -212,5 +217,7 @@ def test_real_markdown_documents_split_at_their_headings(mem):
             elif not fence and (m := re.match(r"## (.+)", line)):
                 h2s.append(m.group(1).strip())
         assert h2s, doc
-        headings = {h.heading.split(" › ")[-1] for h in mem.search(" ".join(h2s), k=200, threshold=0.0) if h.path == str(doc)}
+        headings = {
+            h.heading.split(" › ")[-1] for h in mem.search(" ".join(h2s), k=200, threshold=0.0) if h.path == str(doc)
+        }
         assert set(h2s) <= headings, set(h2s) - headings

@@ -96,7 +96,9 @@ def test_append_adds_only_new_chunks_and_embeds_only_them(mem, corpus, fake_embe
     mem.index([corpus])
     before = fake_embedder.texts_embedded
     path = corpus / "deploy.jsonl"
-    extra = generic_session("deploy-1", DEPLOY + [("is the pager quiet now?", "Yes, no alerts since the rollback." + LONG)])[-2:]
+    extra = generic_session(
+        "deploy-1", DEPLOY + [("is the pager quiet now?", "Yes, no alerts since the rollback." + LONG)]
+    )[-2:]
     with path.open("a") as f:
         import json
 
@@ -109,7 +111,9 @@ def test_append_adds_only_new_chunks_and_embeds_only_them(mem, corpus, fake_embe
     assert "rollback" in mem.search("pager alerts rollback", k=1)[0].text
 
 
-def claude_records(session_id: str, pairs: list[tuple[str, str]], parent: str | None = None, first: int = 0) -> list[dict]:
+def claude_records(
+    session_id: str, pairs: list[tuple[str, str]], parent: str | None = None, first: int = 0
+) -> list[dict]:
     """Claude Code session lines: each prompt's uuid chains to the previous record."""
     out = []
     for i, (q, a) in enumerate(pairs, start=first):
@@ -118,8 +122,17 @@ def claude_records(session_id: str, pairs: list[tuple[str, str]], parent: str | 
             ("user", f"u{i}", {"role": "user", "content": q}),
             ("assistant", f"a{i}", {"id": f"m{i}", "role": "assistant", "content": [{"type": "text", "text": a}]}),
         ):
-            out.append({"type": kind, "uuid": uid, "parentUuid": parent, "sessionId": session_id, "timestamp": ts,
-                        "isSidechain": False, "message": message})
+            out.append(
+                {
+                    "type": kind,
+                    "uuid": uid,
+                    "parentUuid": parent,
+                    "sessionId": session_id,
+                    "timestamp": ts,
+                    "isSidechain": False,
+                    "message": message,
+                }
+            )
             parent = uid
     return out
 
@@ -131,7 +144,9 @@ def test_claude_code_append_reads_only_the_new_exchange(mem, tmp_path, fake_embe
     first = mem.index([root])
     assert (first.chunks_added, first.files_resumed) == (40, 0)
     size_before = path.stat().st_size
-    new = claude_records("s1", [("where is the pager config?", "In ops/pager.yaml since the rollback." + LONG)], parent="a39", first=40)
+    new = claude_records(
+        "s1", [("where is the pager config?", "In ops/pager.yaml since the rollback." + LONG)], parent="a39", first=40
+    )
     with path.open("a") as f:
         import json
 
@@ -146,18 +161,38 @@ def test_claude_code_append_reads_only_the_new_exchange(mem, tmp_path, fake_embe
     fresh.index([root])
     assert fresh.status()["chunks"] == mem.status()["chunks"] == 41
     # Same chunks (ids are content keys) as a fresh index of the whole file.
-    assert {h.id for h in fresh.search("shard node pager", k=41)} == {h.id for h in mem.search("shard node pager", k=41)}
+    assert {h.id for h in fresh.search("shard node pager", k=41)} == {
+        h.id for h in mem.search("shard node pager", k=41)
+    }
 
 
 def codex_records(pairs: list[tuple[str, str]], first: int = 0) -> list[dict]:
     """Codex envelope lines of `pairs`, each message in both logs as the CLI writes them."""
-    out = [] if first else [{"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"}}]
+    out = (
+        []
+        if first
+        else [
+            {
+                "timestamp": "2026-01-01T00:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"},
+            }
+        ]
+    )
     for i, (q, a) in enumerate(pairs, start=first):
         ts = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
         out += [
-            {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": q}]}},
+            {
+                "timestamp": ts,
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": q}]},
+            },
             {"timestamp": ts, "type": "event_msg", "payload": {"type": "user_message", "message": q}},
-            {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": a}]}},
+            {
+                "timestamp": ts,
+                "type": "response_item",
+                "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": a}]},
+            },
             {"timestamp": ts, "type": "event_msg", "payload": {"type": "agent_message", "message": a}},
         ]
     return out
@@ -168,18 +203,25 @@ def test_codex_append_reads_only_the_new_exchange(mem, tmp_path, fake_embedder):
 
     root = tmp_path / "sessions"
     pairs = [(f"question {i} about shard {i}", f"answer {i}: shard {i} lives on node-{i}." + LONG) for i in range(40)]
-    path = write_jsonl(root / "rollout-2026-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl", codex_records(pairs))
+    path = write_jsonl(
+        root / "rollout-2026-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl", codex_records(pairs)
+    )
     assert mem.index([root]).chunks_added == 40
     size_before = path.stat().st_size
     with path.open("a") as f:
-        f.writelines(json.dumps(r) + "\n" for r in codex_records([("where is the pager config?", "In ops/pager.yaml." + LONG)], first=40))
+        f.writelines(
+            json.dumps(r) + "\n"
+            for r in codex_records([("where is the pager config?", "In ops/pager.yaml." + LONG)], first=40)
+        )
     report = mem.index([root])
     assert (report.files_indexed, report.files_resumed, report.chunks_added) == (1, 1, 1)
     assert report.bytes_parsed < (path.stat().st_size - size_before) * 3
     fresh = memlane.open(tmp_path / "fresh", embedder=fake_embedder)
     fresh.index([root])
     # Each prompt and reply once (the event log's copies are not indexed twice), as in a fresh index.
-    assert {h.id for h in fresh.search("shard node pager", k=50)} == {h.id for h in mem.search("shard node pager", k=50)}
+    assert {h.id for h in fresh.search("shard node pager", k=50)} == {
+        h.id for h in mem.search("shard node pager", k=50)
+    }
     assert fresh.status()["chunks"] == mem.status()["chunks"] == 41
 
 
@@ -252,14 +294,22 @@ def test_a_new_home_stores_vectors_in_i8_and_an_old_home_keeps_its_own(tmp_path,
     old = memlane.open(tmp_path / "old", embedder=fake_embedder)
     assert (new.status()["quantization"], old.status()["quantization"]) == ("i8", "f16")
     vectors = new.status()["vectors"]
-    saved = (tmp_path / "old" / "vectors.usearch").stat().st_size - (tmp_path / "new" / "vectors.usearch").stat().st_size
+    saved = (tmp_path / "old" / "vectors.usearch").stat().st_size - (
+        tmp_path / "new" / "vectors.usearch"
+    ).stat().st_size
     assert saved == vectors * fake_embedder.dim  # two bytes a dimension against one
-    write_jsonl(corpus / "later.jsonl", generic_session("later", [("user", "the quokka cache warms at noon"), ("assistant", "noted")]))
+    write_jsonl(
+        corpus / "later.jsonl",
+        generic_session("later", [("user", "the quokka cache warms at noon"), ("assistant", "noted")]),
+    )
     old.index([corpus])
     assert old.status()["quantization"] == "f16" and old.status()["vectors"] > vectors
     assert "quokka" in old.search("quokka cache warms", k=1)[0].text
     for query in ("exit code 137", "which database does billing use"):
-        a, b = {h.id: h.scores["vector"] for h in new.search(query, k=3)}, {h.id: h.scores["vector"] for h in old.search(query, k=3)}
+        a, b = (
+            {h.id: h.scores["vector"] for h in new.search(query, k=3)},
+            {h.id: h.scores["vector"] for h in old.search(query, k=3)},
+        )
         assert list(a)[0] == list(b)[0]
         assert all(abs(a[i] - b[i]) < 0.02 for i in a.keys() & b.keys())
 
@@ -274,7 +324,9 @@ def test_vectors_loaded_while_queries_are_embedded_answer_as_loaded_on_demand(tm
 
     memlane.open(tmp_path / "home", embedder=fake_embedder).index([corpus])
     queries = ["exit code 137", "which database does billing use", "keepalive timeout"]
-    expected = {q: [(h.id, h.score) for h in memlane.open(tmp_path / "home", embedder=fake_embedder).search(q)] for q in queries}
+    expected = {
+        q: [(h.id, h.score) for h in memlane.open(tmp_path / "home", embedder=fake_embedder).search(q)] for q in queries
+    }
     assert all(expected.values())
     mem = memlane.open(tmp_path / "home", embedder=fake_embedder)
     with ThreadPoolExecutor(4) as pool:

@@ -45,21 +45,39 @@ def repos(tmp_path: Path) -> dict[str, Path]:
         (root / "services" / "billing").mkdir(parents=True)
         out[name] = root
     t = tmp_path / "transcripts"
-    write_jsonl(t / "claude" / "a1.jsonl", claude_lines("a1", [
-        ("which database does billing use?", ALPHA_ANSWER, str(out["alpha"] / "services" / "billing"), "main"),
-    ], start_day=1))
-    write_jsonl(t / "claude" / "b1.jsonl", claude_lines("b1", [
-        ("which database does billing use?", BETA_ANSWER, str(out["beta"]), "feature/mysql"),
-    ], start_day=20))
+    write_jsonl(
+        t / "claude" / "a1.jsonl",
+        claude_lines(
+            "a1",
+            [
+                ("which database does billing use?", ALPHA_ANSWER, str(out["alpha"] / "services" / "billing"), "main"),
+            ],
+            start_day=1,
+        ),
+    )
+    write_jsonl(
+        t / "claude" / "b1.jsonl",
+        claude_lines(
+            "b1",
+            [
+                ("which database does billing use?", BETA_ANSWER, str(out["beta"]), "feature/mysql"),
+            ],
+            start_day=20,
+        ),
+    )
     out["transcripts"] = t
     return out
 
 
-def test_the_two_project_example_is_answered_per_project(repos: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_two_project_example_is_answered_per_project(
+    repos: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     assert main(["--home", str(home), "index", str(repos["transcripts"]), "--embed", "none"]) == 0
     capsys.readouterr()
-    assert main(["--home", str(home), "--json", "search", "which database does billing use now?", "--embed", "none"]) == 0
+    assert (
+        main(["--home", str(home), "--json", "search", "which database does billing use now?", "--embed", "none"]) == 0
+    )
     hits = json.loads(capsys.readouterr().out)
     by_project = {Path(h["project"]).name: h for h in hits}
     assert set(by_project) == {"alpha", "beta"}
@@ -74,17 +92,35 @@ def test_the_two_project_example_is_answered_per_project(repos: dict[str, Path],
     block = capsys.readouterr().out
     assert "· project alpha" in block and "· project beta" in block and "superseded" not in block
     for name, answer, other in (("alpha", ALPHA_ANSWER, BETA_ANSWER), ("beta", BETA_ANSWER, ALPHA_ANSWER)):
-        assert main(["--home", str(home), "recall", "which database does billing use?", "--project", name, "--embed", "none"]) == 0
+        assert (
+            main(
+                [
+                    "--home",
+                    str(home),
+                    "recall",
+                    "which database does billing use?",
+                    "--project",
+                    name,
+                    "--embed",
+                    "none",
+                ]
+            )
+            == 0
+        )
         block = capsys.readouterr().out
         assert answer in block and other not in block and "superseded" not in block and "· project" not in block
     # A path names the repository around it; a key as hits show it works as well.
     mem = memlane.open(home, embedder="none")
     assert mem.project_keys(str(repos["beta"] / "services")) == [str(repos["beta"])]
-    assert [h.text for h in mem.search("billing database", project=str(repos["alpha"]))] == [h.text for h in mem.search("billing database", project="alpha")]
+    assert [h.text for h in mem.search("billing database", project=str(repos["alpha"]))] == [
+        h.text for h in mem.search("billing database", project="alpha")
+    ]
     assert [h.branch for h in mem.search("billing database", branch="feature/mysql")] == ["feature/mysql"]
 
 
-def test_an_unknown_project_name_finds_nothing_and_says_so(repos: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_project_name_finds_nothing_and_says_so(
+    repos: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     memlane.open(home, embedder="none").index([repos["transcripts"]], embed=False)
     assert main(["--home", str(home), "search", "billing", "--project", "gamma", "--embed", "none"]) == 0
@@ -94,7 +130,9 @@ def test_an_unknown_project_name_finds_nothing_and_says_so(repos: dict[str, Path
     assert memlane.open(home, embedder="none").status()["projects"] == {str(repos["alpha"]): 1, str(repos["beta"]): 1}
 
 
-def test_the_project_filter_restricts_the_vector_search_too(repos: dict[str, Path], tmp_path: Path, fake_embedder) -> None:
+def test_the_project_filter_restricts_the_vector_search_too(
+    repos: dict[str, Path], tmp_path: Path, fake_embedder
+) -> None:
     mem = memlane.Memory(tmp_path / "home", embedder=fake_embedder)
     mem.index([repos["transcripts"]])
     # Words only beta's answer has: found by vectors and keywords alike, but not inside alpha.
@@ -122,14 +160,18 @@ def test_every_format_records_where_it_was_written(tmp_path: Path) -> None:
         {"type": "message", "id": "m2", "parentId": "m1", "timestamp": "2026-03-01T10:00:02Z",
          "message": {"role": "assistant", "content": [{"type": "text", "text": "openclaw answer about quotas"}]}},
     ])  # fmt: skip
-    write_jsonl(src / "chat.jsonl", generic_session("g1", [("generic question about quotas", "generic answer about quotas")]))
+    write_jsonl(
+        src / "chat.jsonl", generic_session("g1", [("generic question about quotas", "generic answer about quotas")])
+    )
     library = tmp_path / "notes"
     (library / "DailyActivity").mkdir(parents=True)
     (library / "quotas.md").write_text("# Quotas\n\nNote about quotas.\n")
     (library / "DailyActivity" / "2026-03-01.md").write_text("## 10:00 Quotas\n\nDaily entry about quotas.\n")
     (repo / "docs").mkdir()
     (repo / "docs" / "quotas.md").write_text("# Quotas\n\nRepository doc about quotas.\n")
-    (repo / ".aider.chat.history.md").write_text("# aider chat started at 2026-03-01 10:00:00\n\n#### aider question about quotas\n\naider answer about quotas\n")
+    (repo / ".aider.chat.history.md").write_text(
+        "# aider chat started at 2026-03-01 10:00:00\n\n#### aider question about quotas\n\naider answer about quotas\n"
+    )
 
     mem = memlane.open(tmp_path / "home", embedder="none")
     mem.index([src, library, repo / "docs", repo / ".aider.chat.history.md"], embed=False)
@@ -144,20 +186,25 @@ def test_every_format_records_where_it_was_written(tmp_path: Path) -> None:
     assert found["Repository"] == (str(repo), "")  # a note inside a repository: that repository
 
 
-def test_an_appended_transcript_keeps_the_project_and_branch_of_each_turn(repos: dict[str, Path], tmp_path: Path) -> None:
+def test_an_appended_transcript_keeps_the_project_and_branch_of_each_turn(
+    repos: dict[str, Path], tmp_path: Path
+) -> None:
     path = repos["transcripts"] / "claude" / "a1.jsonl"
     alpha = str(repos["alpha"])
+
     def answer(workers: int, cache: int) -> str:
         return f"We kept the pool at {workers} workers after the incident review, and the cache at {cache} MB. " * 6
 
-    main_turns = [(f"how many workers in pool {i}?", answer(i, i), alpha, "main") for i in range(20)]  # big enough to resume
+    main_turns = [
+        (f"how many workers in pool {i}?", answer(i, i), alpha, "main") for i in range(20)
+    ]  # big enough to resume
     write_jsonl(path, claude_lines("a1", main_turns))
     resumed = memlane.open(tmp_path / "resumed", embedder="none")
     resumed.index([path], embed=False)
     # The session moves to another branch: its later turns carry it, its earlier ones keep theirs.
     later = [(f"did branch {i} change the cache size?", answer(i, 2 * i), alpha, "perf/cache") for i in range(20, 22)]
     with path.open("a") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in claude_lines("a1", main_turns + later)[2 * len(main_turns):])
+        fh.writelines(json.dumps(r) + "\n" for r in claude_lines("a1", main_turns + later)[2 * len(main_turns) :])
     assert resumed.index([path], embed=False).files_resumed == 1
     fresh = memlane.open(tmp_path / "fresh", embedder="none")
     fresh.index([path], embed=False)
@@ -196,7 +243,12 @@ def test_hooks_scope_recall_to_the_sessions_project(repos: dict[str, Path], tmp_
     (gamma / ".git").mkdir(parents=True)
 
     def session(name: str, cwd: Path) -> tuple[str, str]:
-        payload = {"session_id": f"s-{name}", "transcript_path": str(tmp_path / f"{name}.jsonl"), "cwd": str(cwd), "prompt": "which database does billing use?"}
+        payload = {
+            "session_id": f"s-{name}",
+            "transcript_path": str(tmp_path / f"{name}.jsonl"),
+            "cwd": str(cwd),
+            "prompt": "which database does billing use?",
+        }
         return hook_context(session_start(home, payload)), hook_context(user_prompt_submit(home, payload))
 
     for name, answer, other in (("alpha", ALPHA_ANSWER, BETA_ANSWER), ("beta", BETA_ANSWER, ALPHA_ANSWER)):
@@ -216,10 +268,14 @@ def test_hooks_scope_recall_to_the_sessions_project(repos: dict[str, Path], tmp_
 
     payload = {"session_id": "s-gamma-2", "cwd": str(gamma), "prompt": "which database does billing use?"}
     assert user_prompt_submit(home, payload, role=Role.parse("project:gamma")) is None
-    assert ALPHA_ANSWER in hook_context(user_prompt_submit(home, {**payload, "session_id": "s3"}, role=Role.parse("project:alpha")))
+    assert ALPHA_ANSWER in hook_context(
+        user_prompt_submit(home, {**payload, "session_id": "s3"}, role=Role.parse("project:alpha"))
+    )
 
 
-def test_a_journal_outside_any_repository_still_supersedes_but_another_repository_never_does(repos: dict[str, Path], tmp_path: Path) -> None:
+def test_a_journal_outside_any_repository_still_supersedes_but_another_repository_never_does(
+    repos: dict[str, Path], tmp_path: Path
+) -> None:
     # A notes library kept outside the repositories is the person's journal across projects:
     # its newer statement may supersede a transcript's; the same note inside another
     # repository (its docs/) may not.
@@ -238,6 +294,8 @@ def test_a_journal_outside_any_repository_still_supersedes_but_another_repositor
         return {h.source: h for h in mem.search("which database does billing use now?", k=10)}
 
     found = hits(journal)
-    assert found["knowledge"].project == str(journal.parent) and found["transcript"].superseded_by == found["knowledge"].id
+    assert (
+        found["knowledge"].project == str(journal.parent) and found["transcript"].superseded_by == found["knowledge"].id
+    )
     found = hits(docs)
     assert found["knowledge"].project == str(repos["beta"]) and found["transcript"].superseded_by is None

@@ -6,7 +6,6 @@ import json
 import os
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from conftest import generic_session, write_deploy_and_cooking, write_jsonl
@@ -27,11 +26,39 @@ from memlane.recall import (
 
 # Twelve deploy incidents of one shape and one size: every one matches "deploy incident", each
 # is distinct.
-SERVICES = ["auth", "billing", "search", "exporter", "gateway", "scheduler", "mailer", "ledger", "indexer", "uploader", "webhooks", "reports"]
-CAUSES = ["an expired certificate", "a missing env var", "the OOM killer", "a schema drift", "DNS caching", "a stale lockfile",
-          "disk pressure", "a bad feature flag", "clock skew", "a leaked socket", "rate limiting", "a broken migration"]
+SERVICES = [
+    "auth",
+    "billing",
+    "search",
+    "exporter",
+    "gateway",
+    "scheduler",
+    "mailer",
+    "ledger",
+    "indexer",
+    "uploader",
+    "webhooks",
+    "reports",
+]
+CAUSES = [
+    "an expired certificate",
+    "a missing env var",
+    "the OOM killer",
+    "a schema drift",
+    "DNS caching",
+    "a stale lockfile",
+    "disk pressure",
+    "a bad feature flag",
+    "clock skew",
+    "a leaked socket",
+    "rate limiting",
+    "a broken migration",
+]
 INCIDENTS = [
-    (f"deploy incident on {svc}: what happened?".ljust(48, "?"), f"The {svc} deploy incident came from {cause}; fixed in {svc}/release.py.".ljust(120, "."))
+    (
+        f"deploy incident on {svc}: what happened?".ljust(48, "?"),
+        f"The {svc} deploy incident came from {cause}; fixed in {svc}/release.py.".ljust(120, "."),
+    )
     for svc, cause in zip(SERVICES, CAUSES)
 ]
 
@@ -41,16 +68,41 @@ def mem(tmp_path, fake_embedder):
     root = tmp_path / "transcripts"
     write_deploy_and_cooking(root)
     for i, pair in enumerate(INCIDENTS):
-        write_jsonl(root / f"incident-{i:02d}.jsonl", generic_session(f"inc-{i:02d}", [pair], start=f"2026-02-{i + 1:02d}T09:00:00Z"))
+        write_jsonl(
+            root / f"incident-{i:02d}.jsonl",
+            generic_session(f"inc-{i:02d}", [pair], start=f"2026-02-{i + 1:02d}T09:00:00Z"),
+        )
     m = memlane.open(tmp_path / "home", embedder=fake_embedder)
     m.index([root])
     return m
 
 
-def _hit(id_: str, text: str, score: float, *, source: str = "knowledge", path: str = "/notes/billing.md",
-         heading: str = "Storage", timestamp: str | None = "2026-04-10T08:00:00Z", session: str = "") -> Hit:
+def _hit(
+    id_: str,
+    text: str,
+    score: float,
+    *,
+    source: str = "knowledge",
+    path: str = "/notes/billing.md",
+    heading: str = "Storage",
+    timestamp: str | None = "2026-04-10T08:00:00Z",
+    session: str = "",
+) -> Hit:
     # A constructed hit is as relevant as it scores.
-    return Hit(id_, source, text, score, {"bm25": score, "vector": None}, path, session, 0, 1, timestamp, heading, relevance=score)
+    return Hit(
+        id_,
+        source,
+        text,
+        score,
+        {"bm25": score, "vector": None},
+        path,
+        session,
+        0,
+        1,
+        timestamp,
+        heading,
+        relevance=score,
+    )
 
 
 def _serve(monkeypatch, mem, hits: list[Hit]) -> None:
@@ -96,8 +148,14 @@ def test_provenance_lines_for_transcript_knowledge_and_brain(mem, monkeypatch):
     assert f"[1] {top.provenance}\n{top.text}" in r.text
 
     note = _hit("n1", "Invoices live in DynamoDB since April.", 0.8, heading="Storage › Invoices")
-    daily = _hit("d1", "Moved billing invoices to DynamoDB.", 0.7, path="/brain/DailyActivity/2026-04-09.md",
-                 heading="14:02 | billing move", timestamp="2026-04-12T00:00:00Z")
+    daily = _hit(
+        "d1",
+        "Moved billing invoices to DynamoDB.",
+        0.7,
+        path="/brain/DailyActivity/2026-04-09.md",
+        heading="14:02 | billing move",
+        timestamp="2026-04-12T00:00:00Z",
+    )
     assert hit_provenance(note) == "/notes/billing.md › Storage › Invoices · 2026-04-10"
     assert hit_provenance(daily) == "/brain/DailyActivity/2026-04-09.md › 14:02 | billing move · 2026-04-09"
     one_turn = Hit("t", "transcript", "x", 0.5, {}, "/t.jsonl", "s9", 3, 3, None, "")
@@ -161,10 +219,19 @@ def test_decay_is_off_by_default_and_spares_evergreen_items(tmp_path, monkeypatc
     mem = memlane.open(tmp_path / "home", embedder="none")
     Brain(home=mem.home).add("kd", "Quarterly report numbers come from the ledger service.", on="2020-01-01")
     hits = [
-        _hit("topic", "quarterly report ledger totals", 0.8, path="/notes/reports.md", timestamp="2020-01-01T00:00:00Z"),
+        _hit(
+            "topic", "quarterly report ledger totals", 0.8, path="/notes/reports.md", timestamp="2020-01-01T00:00:00Z"
+        ),
         _hit("dated", "quarterly report ledger run", 0.8, path="/brain/DailyActivity/2026-04-20.md"),
-        _hit("chat", "quarterly report ledger question", 0.8, source="transcript", path="/t/s.jsonl",
-             timestamp="2026-04-10T00:00:00Z", session="s"),
+        _hit(
+            "chat",
+            "quarterly report ledger question",
+            0.8,
+            source="transcript",
+            path="/t/s.jsonl",
+            timestamp="2026-04-10T00:00:00Z",
+            session="s",
+        ),
     ]
     _serve(monkeypatch, mem, hits)
     now = datetime(2026, 4, 30, tzinfo=timezone.utc)
@@ -192,7 +259,11 @@ def test_nothing_relevant_gives_an_empty_recall(mem):
 
 def test_items_under_the_threshold_are_dropped_one_by_one(tmp_path, monkeypatch):
     mem = memlane.open(tmp_path / "home", embedder="none")
-    _serve(monkeypatch, mem, [_hit("good", "billing ledger", 0.6, heading="A"), _hit("weak", "billing misc", 0.15, heading="B")])
+    _serve(
+        monkeypatch,
+        mem,
+        [_hit("good", "billing ledger", 0.6, heading="A"), _hit("weak", "billing misc", 0.15, heading="B")],
+    )
     assert [i.id for i in mem.recall("billing").items] == ["good"]
 
 
@@ -205,8 +276,18 @@ def test_near_duplicates_collapse_and_distinct_items_stay(tmp_path, monkeypatch)
     hits = [
         _hit("a", base, 0.9, heading="Export"),
         _hit("a-copy", base.replace("we added", "so we added"), 0.88, heading="Export (resumed)"),
-        _hit("b", "The nightly export job now retries PutObject three times with backoff before paging.", 0.7, heading="Retries"),
-        _hit("c", "Exporter role grants live in infra/iam/exporter.tf; review them with the platform team.", 0.6, heading="IAM"),
+        _hit(
+            "b",
+            "The nightly export job now retries PutObject three times with backoff before paging.",
+            0.7,
+            heading="Retries",
+        ),
+        _hit(
+            "c",
+            "Exporter role grants live in infra/iam/exporter.tf; review them with the platform team.",
+            0.6,
+            heading="IAM",
+        ),
     ]
     _serve(monkeypatch, mem, hits)
     r = mem.recall("nightly export PutObject", include_brain=False)
@@ -216,7 +297,7 @@ def test_near_duplicates_collapse_and_distinct_items_stay(tmp_path, monkeypatch)
 
 def test_mmr_keeps_every_distinct_turn_of_a_real_conversation(shared_data):
     """Distinct turn pairs of a LoCoMo conversation never look like duplicates to the collapse."""
-    from memlane.recall import _Candidate, RecallItem, _words, select
+    from memlane.recall import RecallItem, _Candidate, _words, select
 
     path = shared_data / "locomo" / "locomo10.json"
     if not path.exists():
@@ -227,7 +308,10 @@ def test_mmr_keeps_every_distinct_turn_of_a_real_conversation(shared_data):
         turns = conv[key]
         texts += [" ".join(f"{t['speaker']}: {t['text']}" for t in turns[i : i + 2]) for i in range(0, len(turns), 2)]
     texts = list(dict.fromkeys(texts))
-    pool = [_Candidate(RecallItem(str(n), "transcript", t, 1.0 - n / 1e4, "p", None), _words(t), 1) for n, t in enumerate(texts)]
+    pool = [
+        _Candidate(RecallItem(str(n), "transcript", t, 1.0 - n / 1e4, "p", None), _words(t), 1)
+        for n, t in enumerate(texts)
+    ]
     assert len(pool) > 100
     assert len(select(pool, budget=10**9)) == len(pool)
 
@@ -277,15 +361,21 @@ def test_snapshots_are_pruned_and_ids_cannot_escape_the_folder(tmp_path):
 def test_focus_query_draws_on_recent_sessions_open_threads_and_daily_notes(tmp_path):
     mem = memlane.open(tmp_path / "home", embedder="none")
     project = tmp_path / "claude" / "projects" / "-src-billing-service"
-    earlier = write_jsonl(project / "a.jsonl", generic_session("a", [("Why is the KafkaConsumer lagging?", "Partition skew.")]))
-    current = write_jsonl(project / "b.jsonl", generic_session("b", [("Tune the ledger_reconcile batch size", "Done.")]))
+    earlier = write_jsonl(
+        project / "a.jsonl", generic_session("a", [("Why is the KafkaConsumer lagging?", "Partition skew.")])
+    )
+    current = write_jsonl(
+        project / "b.jsonl", generic_session("b", [("Tune the ledger_reconcile batch size", "Done.")])
+    )
     os.utime(earlier, (time.time() - 60, time.time() - 60))
     brain = Brain(home=mem.home)
     brain.add("ot", "Find why the nightly InvoiceExporter is slow.", on="2026-04-01")
     done = brain.add("ot", "Rotate the Stripe webhook secret.", on="2026-04-01")
     brain.resolve(done.key, on="2026-04-02")
     brain.daily_dir.mkdir(parents=True)
-    (brain.daily_dir / "2026-04-02.md").write_text("# 2026-04-02\n\n## 14:00 | Terraform drift in staging\n- **Done:** x\n")
+    (brain.daily_dir / "2026-04-02.md").write_text(
+        "# 2026-04-02\n\n## 14:00 | Terraform drift in staging\n- **Done:** x\n"
+    )
     q = focus_query(mem, cwd="/src/billing-service", transcript_path=str(current))
     words = q.split()
     assert words[0] == "billing-service"
@@ -298,8 +388,10 @@ def test_focus_query_draws_on_recent_sessions_open_threads_and_daily_notes(tmp_p
 def test_focus_query_finds_the_claude_project_folder_from_cwd(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     mem = memlane.open(tmp_path / "home", embedder="none")
-    write_jsonl(tmp_path / "claude" / "projects" / "-src-my-app" / "s.jsonl",
-                generic_session("s", [("Migrate the OrderService to gRPC", "Started.")]))
+    write_jsonl(
+        tmp_path / "claude" / "projects" / "-src-my-app" / "s.jsonl",
+        generic_session("s", [("Migrate the OrderService to gRPC", "Started.")]),
+    )
     assert "orderservice" in focus_query(mem, cwd="/src/my.app").split()
     assert focus_query(mem) == ""
 
@@ -313,7 +405,24 @@ def test_cli_recall_prints_the_block_or_json(mem, capsys):
     out = capsys.readouterr().out
     assert out.startswith("# Recalled memory · which database does billing use\n")
     assert "session deploy-1 · turns 4-5" in out
-    assert main(["--home", home, "--json", "recall", "billing Postgres", "--embed", "none", "--max-tokens", "500", "--half-life", "30"]) == 0
+    assert (
+        main(
+            [
+                "--home",
+                home,
+                "--json",
+                "recall",
+                "billing Postgres",
+                "--embed",
+                "none",
+                "--max-tokens",
+                "500",
+                "--half-life",
+                "30",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"query", "tokens", "text", "items"}
     assert doc["tokens"] <= 500 and doc["items"]

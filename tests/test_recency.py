@@ -13,14 +13,14 @@ import pytest
 from conftest import FakeEmbedder
 
 import memlane
-from memlane.cli import main as cli_main
-from memlane.agents.mcp import MemoryTools
-from memlane.memory import Hit
 import memlane.ranking.rerank as rerank_module
+from memlane.agents.mcp import MemoryTools
+from memlane.cli import main as cli_main
+from memlane.memory import Hit
 from memlane.ranking.rerank import rerank
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
-from reversal_corpus import write_session  # noqa: E402
+from reversal_corpus import write_session
 
 OLD_DB = "Billing uses the MySQL database on host db-billing-01."
 NEW_DB = "Yes: billing uses the Postgres database now, on host db-billing-02."
@@ -101,7 +101,9 @@ def test_questions_about_no_time_rank_as_plain_fusion(mem):
 
 
 def test_cli_search_shows_dates_and_marks_earlier_statements(mem, capsys):
-    code = cli_main(["search", "which database does billing use now?", "--home", str(mem.home), "--embed", "none", "-k", "5"])
+    code = cli_main(
+        ["search", "which database does billing use now?", "--home", str(mem.home), "--embed", "none", "-k", "5"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "2026-03-20 09:" in out and "2026-01-12 09:" in out
@@ -111,8 +113,19 @@ def test_cli_search_shows_dates_and_marks_earlier_statements(mem, capsys):
 
 
 def _hit(i: int, score: float, when: str | None) -> Hit:
-    return Hit(id=f"h{i}", source="transcript", text=f"text {i}", score=score, scores={"bm25": None, "vector": score},
-               path="p", session_id=f"s{i}", turn_start=0, turn_end=1, timestamp=when, heading="")
+    return Hit(
+        id=f"h{i}",
+        source="transcript",
+        text=f"text {i}",
+        score=score,
+        scores={"bm25": None, "vector": score},
+        path="p",
+        session_id=f"s{i}",
+        turn_start=0,
+        turn_end=1,
+        timestamp=when,
+        heading="",
+    )
 
 
 def _vectors(groups: list[int], dim: int = 64) -> np.ndarray:
@@ -165,7 +178,9 @@ def test_recall_and_the_mcp_recall_put_the_current_statement_first_with_dates(me
     new, old = (next(i for i, t in enumerate(texts) if s in t) for s in (NEW_DB, OLD_DB))
     assert new < old
     assert not r.items[new].superseded and r.items[old].superseded
-    assert r.items[old].provenance.endswith(f"2026-01-12 09:03 UTC · earlier statement, superseded by {r.items[new].id}")
+    assert r.items[old].provenance.endswith(
+        f"2026-01-12 09:03 UTC · earlier statement, superseded by {r.items[new].id}"
+    )
     assert "2026-03-20" in r.items[new].provenance
     block = MemoryTools(mem.home, embedder="none").recall(query)
     assert block.index("Postgres") < block.index("MySQL")
@@ -188,10 +203,16 @@ def _pool(statements: list[tuple[float, str, str]]) -> list[Hit]:
 
 
 def test_without_vectors_a_reworded_decision_still_supersedes_the_old_one():
-    hits = _pool([
-        (0.9, "2026-01-19", "Sessions are cached in memcached, two nodes behind the app servers."),
-        (0.8, "2026-03-25", "They do now: session caching moved to Redis 7 with persistence, memcached was decommissioned."),
-    ])
+    hits = _pool(
+        [
+            (0.9, "2026-01-19", "Sessions are cached in memcached, two nodes behind the app servers."),
+            (
+                0.8,
+                "2026-03-25",
+                "They do now: session caching moved to Redis 7 with persistence, memcached was decommissioned.",
+            ),
+        ]
+    )
     out = rerank(hits, "Where are user sessions cached?", None)
     assert "Redis" in out[0].text and out[0].superseded_by is None
     assert "two nodes" in out[1].text and out[1].superseded_by == out[0].id
@@ -201,10 +222,16 @@ def test_a_new_identifier_in_the_same_slot_restates_the_setting(monkeypatch):
     # Little shared wording and no change language: what ties the two is that both name an
     # identifier the question does not ask about, and the newer one names another. That is
     # enough to put the newer first, not to tell the agent the older one is outdated.
-    hits = _pool([
-        (0.9, "2026-01-21", "Billing runs on MySQL on the db-billing-01 host; the schema lives in billing/schema.sql."),
-        (0.55, "2026-03-19", "Read BILLING_PG_URL: billing data is in Postgres on the managed cluster."),
-    ])
+    hits = _pool(
+        [
+            (
+                0.9,
+                "2026-01-21",
+                "Billing runs on MySQL on the db-billing-01 host; the schema lives in billing/schema.sql.",
+            ),
+            (0.55, "2026-03-19", "Read BILLING_PG_URL: billing data is in Postgres on the managed cluster."),
+        ]
+    )
     out = rerank(hits, "Which database does billing use now?", None)
     assert "Postgres" in out[0].text and "MySQL" in out[1].text
     assert all(h.superseded_by is None for h in out)
@@ -216,10 +243,12 @@ def test_a_new_identifier_in_the_same_slot_restates_the_setting(monkeypatch):
 def test_a_new_number_for_what_both_count_restates_the_setting(monkeypatch):
     # Little shared wording: what ties the two is that both give a number of percent, and the
     # newer another one. Enough to put the newer first, not to call the older one outdated.
-    hits = _pool([
-        (0.9, "2026-01-05", "CI fails when line coverage drops below 70 percent."),
-        (0.8, "2026-03-12", "The gate was raised: 80 percent or the build goes red."),
-    ])
+    hits = _pool(
+        [
+            (0.9, "2026-01-05", "CI fails when line coverage drops below 70 percent."),
+            (0.8, "2026-03-12", "The gate was raised: 80 percent or the build goes red."),
+        ]
+    )
     query = "What coverage do PRs need now?"
     out = rerank(hits, query, None)
     assert "80 percent" in out[0].text and "70 percent" in out[1].text
@@ -230,12 +259,22 @@ def test_a_new_number_for_what_both_count_restates_the_setting(monkeypatch):
 
 def test_a_new_named_version_restates_the_setting(monkeypatch):
     # No shared value, little shared wording: a framework and its version, then another one.
-    hits = _pool([
-        (0.9, "2026-01-22", "How do I run the dashboard locally?\n\nRun ng serve in the dashboard folder; "
-                            "it is an Angular 12 project."),
-        (0.6, "2026-03-21", "Why is the dev server different?\n\nUse pnpm dev for the dashboard: "
-                            "the React 18 app is served by Vite."),
-    ])
+    hits = _pool(
+        [
+            (
+                0.9,
+                "2026-01-22",
+                "How do I run the dashboard locally?\n\nRun ng serve in the dashboard folder; "
+                "it is an Angular 12 project.",
+            ),
+            (
+                0.6,
+                "2026-03-21",
+                "Why is the dev server different?\n\nUse pnpm dev for the dashboard: "
+                "the React 18 app is served by Vite.",
+            ),
+        ]
+    )
     query = "Which framework is the dashboard written in?"
     assert "React 18" in rerank(hits, query, None)[0].text
     monkeypatch.setattr(rerank_module, "QUANTITY_WEIGHT", 0.0)
@@ -245,16 +284,24 @@ def test_a_new_named_version_restates_the_setting(monkeypatch):
 def test_the_unrelated_turns_of_a_pack_lend_it_no_values_or_change_language(monkeypatch):
     # A newer pack holds an unrelated turn with identifiers and a change verb, and a remark on
     # the dashboard: it is not a restatement of the dashboard's framework.
-    pack = ("Rename the env var\n\nRenamed APP_DEBUG to APP_LOG_LEVEL in the three places that read it.\n\n"
-            "Summarise the standup\n\nThree items: the flaky dashboard chart, the docs sprint, the offsite.")
+    pack = (
+        "Rename the env var\n\nRenamed APP_DEBUG to APP_LOG_LEVEL in the three places that read it.\n\n"
+        "Summarise the standup\n\nThree items: the flaky dashboard chart, the docs sprint, the offsite."
+    )
     query = "Which framework is the dashboard written in?"
     terms = rerank_module._stems(query)
     assert rerank_module._about(pack, terms) == pack.split("\n\n")[-1]
-    hits = _pool([
-        (0.9, "2026-03-21", "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; "
-                            "the React app is served by Vite."),
-        (0.7, "2026-05-16", pack),
-    ])
+    hits = _pool(
+        [
+            (
+                0.9,
+                "2026-03-21",
+                "How do I start the dashboard dev server?\n\nRun pnpm dev in web/dashboard; "
+                "the React app is served by Vite.",
+            ),
+            (0.7, "2026-05-16", pack),
+        ]
+    )
     assert "React" in rerank(hits, query, None)[0].text
     monkeypatch.setattr(rerank_module, "_about", lambda text, terms: text)
     assert "React" not in rerank(hits, query, None)[0].text
@@ -262,17 +309,29 @@ def test_the_unrelated_turns_of_a_pack_lend_it_no_values_or_change_language(monk
 
 def test_an_addition_does_not_supersede_a_fact():
     # "now" alone would be change language; "also" and "now has" make it an addition to the fact.
-    hits = _pool([
-        (0.9, "2026-01-17", "The metrics exporter listens on port 9464 and exposes /metrics in Prometheus format."),
-        (0.7, "2026-05-26", "The metrics exporter now also serves /healthz, so the load balancer can check it."),
-    ])
+    hits = _pool(
+        [
+            (0.9, "2026-01-17", "The metrics exporter listens on port 9464 and exposes /metrics in Prometheus format."),
+            (0.7, "2026-05-26", "The metrics exporter now also serves /healthz, so the load balancer can check it."),
+        ]
+    )
     out = rerank(hits, "What port does the metrics exporter listen on?", None)
     assert "9464" in out[0].text
     assert all(h.superseded_by is None for h in out)
-    hits = _pool([
-        (0.9, "2026-01-30", "Where is the admin panel?\n\nThe admin panel listens on port 8443 on the internal load balancer."),
-        (0.55, "2026-03-07", "Can the admin panel do dark mode?\n\nThe admin panel now has a dark mode toggle in the header."),
-    ])
+    hits = _pool(
+        [
+            (
+                0.9,
+                "2026-01-30",
+                "Where is the admin panel?\n\nThe admin panel listens on port 8443 on the internal load balancer.",
+            ),
+            (
+                0.55,
+                "2026-03-07",
+                "Can the admin panel do dark mode?\n\nThe admin panel now has a dark mode toggle in the header.",
+            ),
+        ]
+    )
     out = rerank(hits, "What port does the admin panel listen on?", None)
     assert "8443" in out[0].text
     assert all(h.superseded_by is None for h in out)
@@ -289,12 +348,14 @@ def test_a_repeated_statement_is_not_an_earlier_statement():
 def test_an_older_side_match_on_the_topic_is_not_marked_superseded():
     # The export turns are about another aspect of billing: they answer no part of the question,
     # so however they order among themselves, none is told to the agent as outdated.
-    hits = _pool([
-        (0.9, "2026-03-20", "We moved billing to Postgres 16 last week; MySQL is retired for billing."),
-        (0.85, "2026-01-12", "Billing runs on MySQL 5.7 on the db-billing-01 host."),
-        (0.47, "2026-01-10", "The billing CSV export renders the PDFs inline, which is slow."),
-        (0.46, "2026-04-02", "The billing CSV export now queues the PDFs instead of rendering them inline."),
-    ])
+    hits = _pool(
+        [
+            (0.9, "2026-03-20", "We moved billing to Postgres 16 last week; MySQL is retired for billing."),
+            (0.85, "2026-01-12", "Billing runs on MySQL 5.7 on the db-billing-01 host."),
+            (0.47, "2026-01-10", "The billing CSV export renders the PDFs inline, which is slow."),
+            (0.46, "2026-04-02", "The billing CSV export now queues the PDFs instead of rendering them inline."),
+        ]
+    )
     out = rerank(hits, "which database does billing use now?", None)
     assert "Postgres" in out[0].text and next(h for h in out if "MySQL 5.7" in h.text).superseded_by == out[0].id
     assert all(h.superseded_by is None for h in out if "export" in h.text)
@@ -302,7 +363,9 @@ def test_an_older_side_match_on_the_topic_is_not_marked_superseded():
 
 def test_a_repeat_under_another_dated_heading_is_not_an_earlier_statement():
     text = "The docs build warns about themes\n\nI switched the docs theme to the maintained fork; the warning is gone."
-    hits = _pool([(0.9, "2026-01-20", f"2026-01-20 › 15:03 {text}"), (0.85, "2026-05-10", f"2026-05-10 › 17:00 {text}")])
+    hits = _pool(
+        [(0.9, "2026-01-20", f"2026-01-20 › 15:03 {text}"), (0.85, "2026-05-10", f"2026-05-10 › 17:00 {text}")]
+    )
     out = rerank(hits, "what docs theme do we use now?", None)
     assert all(h.superseded_by is None for h in out)
 
@@ -324,10 +387,19 @@ def test_a_hits_words_identifiers_and_change_language_leave_dates_and_clock_time
 def test_a_hits_quantities_are_the_numbers_by_the_words_they_count():
     features = rerank_module._features
     assert features("Production runs 3 API replicas.").quantities == {"api": {"3"}, "replica": {"3"}, "run": {"3"}}
-    assert features("Branch protection requires two approving reviews.").quantities == {"approv": {"2"}, "review": {"2"}}
+    assert features("Branch protection requires two approving reviews.").quantities == {
+        "approv": {"2"},
+        "review": {"2"},
+    }
     assert features("A single approval is enough.").quantities == {"approval": {"1"}}
-    assert features("The services run Python 3.12.").quantities == {"python": {"3.12"}, "<named version>": {"python 3.12"}}
-    assert features("Billing data is in Postgres 16 now.").quantities == {"postgr": {"16"}, "<named version>": {"postgres 16"}}
+    assert features("The services run Python 3.12.").quantities == {
+        "python": {"3.12"},
+        "<named version>": {"python 3.12"},
+    }
+    assert features("Billing data is in Postgres 16 now.").quantities == {
+        "postgr": {"16"},
+        "<named version>": {"postgres 16"},
+    }
     # Dates and clock times count nothing, nor does a number count a stop word ("of", "the").
     assert features("2026-05-10 › 17:30 standup at the office").quantities == {}
     assert features("we moved 3 of the hosts").quantities == {"mov": {"3"}}

@@ -67,7 +67,12 @@ def test_json_hits_carry_their_relevance(tmp_path, capsys):
 
 def test_the_cli_shows_the_passage_that_matched_not_the_first_lines(tmp_path, capsys):
     setup = " ".join(f"Step {i}: installed the dependencies and read the contributing guide." for i in range(12))
-    pairs = [("set up the project and run the tests", setup + " Then the test run stopped with ERR_SSL_PROTOCOL_ERROR on the mirror.")]
+    pairs = [
+        (
+            "set up the project and run the tests",
+            setup + " Then the test run stopped with ERR_SSL_PROTOCOL_ERROR on the mirror.",
+        )
+    ]
     write_jsonl(tmp_path / "t" / "s.jsonl", generic_session("s1", pairs))
     home = str(tmp_path / "home")
     assert main(["--home", home, "index", str(tmp_path / "t"), "--embed", "none"]) == 0
@@ -93,7 +98,10 @@ def test_two_builds_of_the_same_sources_answer_identically(tmp_path):
     # chunks themselves, not from the order files were indexed in.
     root = tmp_path / "src"
     for i in range(8):
-        write_jsonl(root / f"s{i}.jsonl", generic_session(f"s{i}", [(f"ticket {i}", "the release checklist was reviewed and signed off")]))
+        write_jsonl(
+            root / f"s{i}.jsonl",
+            generic_session(f"s{i}", [(f"ticket {i}", "the release checklist was reviewed and signed off")]),
+        )
     answers = []
     for n, order in enumerate((sorted(root.iterdir()), sorted(root.iterdir(), reverse=True))):
         mem = memlane.open(tmp_path / f"home{n}", embedder="none")
@@ -108,9 +116,13 @@ def test_two_builds_of_the_same_sources_answer_identically(tmp_path):
 
 def test_time_reordering_breaks_ties_by_chunk_id():
     def hit(id_: str) -> Hit:
-        return Hit(id_, "transcript", "the cadence is weekly", 0.5, {}, "/s.jsonl", "s", 0, 1, "2026-04-10T09:00:00Z", "")
+        return Hit(
+            id_, "transcript", "the cadence is weekly", 0.5, {}, "/s.jsonl", "s", 0, 1, "2026-04-10T09:00:00Z", ""
+        )
 
-    out = rerank([hit("000000000000ff"), hit("000000000000aa"), hit("000000000000cc")], "what was the cadence in April?", None)
+    out = rerank(
+        [hit("000000000000ff"), hit("000000000000aa"), hit("000000000000cc")], "what was the cadence in April?", None
+    )
     assert [h.id for h in out] == ["000000000000aa", "000000000000cc", "000000000000ff"]
 
 

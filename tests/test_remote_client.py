@@ -33,7 +33,7 @@ class _Status(BaseHTTPRequestHandler):
         else:
             super().handle()
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+    def do_GET(self) -> None:
         body = json.dumps({"chunks": 3, "missing_shards": [], "generation": 7}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -41,7 +41,7 @@ class _Status(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         """A search or recall as a server with roles answers it: 403 for secrets in clear or
         another project than the token's, else an empty answer."""
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -95,7 +95,9 @@ def test_a_connection_the_server_closed_is_replaced_once(server: ThreadingHTTPSe
 def test_threads_each_get_a_connection_and_give_it_back(server: ThreadingHTTPServer) -> None:
     with memlane.connect(_url(server)) as mem:
         answers: list[int] = []
-        threads = [threading.Thread(target=lambda: answers.extend(mem.status()["chunks"] for _ in range(5))) for _ in range(3)]
+        threads = [
+            threading.Thread(target=lambda: answers.extend(mem.status()["chunks"] for _ in range(5))) for _ in range(3)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -112,8 +114,13 @@ def test_a_refused_request_is_one_error_saying_why_and_the_connection_serves_on(
     with memlane.connect(url, token="agent-token") as mem:
         with pytest.raises(RemoteError) as refused:
             mem.search("deploy key", show_secrets=True)
-        assert str(refused.value) == f"{url}/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked"
-        with pytest.raises(RemoteError, match=f"^{url}/recall: 403 forbidden: agent project:alpha reads project alpha only, not beta$"):
+        assert (
+            str(refused.value)
+            == f"{url}/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked"
+        )
+        with pytest.raises(
+            RemoteError, match=f"^{url}/recall: 403 forbidden: agent project:alpha reads project alpha only, not beta$"
+        ):
             mem.recall("deploy key", project="beta")
         assert mem.search("deploy key", project="alpha") == [] and mem.generation == 7
     assert server.connections == 1  # type: ignore[attr-defined]  # a refusal leaves the connection open
@@ -139,7 +146,7 @@ class _Proxy(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+    def do_GET(self) -> None:
         self.server.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))  # type: ignore[attr-defined]
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.target)  # type: ignore[attr-defined]
         upstream.request("GET", urlsplit(self.path).path)
@@ -152,7 +159,7 @@ class _Proxy(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_CONNECT(self) -> None:  # noqa: N802
+    def do_CONNECT(self) -> None:
         self.server.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))  # type: ignore[attr-defined]
         self.send_response(403)
         self.send_header("Content-Length", "0")
@@ -188,14 +195,18 @@ def test_a_server_beyond_loopback_is_reached_through_the_environment_proxy(
     assert proxy.seen == [("GET", f"http://memlane.test:{port}/status", credentials)] * 2  # type: ignore[attr-defined]
 
 
-def test_loopback_and_no_proxy_hosts_go_direct(server: ThreadingHTTPServer, proxy: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loopback_and_no_proxy_hosts_go_direct(
+    server: ThreadingHTTPServer, proxy: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp.example:3128")
     monkeypatch.setenv("NO_PROXY", "memlane.test,.internal.example")
     with memlane.connect(_url(server)) as mem:
         assert mem.status()["chunks"] == 3
     assert proxy.seen == []  # type: ignore[attr-defined]
-    assert [_proxy_for("http", h) for h in ("localhost", "::1", "127.0.0.2", "memlane.test", "db.internal.example")] == [None] * 5
+    assert [
+        _proxy_for("http", h) for h in ("localhost", "::1", "127.0.0.2", "memlane.test", "db.internal.example")
+    ] == [None] * 5
     through = _proxy_for("https", "memlane.example.com")
     assert through is not None and (through.hostname, through.port) == ("proxy.corp.example", 3128)
 
@@ -204,12 +215,17 @@ def test_https_goes_through_a_connect_tunnel(proxy: ThreadingHTTPServer, monkeyp
     monkeypatch.setenv("HTTPS_PROXY", f"http://ops:secret@127.0.0.1:{proxy.server_address[1]}")
     with memlane.connect("https://memlane.test:8443") as mem:
         # The test proxy refuses the tunnel: the error names the proxy (its password left out).
-        with pytest.raises(RemoteError, match=rf"through the proxy http://127\.0\.0\.1:{proxy.server_address[1]} \(set NO_PROXY=memlane\.test"):
+        with pytest.raises(
+            RemoteError,
+            match=rf"through the proxy http://127\.0\.0\.1:{proxy.server_address[1]} \(set NO_PROXY=memlane\.test",
+        ):
             mem.status()
     assert proxy.seen == [("CONNECT", "memlane.test:8443", "Basic " + base64.b64encode(b"ops:secret").decode())]  # type: ignore[attr-defined]
 
 
-def test_a_proxy_memlane_cannot_speak_to_is_refused_up_front(proxy: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_proxy_memlane_cannot_speak_to_is_refused_up_front(
+    proxy: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ValueError, match="not http://HOST:PORT"):
         memlane.connect("https://memlane.example.com")

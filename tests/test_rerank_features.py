@@ -90,7 +90,12 @@ CORNERS = [
     "trailing dots... a.b.c. end_. __init__.py ./run.sh ../x/y-z_1 http://h.example.com/a/b",
     "",
     "   \n\n\t ",
-    "one", "Python 3", "MySQL\t5.7", "Mysql 5.7.1.", "  3 apis\n  4 apis", "5\tcores\tper node",
+    "one",
+    "Python 3",
+    "MySQL\t5.7",
+    "Mysql 5.7.1.",
+    "  3 apis\n  4 apis",
+    "5\tcores\tper node",
 ]
 
 

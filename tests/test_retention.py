@@ -38,7 +38,9 @@ def folder(shared_data: Path, tmp_path: Path) -> Path:
     return src
 
 
-def test_a_deleted_transcript_still_answers_until_forgotten(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_deleted_transcript_still_answers_until_forgotten(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     assert run(home, "index", str(folder), "--embed", "none") == 0
     gone = folder / "simonw-sample_session.jsonl"
@@ -72,14 +74,23 @@ def test_a_deleted_transcript_still_answers_until_forgotten(folder: Path, tmp_pa
     assert out_json(home, capsys, "verify")["sound"]
 
 
-def test_appends_are_kept_as_they_come_and_a_file_back_is_no_longer_gone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_appends_are_kept_as_they_come_and_a_file_back_is_no_longer_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home, src = tmp_path / "home", tmp_path / "src" / "s.jsonl"
     src.parent.mkdir()
-    rows = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about the exporter retry budget",
-             "timestamp": f"2026-03-02T10:{i:02d}:00Z", "session_id": "s1"} for i in range(24)]
+    rows = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"turn {i} about the exporter retry budget",
+            "timestamp": f"2026-03-02T10:{i:02d}:00Z",
+            "session_id": "s1",
+        }
+        for i in range(24)
+    ]
     for step in range(0, 24, 2):  # a session indexed turn by turn, as the Stop hook does
         with src.open("a") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in rows[step:step + 2]))
+            f.write("".join(json.dumps(r) + "\n" for r in rows[step : step + 2]))
         assert run(home, "index", str(src.parent), "--embed", "none") == 0
         (segs,) = segments(home).values()
         assert sum(s["len"] for s in segs) == src.stat().st_size

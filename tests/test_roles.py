@@ -12,14 +12,14 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from conftest import write_jsonl  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from test_projects import ALPHA_ANSWER, BETA_ANSWER, claude_lines  # noqa: E402
+from conftest import write_jsonl
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from test_projects import ALPHA_ANSWER, BETA_ANSWER, claude_lines
 
-import memlane  # noqa: E402
-from memlane.agents.roles import Role  # noqa: E402
-from memlane.brain import Brain  # noqa: E402
+import memlane
+from memlane.agents.roles import Role
+from memlane.brain import Brain
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTION = "which database does billing use?"
@@ -33,7 +33,10 @@ def world(tmp_path: Path) -> dict[str, Path]:
     for name, answer, day in (("alpha", ALPHA_ANSWER, 1), ("beta", BETA_ANSWER, 20)):
         out[name] = tmp_path / "src" / name
         (out[name] / ".git").mkdir(parents=True)
-        write_jsonl(tmp_path / "t" / f"{name}.jsonl", claude_lines(name, [(QUESTION, answer, str(out[name]), "main")], start_day=day))
+        write_jsonl(
+            tmp_path / "t" / f"{name}.jsonl",
+            claude_lines(name, [(QUESTION, answer, str(out[name]), "main")], start_day=day),
+        )
     memlane.open(out["home"], embedder="none").index([tmp_path / "t"], embed=False)
     brain = Brain(home=out["home"])
     brain.add("kd", "Alpha billing invoices are archived after seven years.", project="alpha")  # KD01
@@ -46,7 +49,12 @@ def tools_of(home: Path, *args: str, cwd: Path | None = None, env: dict[str, str
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memlane.cli", "mcp", "--home", str(home), "--embed", "none", *args],
-        env={"PYTHONPATH": str(REPO / "python"), "MEMLANE_CACHE_DIR": os.environ["MEMLANE_CACHE_DIR"], "HF_HUB_OFFLINE": "1", **(env or {})},
+        env={
+            "PYTHONPATH": str(REPO / "python"),
+            "MEMLANE_CACHE_DIR": os.environ["MEMLANE_CACHE_DIR"],
+            "HF_HUB_OFFLINE": "1",
+            **(env or {}),
+        },
         cwd=str(cwd) if cwd else None,
     )
     return Client(params)
@@ -124,7 +132,9 @@ def test_a_project_agent_reads_its_project_and_the_admins_and_writes_its_own(wor
     assert "agent: project:alpha, reads project alpha" in status[1]
     entries_now = {e.text: e for e in Brain(home=world["home"]).entries()}
     assert entries_now["Alpha billing retries failed charges twice."].meta["project"] == "alpha"
-    assert "Beta billing retries failed charges once." not in entries_now and "The user likes tables." not in entries_now
+    assert (
+        "Beta billing retries failed charges once." not in entries_now and "The user likes tables." not in entries_now
+    )
 
 
 def test_a_skill_agent_receives_its_projects_context_and_writes_nothing(world: dict[str, Path]) -> None:
@@ -151,6 +161,8 @@ def test_a_bad_role_is_one_line(world: dict[str, Path], tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "MEMLANE_AGENT": "owner"}
     r = subprocess.run([sys.executable, "-m", "memlane.cli", "mcp", "--home", str(world["home"]), "--embed", "none"],
                        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
-    assert r.returncode == 2 and r.stderr.strip().endswith("unknown agent role 'owner': use admin, project:NAME or skill:NAME")
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        "unknown agent role 'owner': use admin, project:NAME or skill:NAME"
+    )
     assert len(r.stderr.strip().splitlines()) == 1
     assert Role.parse("project:alpha").writes("KD", None, None) == (None, "alpha")

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import generic_session, write_jsonl
 
 import memlane
@@ -34,11 +33,21 @@ KEYS: dict[str, tuple[str, str]] = {
     "aws_access_key_id": ("export AWS_ACCESS_KEY_ID={}", AWS_ID),
     "aws_secret_access_key": ("aws_secret_access_key = {}", AWS_SECRET),
     "github_token": ("export GH_TOKEN={}", GITHUB),
-    "gitlab_token": ("curl --header 'PRIVATE-TOKEN: {}' https://gitlab.example.com/api/v4/projects", "glpat-" + "xY7kLm3NpQ9rStUv2WzA"),
+    "gitlab_token": (
+        "curl --header 'PRIVATE-TOKEN: {}' https://gitlab.example.com/api/v4/projects",
+        "glpat-" + "xY7kLm3NpQ9rStUv2WzA",
+    ),
     "slack_token": ("SLACK_BOT_TOKEN={}", "xoxb-" + "1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
     "stripe_key": ("stripe.api_key = '{}'", "sk_live_" + "51HqLyjWDarjtT1zdp7dcXYZabcdefghij0123456789"),
-    "anthropic_key": ("ANTHROPIC_API_KEY={}", "sk-ant-api03-" + "Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Ji0Hg9Fe8Dc7Ba6Zx5Yw4Vu3Ts2Rq1Po0Nm9Lk8Ji7Hg6Fe5Dc4Ba3Zx2Yw1Vu0Ts9-AbCdEfAA"),
-    "openai_key": ("OPENAI_API_KEY={}", "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cD0eFg3hIj6kLm9nT3BlbkFJuV4wX7yZ0aB3cD6eF9gH2iJ5kL8mN1"),
+    "anthropic_key": (
+        "ANTHROPIC_API_KEY={}",
+        "sk-ant-api03-"
+        + "Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Ji0Hg9Fe8Dc7Ba6Zx5Yw4Vu3Ts2Rq1Po0Nm9Lk8Ji7Hg6Fe5Dc4Ba3Zx2Yw1Vu0Ts9-AbCdEfAA",
+    ),
+    "openai_key": (
+        "OPENAI_API_KEY={}",
+        "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cD0eFg3hIj6kLm9nT3BlbkFJuV4wX7yZ0aB3cD6eF9gH2iJ5kL8mN1",
+    ),
     "private_key": (
         "key.pem:\n{}\nthen chmod 600 key.pem",
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi1Ygd4jU2aHq0nKM2sFR5kB8pXy"
@@ -141,7 +150,9 @@ def _every_scan(text: str) -> list[tuple[str, int, int, str]]:
             inner = "secret" in m.re.groupindex
             start, end = m.span("secret") if inner else m.span()
             value = text[start:end]
-            if (kind.check is not None and not kind.check(value)) or (kind.context is not None and not kind.context(text, m.start())):
+            if (kind.check is not None and not kind.check(value)) or (
+                kind.context is not None and not kind.context(text, m.start())
+            ):
                 continue
             if any(a < end and start < b for _, a, b, _ in taken):
                 continue
@@ -158,7 +169,13 @@ def test_patterns_tried_at_their_start_literals_find_what_whole_scans_find() -> 
     texts = lines + [t.upper() for t in lines] + [t.lower() for t in lines] + [json.dumps(t) for t in lines]
     texts += ["é " + t + " — ü" for t in lines] + ["\n".join(lines), " ".join(lines)]
     texts += [f"{lit}{lit}{t}" for t in lines for lit in ("sk-", "key", "token", "pass", "://", "eyJ", "xox", "gh")]
-    texts += [f"monkeyJ {JWT}", f"apikey={JWT}", f"tokentoken: {AWS_SECRET}1a", f"sk-sk-ant-api03-{'x' * 40}", f"{AWS_ID}{AWS_ID} {AWS_SECRET}"]
+    texts += [
+        f"monkeyJ {JWT}",
+        f"apikey={JWT}",
+        f"tokentoken: {AWS_SECRET}1a",
+        f"sk-sk-ant-api03-{'x' * 40}",
+        f"{AWS_ID}{AWS_ID} {AWS_SECRET}",
+    ]
     texts += ["x eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2ln"]
     # Every start literal, then bodies in the shapes the patterns take after one.
     bodies = ["QYLPMN5HHHFP8WVY " + AWS_SECRET, "1234567890123-1234567890123-AbCdEf", "1-A1B2C3-123-abc9", "1-" + "A1b2C3d4E5" * 4, "api03-" + "Zx8Yw7Vu6T" * 5,
@@ -258,7 +275,10 @@ def test_finds_everything_detect_secrets_regex_plugins_find() -> None:
 def test_real_transcripts_hold_no_false_finding(shared_data: Path) -> None:
     files = [p for p in (shared_data / "transcripts").rglob("*") if p.is_file()]
     assert files
-    found = {p.name: [(s.kind, s.masked) for s in secrets.find(p.read_text(encoding="utf-8", errors="replace"))] for p in files}
+    found = {
+        p.name: [(s.kind, s.masked) for s in secrets.find(p.read_text(encoding="utf-8", errors="replace"))]
+        for p in files
+    }
     assert not any(found.values()), {k: v for k, v in found.items() if v}
 
 
@@ -332,8 +352,14 @@ def test_mcp_remember_refuses_a_secret(tmp_path: Path) -> None:
 def leaky_home(tmp_path: Path) -> tuple[Path, Path]:
     """A home indexing one transcript where keys were pasted into the chat."""
     pairs = [
-        (f"the deploy fails with AccessDenied; my keys are {AWS_ID} and {AWS_SECRET}", "Those keys lack s3:PutObject on the artifacts bucket."),
-        (f"and the CI token {GITHUB} gets 403 from the releases API", "The token needs the contents:write scope to publish a release."),
+        (
+            f"the deploy fails with AccessDenied; my keys are {AWS_ID} and {AWS_SECRET}",
+            "Those keys lack s3:PutObject on the artifacts bucket.",
+        ),
+        (
+            f"and the CI token {GITHUB} gets 403 from the releases API",
+            "The token needs the contents:write scope to publish a release.",
+        ),
         ("which region is the artifacts bucket in?", "eu-west-1, next to the build runners."),
     ]
     transcript = write_jsonl(tmp_path / "t" / "leak.jsonl", generic_session("leak-1", pairs))
@@ -349,7 +375,9 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def test_search_finds_a_key_and_shows_it_masked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_finds_a_key_and_shows_it_masked(
+    leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     home, transcript = leaky_home
     # The index keeps the transcript verbatim: searching the key finds where it leaked.
     code, out, _ = _cli(capsys, "--home", str(home), "search", AWS_ID, "--embed", "none")
@@ -367,7 +395,9 @@ def test_search_finds_a_key_and_shows_it_masked(leaky_home: tuple[Path, Path], c
     assert code == 0 and AWS_ID in out
 
 
-def test_recall_masks_unless_asked(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recall_masks_unless_asked(
+    leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     home, _ = leaky_home
     with memlane.open(home, embedder="none") as mem:
         block = mem.recall("deploy AccessDenied keys and CI token 403")
@@ -376,10 +406,14 @@ def test_recall_masks_unless_asked(leaky_home: tuple[Path, Path], capsys: pytest
         assert GITHUB in mem.recall("CI token 403", show_secrets=True).text
     code, out, _ = _cli(capsys, "--home", str(home), "--json", "recall", "CI token 403 releases", "--embed", "none")
     assert code == 0 and GITHUB not in out and "ghp_…PqRs" in json.loads(out)["text"]
-    code, out, err = _cli(capsys, "--home", str(home), "--json", "recall", "CI token 403 releases", "--embed", "none", "--show-secrets")
+    code, out, err = _cli(
+        capsys, "--home", str(home), "--json", "recall", "CI token 403 releases", "--embed", "none", "--show-secrets"
+    )
     assert code == 2 and GITHUB not in out and "only at a terminal" in json.loads(out)["error"] and err == ""
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    code, out, _ = _cli(capsys, "--home", str(home), "recall", "CI token 403 releases", "--embed", "none", "--show-secrets")
+    code, out, _ = _cli(
+        capsys, "--home", str(home), "recall", "CI token 403 releases", "--embed", "none", "--show-secrets"
+    )
     assert GITHUB in out
 
 
@@ -388,11 +422,24 @@ def test_show_secrets_unmasks_at_a_terminal_and_refuses_a_pipe(leaky_home: tuple
     import pty
 
     home, _ = leaky_home
-    argv = [sys.executable, "-m", "memlane.cli", "--home", str(home), "search", AWS_ID, "--embed", "none", "--show-secrets"]
+    argv = [
+        sys.executable,
+        "-m",
+        "memlane.cli",
+        "--home",
+        str(home),
+        "search",
+        AWS_ID,
+        "--embed",
+        "none",
+        "--show-secrets",
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
     piped = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
     assert piped.returncode == 2 and piped.stdout == "" and AWS_ID not in piped.stderr
-    assert piped.stderr.count("\n") == 1 and piped.stderr.startswith("memlane search: --show-secrets prints keys and passwords only at a terminal")
+    assert piped.stderr.count("\n") == 1 and piped.stderr.startswith(
+        "memlane search: --show-secrets prints keys and passwords only at a terminal"
+    )
     leader, follower = pty.openpty()
     try:
         at_terminal = subprocess.run(argv, stdout=follower, stderr=subprocess.PIPE, text=True, env=env, timeout=60)
@@ -412,14 +459,20 @@ def test_show_secrets_unmasks_at_a_terminal_and_refuses_a_pipe(leaky_home: tuple
     assert AWS_ID in shown.decode()
 
 
-def test_memlane_secrets_lists_where_they_occur(leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_memlane_secrets_lists_where_they_occur(
+    leaky_home: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     home, transcript = leaky_home
     code, out, _ = _cli(capsys, "--home", str(home), "--json", "secrets")
     assert code == 0 and AWS_ID not in out and GITHUB not in out
     report = json.loads(out)
     assert report["chunks_scanned"] >= 1
     got = sorted((s["kind"], s["masked"], s["session_id"], s["turn_start"], s["path"]) for s in report["secrets"])
-    assert [g[:2] for g in got] == [("aws_access_key_id", "AKIA…8WVY"), ("aws_secret_access_key", "wJal…LmKp"), ("github_token", "ghp_…PqRs")]
+    assert [g[:2] for g in got] == [
+        ("aws_access_key_id", "AKIA…8WVY"),
+        ("aws_secret_access_key", "wJal…LmKp"),
+        ("github_token", "ghp_…PqRs"),
+    ]
     assert {g[2] for g in got} == {"leak-1"} and {g[4] for g in got} == {str(transcript)}
     code, out, _ = _cli(capsys, "--home", str(home), "secrets")
     assert code == 0 and out.startswith("3 secrets in") and "AWS access key id" in out and "leak.jsonl" in out
@@ -436,7 +489,11 @@ def test_hook_and_mcp_outputs_are_masked(leaky_home: tuple[Path, Path], monkeypa
     # A key hand-edited into MEMORY.md: the file keeps it, every session sees it masked.
     brain.memory_path.write_text(brain.memory_path.read_text() + f"- [KD02] 2026-04-02 — CI uses {GITHUB}\n")
     out = session_start(home, {"session_id": "s1", "cwd": "/src/artifacts"})
-    assert out is not None and GITHUB not in out and "ghp_…PqRs" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert (
+        out is not None
+        and GITHUB not in out
+        and "ghp_…PqRs" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
     out = user_prompt_submit(home, {"session_id": "s2", "prompt": "why does the deploy fail with AccessDenied keys"})
     assert out is not None and "AKIA…8WVY" in out and AWS_ID not in out
     tools = MemoryTools(home, embedder="none")

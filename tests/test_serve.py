@@ -14,10 +14,11 @@ import sys
 import threading
 import time
 import warnings
-from urllib.parse import urlsplit
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from conftest import FakeEmbedder, generic_session, write_jsonl
 from test_cluster import (  # noqa: F401 - fixtures
     BUCKET,
     OUT_BUCKET,
@@ -33,16 +34,14 @@ from test_cluster import (  # noqa: F401 - fixtures
 )
 from test_projects import claude_lines
 
-from conftest import FakeEmbedder, generic_session, write_jsonl
-
 with warnings.catch_warnings():  # Ray Serve's own models use deprecated pydantic options on import
     warnings.simplefilter("ignore", DeprecationWarning)
     import ray.serve  # noqa: F401
 
-import memlane  # noqa: E402
-from memlane.cli import main  # noqa: E402
-from memlane.cluster.client import RemoteError  # noqa: E402
-from memlane.cluster.index import index_sources  # noqa: E402
+import memlane
+from memlane.cli import main
+from memlane.cluster.client import RemoteError
+from memlane.cluster.index import index_sources
 
 TOKEN = "s3cret-token"
 AGENT_TOKEN = "alpha-agent-token"  # the hybrid server's tokens file: project:alpha
@@ -55,7 +54,14 @@ def _projects(root: Path) -> None:
     """Sessions written in two repositories, each under its own top folder (one shard each);
     beta's second session holds a key."""
     for name, db in (("alpha", "Postgres 16"), ("beta", "MySQL 8")):
-        turns = [(PROJECT_QUERY + "?", f"Billing in {name} stores invoices in {db}, backed up nightly.", f"/src/{name}", "main")]
+        turns = [
+            (
+                PROJECT_QUERY + "?",
+                f"Billing in {name} stores invoices in {db}, backed up nightly.",
+                f"/src/{name}",
+                "main",
+            )
+        ]
         write_jsonl(root / f"team-{name}" / f"{name}.jsonl", claude_lines(f"{name}-1", turns))
     turns = [(SECRET_QUERY + "?", f"The billing deploy key is {SECRET}; its rotation is monthly.", "/src/beta", "main")]
     write_jsonl(root / "team-beta" / "keys.jsonl", claude_lines("beta-2", turns))
@@ -79,7 +85,16 @@ def served(cluster, s3, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
 
     port = _free_port()
     cache = str(tmp_path_factory.mktemp("serve-cache"))
-    bm25 = srv.start(out, port=port, embedder="none", shard_actors=2, refresh_seconds=0.5, cache_dir=cache, app="bm25", route_prefix="/bm25")
+    bm25 = srv.start(
+        out,
+        port=port,
+        embedder="none",
+        shard_actors=2,
+        refresh_seconds=0.5,
+        cache_dir=cache,
+        app="bm25",
+        route_prefix="/bm25",
+    )
     tokens = tmp_path_factory.mktemp("tokens") / "tokens.txt"
     tokens.write_text(f"# agents of the served index\n{AGENT_TOKEN} project:alpha\n")
     tokens.chmod(0o600)
@@ -136,7 +151,9 @@ def test_cli_remote_search_json_is_the_home_s(served, tmp_path: Path, capsys: py
     assert text.startswith("1. [") and "exit code 137" in text
 
 
-def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_401_without_200_with(
+    served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import urllib.error
     import urllib.request
 
@@ -156,11 +173,20 @@ def test_token_401_without_200_with(served, monkeypatch: pytest.MonkeyPatch, cap
     assert memlane.connect(url).status()["generation"] == 1
     # The scheme's case is free (RFC 7235): any spelling of bearer carries the token.
     for scheme in ("bearer", "BEARER", "Bearer"):
-        assert _ask(url, "/status", token=TOKEN, scheme=scheme) == (200, _ask(url, "/status", token=TOKEN)[1] | {"role": "admin"})
+        assert _ask(url, "/status", token=TOKEN, scheme=scheme) == (
+            200,
+            _ask(url, "/status", token=TOKEN)[1] | {"role": "admin"},
+        )
     assert _ask(url, "/status", token=TOKEN, scheme="Basic")[0] == 401
     # A client process never imports Ray (nor an HTTP package beyond the standard library's).
     code = f"import sys, memlane; memlane.connect({url!r}).search('deploy'); print(sorted({{'ray', 'requests', 'httpx'}} & set(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MEMLANE_TOKEN": TOKEN}, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMLANE_TOKEN": TOKEN},
+        check=True,
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -188,7 +214,9 @@ def test_bad_requests_get_a_json_error_and_a_status_saying_which(served) -> None
         assert got[0] == status and says in got[1]["error"], (path, body, got)
 
 
-def _ask(url: str, path: str, body: dict | bytes | None = None, *, token: str | None = None, scheme: str = "Bearer") -> tuple[int, dict]:
+def _ask(
+    url: str, path: str, body: dict | bytes | None = None, *, token: str | None = None, scheme: str = "Bearer"
+) -> tuple[int, dict]:
     """One request with the standard library (a dict body sent as JSON, bytes as they are): its
     status and JSON answer (an error's too)."""
     import json
@@ -206,20 +234,32 @@ def _ask(url: str, path: str, body: dict | bytes | None = None, *, token: str | 
         return error.code, json.loads(error.read())
 
 
-def test_show_secrets_is_refused_by_a_server_not_started_to_allow_it(served, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_secrets_is_refused_by_a_server_not_started_to_allow_it(
+    served, capsys: pytest.CaptureFixture[str]
+) -> None:
     import json
 
     url = served["bm25"].url
     masked = _ask(url, "/search", {"query": SECRET_QUERY, "k": 3})
-    assert masked[0] == 200 and "AKIA…8WVY" in json.dumps(masked[1], ensure_ascii=False) and SECRET not in json.dumps(masked[1])
-    for route, body in (("/search", {"query": SECRET_QUERY, "show_secrets": True}), ("/recall", {"query": SECRET_QUERY, "show_secrets": True})):
+    assert (
+        masked[0] == 200
+        and "AKIA…8WVY" in json.dumps(masked[1], ensure_ascii=False)
+        and SECRET not in json.dumps(masked[1])
+    )
+    for route, body in (
+        ("/search", {"query": SECRET_QUERY, "show_secrets": True}),
+        ("/recall", {"query": SECRET_QUERY, "show_secrets": True}),
+    ):
         status, answer = _ask(url, route, body)
         assert status == 403 and SECRET not in json.dumps(answer), (route, answer)
         assert answer["error"] == (
             "show_secrets refused: this server hands out texts with secrets masked "
             "(`memlane serve --allow-show-secrets` lets admin tokens ask, each request logged)"
         )
-    with pytest.raises(RemoteError, match=r"/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked"):
+    with pytest.raises(
+        RemoteError,
+        match=r"/search: 403 forbidden: show_secrets refused: this server hands out texts with secrets masked",
+    ):
         memlane.connect(url).search(SECRET_QUERY, show_secrets=True)
     assert main(["--remote", url, "recall", SECRET_QUERY]) == 0  # masked, as by default
     out = capsys.readouterr().out
@@ -240,7 +280,9 @@ def test_show_secrets_allowed_is_granted_to_admin_tokens_only_and_logged(served)
     assert SECRET in " ".join(h.text for h in admin.search(SECRET_QUERY, show_secrets=True))
     assert SECRET in admin.recall(SECRET_QUERY, show_secrets=True).text
     assert SECRET not in " ".join(h.text for h in admin.search(SECRET_QUERY)) + admin.recall(SECRET_QUERY).text
-    with pytest.raises(RemoteError, match="403 forbidden: show_secrets refused: agent project:alpha gets texts with secrets masked"):
+    with pytest.raises(
+        RemoteError, match="403 forbidden: show_secrets refused: agent project:alpha gets texts with secrets masked"
+    ):
         agent.search(SECRET_QUERY, show_secrets=True)
     # Each granted request is a line of the router replica's log, naming the role and where its
     # token was given (never the token).
@@ -253,7 +295,9 @@ def test_show_secrets_allowed_is_granted_to_admin_tokens_only_and_logged(served)
     assert log.count("show_secrets granted") == 2 and TOKEN not in log and AGENT_TOKEN not in log
 
 
-def test_a_project_agent_s_token_reads_its_project_only(served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_project_agent_s_token_reads_its_project_only(
+    served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = served["hybrid"].url
     admin, agent = memlane.connect(url, token=TOKEN), memlane.connect(url, token=AGENT_TOKEN)
     assert agent.status()["role"] == "project:alpha" and admin.status()["role"] == "admin"
@@ -261,14 +305,22 @@ def test_a_project_agent_s_token_reads_its_project_only(served, monkeypatch: pyt
     assert {"/src/alpha", "/src/beta"} <= {h.project for h in admin.search(PROJECT_QUERY, k=20)}
     hits = agent.search(PROJECT_QUERY, k=20)
     assert hits and {h.project for h in hits} == {"/src/alpha"}
-    assert "/src/beta" in {h.project for h in admin.search(SECRET_QUERY)} and "/src/beta" not in {h.project for h in agent.search(SECRET_QUERY, k=20)}
+    assert "/src/beta" in {h.project for h in admin.search(SECRET_QUERY)} and "/src/beta" not in {
+        h.project for h in agent.search(SECRET_QUERY, k=20)
+    }
     assert [h.id for h in agent.search(PROJECT_QUERY, project="/src/alpha", k=20)] == [h.id for h in hits]
     recalled = agent.recall(PROJECT_QUERY, max_tokens=2000).text
     assert "Postgres 16" in recalled and "MySQL 8" not in recalled
     # Another project asked is refused, not quietly answered from alpha's.
-    for route, body in (("/search", {"query": PROJECT_QUERY, "project": "beta"}), ("/recall", {"query": PROJECT_QUERY, "project": "/src/beta"})):
+    for route, body in (
+        ("/search", {"query": PROJECT_QUERY, "project": "beta"}),
+        ("/recall", {"query": PROJECT_QUERY, "project": "/src/beta"}),
+    ):
         status, answer = _ask(url, route, body, token=AGENT_TOKEN)
-        assert (status, answer["error"]) == (403, f"agent project:alpha reads project alpha only, not {body['project']}")
+        assert (status, answer["error"]) == (
+            403,
+            f"agent project:alpha reads project alpha only, not {body['project']}",
+        )
     with pytest.raises(RemoteError, match="403 forbidden: agent project:alpha reads project alpha only, not beta"):
         agent.search(PROJECT_QUERY, project="beta")
     assert {h.project for h in admin.search(PROJECT_QUERY, project="beta")} == {"/src/beta"}
@@ -276,13 +328,19 @@ def test_a_project_agent_s_token_reads_its_project_only(served, monkeypatch: pyt
     monkeypatch.setenv("MEMLANE_TOKEN", AGENT_TOKEN)
     assert main(["--remote", url, "search", PROJECT_QUERY, "--project", "beta"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == f"memlane search: {url}/search: 403 forbidden: agent project:alpha reads project alpha only, not beta\n"
+    assert (
+        out == ""
+        and err
+        == f"memlane search: {url}/search: 403 forbidden: agent project:alpha reads project alpha only, not beta\n"
+    )
     assert main(["--remote", url, "recall", PROJECT_QUERY]) == 0
     out = capsys.readouterr().out
     assert "Postgres 16" in out and "MySQL 8" not in out
 
 
-def test_loopback_only_without_a_token_and_errors_are_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loopback_only_without_a_token_and_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
     assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(_free_port())]) == 2
     err = capsys.readouterr().err
@@ -363,12 +421,15 @@ def test_a_new_catalog_version_is_served_without_a_failed_request(served, s3, tm
                 client.search(query)
                 assert not client.partial
                 generations.append(client.generation)
-            except BaseException as exc:  # noqa: BLE001 - every failure is the test's finding
+            except BaseException as exc:
                 errors.append(exc)
 
     extra = tmp_path / "extra"
     _synthetic(extra, 6, seed=99)
-    write_jsonl(extra / "proj-9" / "new.jsonl", generic_session("fresh-1", [("keepalive timeout proxy again?", "the proxy keepalive timeout is now 75s")]))
+    write_jsonl(
+        extra / "proj-9" / "new.jsonl",
+        generic_session("fresh-1", [("keepalive timeout proxy again?", "the proxy keepalive timeout is now 75s")]),
+    )
     thread = threading.Thread(target=loop)
     thread.start()
     try:
@@ -451,7 +512,16 @@ def test_two_router_replicas_each_hold_the_shards_and_answer_alike(served, tmp_p
     from memlane.cluster import serve as srv
 
     port = urlsplit(served["bm25"].url).port
-    server = srv.start(served["out"], port=port, embedder="none", replicas=2, shard_actors=0, cache_dir=str(tmp_path / "cache"), app="replicas", route_prefix="/replicas")
+    server = srv.start(
+        served["out"],
+        port=port,
+        embedder="none",
+        replicas=2,
+        shard_actors=0,
+        cache_dir=str(tmp_path / "cache"),
+        app="replicas",
+        route_prefix="/replicas",
+    )
     try:
         assert (server.ingress, server.actors) == ("proxy", [])
         remote = memlane.connect(server.url)
@@ -462,7 +532,11 @@ def test_two_router_replicas_each_hold_the_shards_and_answer_alike(served, tmp_p
                 assert _hits(remote.search(query)) == _hits(index.search(query)), query
                 assert not remote.partial
             status = remote.status()
-            assert (status["shard_actors"], status["chunks"], status["generation"]) == (0, index.status()["chunks"], index.catalog.generation)
+            assert (status["shard_actors"], status["chunks"], status["generation"]) == (
+                0,
+                index.status()["chunks"],
+                index.catalog.generation,
+            )
             replicas.add(status["replica"])
         for _ in range(50):  # the proxy picks a replica per request, at random when both are idle
             if len(replicas) == 2:
@@ -473,7 +547,9 @@ def test_two_router_replicas_each_hold_the_shards_and_answer_alike(served, tmp_p
         serve.delete(server.app)
 
 
-def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_memlane_serve_serves_from_its_router_replica(
+    served, s3, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The command as a user runs it: its own local Ray cluster, one router replica listening on
     the port itself (Serve's direct ingress) with the shards open in it, answers equal to the
     index searched in process, and a new catalog version served without a failed request."""
@@ -482,7 +558,20 @@ def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
     env["MEMLANE_CACHE_DIR"] = str(tmp_path / "cache")
-    command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port), "--refresh", "0.5"]
+    command = [
+        sys.executable,
+        "-m",
+        "memlane.cli",
+        "--index",
+        served["out"],
+        "serve",
+        "--embed",
+        "none",
+        "--port",
+        str(port),
+        "--refresh",
+        "0.5",
+    ]
     with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as server:  # closes its pipe, waits
         try:
             said = []
@@ -500,7 +589,10 @@ def test_memlane_serve_serves_from_its_router_replica(served, s3, tmp_path: Path
             assert main(["--remote", f"http://127.0.0.1:{port}", "status"]) == 0
             assert "shards in the router, direct ingress, shards down: none" in capsys.readouterr().out
             extra = tmp_path / "extra"
-            write_jsonl(extra / "proj-9" / "late.jsonl", generic_session("late-1", [("quokka gateway timeout?", "the quokka gateway times out after 30s")]))
+            write_jsonl(
+                extra / "proj-9" / "late.jsonl",
+                generic_session("late-1", [("quokka gateway timeout?", "the quokka gateway times out after 30s")]),
+            )
             _upload(s3, extra, "serve/late")
             assert index_sources([f"s3://{BUCKET}/serve/"], served["out"], embed=FakeEmbedder()).files_indexed == 1
             deadline = time.monotonic() + 60
@@ -542,7 +634,9 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     )  # fmt: skip
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_path, key_path
 
 
@@ -585,7 +679,6 @@ def test_memlane_serve_speaks_https_with_a_certificate(served, tmp_path: Path, m
                 server.kill()
 
 
-
 def test_options_a_running_serve_would_ignore_are_refused(served, tmp_path: Path) -> None:
     """On a cluster where Serve already runs (an index served before, since stopped, leaves it
     running), Serve keeps the HTTP options it started with: another port, or HTTPS it was not
@@ -601,13 +694,32 @@ def test_options_a_running_serve_would_ignore_are_refused(served, tmp_path: Path
     cert, key = _self_signed(tmp_path)
     for asked in ({"port": _free_port()}, {"port": port, "tls_cert": str(cert), "tls_key": str(key)}):
         with pytest.raises(ValueError, match=f"already runs on this cluster at http://127.0.0.1:{port} "):
-            srv.start(served["out"], embedder="none", shard_actors=1, cache_dir=str(tmp_path / "cache"), app="elsewhere", route_prefix="/elsewhere", **asked)
+            srv.start(
+                served["out"],
+                embedder="none",
+                shard_actors=1,
+                cache_dir=str(tmp_path / "cache"),
+                app="elsewhere",
+                route_prefix="/elsewhere",
+                **asked,
+            )
     assert len(ray.util.list_named_actors(all_namespaces=True)) == actors
     assert "elsewhere" not in serve.status().applications
     # The options it runs with still serve another application.
-    server = srv.start(served["out"], port=port, embedder="none", shard_actors=0, cache_dir=str(tmp_path / "cache"), app="same", route_prefix="/same")
+    server = srv.start(
+        served["out"],
+        port=port,
+        embedder="none",
+        shard_actors=0,
+        cache_dir=str(tmp_path / "cache"),
+        app="same",
+        route_prefix="/same",
+    )
     try:
         assert server.url == f"http://127.0.0.1:{port}/same"
-        assert memlane.connect(server.url).status()["generation"] == memlane.connect(served["bm25"].url).status()["generation"]
+        assert (
+            memlane.connect(server.url).status()["generation"]
+            == memlane.connect(served["bm25"].url).status()["generation"]
+        )
     finally:
         serve.delete(server.app)

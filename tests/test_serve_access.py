@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_projects import claude_lines
-
 from conftest import write_jsonl
+from test_projects import claude_lines
 
 import memlane
 from memlane.agents.roles import Role
@@ -32,8 +31,14 @@ def _tokens_file(folder: Path, text: str, mode: int = 0o600) -> Path:
 @pytest.mark.parametrize(
     ("header", "token"),
     [
-        ("Bearer abc", "abc"), ("bearer abc", "abc"), ("BEARER abc", "abc"), ("  Bearer   abc  ", "abc"),
-        ("Basic YWJj", None), ("Bearer", None), ("", None), ("abc", None),
+        ("Bearer abc", "abc"),
+        ("bearer abc", "abc"),
+        ("BEARER abc", "abc"),
+        ("  Bearer   abc  ", "abc"),
+        ("Basic YWJj", None),
+        ("Bearer", None),
+        ("", None),
+        ("abc", None),
     ],  # fmt: skip
 )
 def test_bearer_scheme_is_case_insensitive(header: str, token: str | None) -> None:
@@ -41,7 +46,10 @@ def test_bearer_scheme_is_case_insensitive(header: str, token: str | None) -> No
 
 
 def test_tokens_file_maps_tokens_to_roles(tmp_path: Path) -> None:
-    path = _tokens_file(tmp_path, "# memlane serve tokens\n\nk-admin admin\nk-alpha project:alpha   # the alpha agent\n\tk-beta\tproject:beta\n")
+    path = _tokens_file(
+        tmp_path,
+        "# memlane serve tokens\n\nk-admin admin\nk-alpha project:alpha   # the alpha agent\n\tk-beta\tproject:beta\n",
+    )
     pairs = read_tokens(path)
     assert [(t, str(g.role), g.source) for t, g in pairs] == [
         ("k-admin", "admin", f"{path}:3"),
@@ -63,11 +71,20 @@ def test_tokens_file_maps_tokens_to_roles(tmp_path: Path) -> None:
     ("text", "says"),
     [
         ("k1\n", "tokens:1: expected TOKEN ROLE (e.g. 7f3c… project:billing), got 1 field"),
-        ("k1 admin\nk2 project:beta extra\n", "tokens:2: expected TOKEN ROLE (e.g. 7f3c… project:billing), got 3 fields"),
+        (
+            "k1 admin\nk2 project:beta extra\n",
+            "tokens:2: expected TOKEN ROLE (e.g. 7f3c… project:billing), got 3 fields",
+        ),
         ("k1 owner\n", "tokens:1: unknown agent role 'owner': use admin, project:NAME or skill:NAME"),
         ("k1 project:\n", "tokens:1: unknown agent role 'project:'"),
-        ("# header\nk1 skill:review\n", "tokens:2: a skill agent reads the project its session runs in, which a server cannot see"),
-        ("k1 admin\nk2 project:a\nk1 project:b\n", "tokens:3: the same token as line 1: each token stands for one role"),
+        (
+            "# header\nk1 skill:review\n",
+            "tokens:2: a skill agent reads the project its session runs in, which a server cannot see",
+        ),
+        (
+            "k1 admin\nk2 project:a\nk1 project:b\n",
+            "tokens:3: the same token as line 1: each token stands for one role",
+        ),
     ],
 )
 def test_a_bad_tokens_line_is_one_line_naming_it(text: str, says: str) -> None:
@@ -96,7 +113,10 @@ def two_projects(tmp_path_factory: pytest.TempPathFactory) -> memlane.Memory:
     """A real home (keywords only) of sessions in two projects, /src/alpha and /src/beta."""
     root = tmp_path_factory.mktemp("projects")
     for name, db in (("alpha", "Postgres 16"), ("beta", "MySQL 8")):
-        write_jsonl(root / f"{name}.jsonl", claude_lines(f"{name}-1", [("which database?", f"{name} uses {db}", f"/src/{name}", "main")]))
+        write_jsonl(
+            root / f"{name}.jsonl",
+            claude_lines(f"{name}-1", [("which database?", f"{name} uses {db}", f"/src/{name}", "main")]),
+        )
     mem = memlane.open(root / "home", embedder="none")
     mem.index([str(root)], embed=False)
     assert set(mem.projects()) == {"/src/alpha", "/src/beta"}
@@ -133,9 +153,20 @@ def test_show_secrets_refused_unless_allowed_and_then_for_admin_tokens_only(two_
     pairs = parse_tokens("k-alpha project:alpha\nk-admin2 admin", "tokens")
     closed, allowed = Access.build("k-admin", pairs), Access.build("k-admin", pairs, allow_show_secrets=True)
     for access in (closed, allowed, Access.build()):
-        assert access.narrow(access.grant("Bearer k-admin") or OPEN, {**body, "show_secrets": False}, keys)["show_secrets"] is False
-    for grant in (closed.grant("Bearer k-admin"), closed.grant("Bearer k-admin2"), closed.grant("Bearer k-alpha"), OPEN):
-        with pytest.raises(Forbidden, match=r"show_secrets refused: this server hands out texts with secrets masked \(`memlane serve --allow-show-secrets`"):
+        assert (
+            access.narrow(access.grant("Bearer k-admin") or OPEN, {**body, "show_secrets": False}, keys)["show_secrets"]
+            is False
+        )
+    for grant in (
+        closed.grant("Bearer k-admin"),
+        closed.grant("Bearer k-admin2"),
+        closed.grant("Bearer k-alpha"),
+        OPEN,
+    ):
+        with pytest.raises(
+            Forbidden,
+            match=r"show_secrets refused: this server hands out texts with secrets masked \(`memlane serve --allow-show-secrets`",
+        ):
             closed.narrow(grant, body, keys)
     assert allowed.narrow(allowed.grant("Bearer k-admin"), body, keys) == body
     assert allowed.narrow(allowed.grant("Bearer k-admin2"), body, keys) == body
@@ -145,7 +176,9 @@ def test_show_secrets_refused_unless_allowed_and_then_for_admin_tokens_only(two_
         allowed.narrow(allowed.grant("Bearer k-admin"), {**body, "show_secrets": "yes"}, keys)
 
 
-def test_serve_refuses_a_bad_tokens_file_before_ray_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_refuses_a_bad_tokens_file_before_ray_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
     readable = _tokens_file(tmp_path, "k1 admin\n", 0o644)
     assert main(["--index", "s3://nowhere/index/", "serve", "--token-file", str(readable)]) == 2

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from memlane.bench.datasets import load_locomo
+from conftest import bench_fixture_dir
 
-from conftest import bench_fixture_dir  # noqa: E402
+from memlane.bench.datasets import load_locomo
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = bench_fixture_dir()
@@ -38,8 +38,15 @@ def test_transcripts_hold_every_turn_once_with_user_turns_quoted(tmp_path: Path)
 
 def test_drawer_counts_only_for_the_turns_it_shows() -> None:
     sbs = _side_by_side()
-    lines = [("Ann: I adopted a cat named Tom.", ["D1:1"]), ("Bob: Nice! How old is he?", ["D1:2"]), ("Ann: Two years.", ["D1:3"])]
-    assert sbs.drawer_turn_ids("> Ann: I adopted a cat named Tom.\nBob: Nice! How old is he?", lines) == ["D1:1", "D1:2"]
+    lines = [
+        ("Ann: I adopted a cat named Tom.", ["D1:1"]),
+        ("Bob: Nice! How old is he?", ["D1:2"]),
+        ("Ann: Two years.", ["D1:3"]),
+    ]
+    assert sbs.drawer_turn_ids("> Ann: I adopted a cat named Tom.\nBob: Nice! How old is he?", lines) == [
+        "D1:1",
+        "D1:2",
+    ]
     # A line cut by the drawer size limit counts for the turn it comes from, and nothing else.
     assert sbs.drawer_turn_ids("How old is he?", lines) == ["D1:2"]
     assert sbs.drawer_turn_ids("something MemPalace added", lines) == []

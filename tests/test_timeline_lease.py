@@ -26,7 +26,9 @@ print("done", flush=True)
 
 
 def holder(home: Path, ttl: float, hold: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), str(ttl), str(hold)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), str(ttl), str(hold)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
 
@@ -34,7 +36,10 @@ def holder(home: Path, ttl: float, hold: float) -> subprocess.Popen[str]:
 def test_a_second_process_cannot_take_a_live_lease(tmp_path):
     proc = holder(tmp_path, ttl=30, hold=1.5)
     try:
-        with pytest.raises(LeaseHeldError, match=r"dream is running in .*:\d+"), Jobs(tmp_path).lease("dream", cooldown=0):
+        with (
+            pytest.raises(LeaseHeldError, match=r"dream is running in .*:\d+"),
+            Jobs(tmp_path).lease("dream", cooldown=0),
+        ):
             pass
         assert Jobs(tmp_path).status("dream")["held_by"].endswith(f":{proc.pid}")
     finally:
@@ -71,13 +76,12 @@ def test_a_killed_holder_s_lease_expires_and_is_taken_over(tmp_path):
 
 def test_a_run_whose_lease_was_taken_over_publishes_nothing(tmp_path):
     jobs = Jobs(tmp_path, ttl=0.3)
-    with pytest.raises(LeaseLostError):
-        with jobs.lease("compact", cooldown=0) as run:
-            run._stop.set()  # a frozen process: no heartbeat
-            time.sleep(0.5)
-            with Jobs(tmp_path, ttl=0.3).lease("compact", cooldown=0) as other:
-                other.watermark = "other"
-            run.check()
+    with pytest.raises(LeaseLostError), jobs.lease("compact", cooldown=0) as run:
+        run._stop.set()  # a frozen process: no heartbeat
+        time.sleep(0.5)
+        with Jobs(tmp_path, ttl=0.3).lease("compact", cooldown=0) as other:
+            other.watermark = "other"
+        run.check()
     assert Jobs(tmp_path).status("compact")["watermark"] == "other"
     assert sorted(r["status"] for r in Jobs(tmp_path).ledger("compact")) == ["lost", "ok"]
 
@@ -111,7 +115,13 @@ def test_the_ledger_records_spend_and_enforces_the_budget(tmp_path):
         run.spend(calls=1, input_tokens=900, output_tokens=100, cost_usd=0.01)
         run.spend(calls=1, input_tokens=900, output_tokens=100, cost_usd=0.01)
     row = jobs.ledger("dream")[0]
-    assert (row["status"], row["calls"], row["tokens"], row["cost_usd"], row["budget_tokens"]) == ("failed", 2, 2000, 0.02, 1500)
+    assert (row["status"], row["calls"], row["tokens"], row["cost_usd"], row["budget_tokens"]) == (
+        "failed",
+        2,
+        2000,
+        0.02,
+        1500,
+    )
     assert "over its budget" in row["detail"]
 
 

@@ -40,10 +40,12 @@ def brain_home(tmp_path: Path):
 
 
 def test_decision_sentences():
-    assert [(d.subject, d.value, d.change) for d in decisions("Replaced RabbitMQ with SQS for the ingest message queue.")] == [
-        ("ingest message queue", "SQS", True)]
-    assert [(d.subject, d.value, d.change) for d in decisions("We decided to use GitHub Actions as the CI runner.")] == [
-        ("ci runner", "GitHub Actions", False)]
+    assert [
+        (d.subject, d.value, d.change) for d in decisions("Replaced RabbitMQ with SQS for the ingest message queue.")
+    ] == [("ingest message queue", "SQS", True)]
+    assert [
+        (d.subject, d.value, d.change) for d in decisions("We decided to use GitHub Actions as the CI runner.")
+    ] == [("ci runner", "GitHub Actions", False)]
     assert decisions("Lunch was fine.") == []
 
 
@@ -52,19 +54,41 @@ def test_supersession_keeps_both_values_and_answers_as_of():
     assert page.set_value("Postgres", "DailyActivity/2026-01-12.md › 10:00", "use Postgres", change=False) == "first"
     assert page.set_value("DynamoDB", "DailyActivity/2026-03-03.md › 10:00", "switched", change=True) == "superseded"
     assert page.set_value("dynamodb", "DailyActivity/2026-03-05.md › 10:00", "again", change=False) == "same"
-    assert page.set_value("Aurora", "DailyActivity/2026-04-20.md › 10:00", "use Aurora", change=False) == "contradiction"
-    assert page.supersedes == [{"fact": "use Postgres", "value": "Postgres", "source": "DailyActivity/2026-01-12.md › 10:00",
-                                "since": "2026-01-12", "superseded_on": "2026-03-03"}]
-    assert [page.as_of(d).value for d in ("2026-01-12", "2026-03-02", "2026-03-03", "2026-12-31")] == ["Postgres", "Postgres", "DynamoDB", "DynamoDB"]
+    assert (
+        page.set_value("Aurora", "DailyActivity/2026-04-20.md › 10:00", "use Aurora", change=False) == "contradiction"
+    )
+    assert page.supersedes == [
+        {
+            "fact": "use Postgres",
+            "value": "Postgres",
+            "source": "DailyActivity/2026-01-12.md › 10:00",
+            "since": "2026-01-12",
+            "superseded_on": "2026-03-03",
+        }
+    ]
+    assert [page.as_of(d).value for d in ("2026-01-12", "2026-03-02", "2026-03-03", "2026-12-31")] == [
+        "Postgres",
+        "Postgres",
+        "DynamoDB",
+        "DynamoDB",
+    ]
     assert page.as_of("2025-12-31") is None
     late = Page("queue")  # dailies read newest first (a backfill): each older value holds until the next one
     late.set_value("Kafka", "DailyActivity/2026-05-01.md › 09:00", "switched to Kafka", change=True)
     late.set_value("SQS", "DailyActivity/2026-03-01.md › 09:00", "switched to SQS", change=True)
     late.set_value("RabbitMQ", "DailyActivity/2026-01-01.md › 09:00", "use RabbitMQ", change=False)
-    assert [(s["value"], s["superseded_on"]) for s in late.supersedes] == [("RabbitMQ", "2026-03-01"), ("SQS", "2026-05-01")]
+    assert [(s["value"], s["superseded_on"]) for s in late.supersedes] == [
+        ("RabbitMQ", "2026-03-01"),
+        ("SQS", "2026-05-01"),
+    ]
     assert [late.as_of(d).value for d in ("2026-02-01", "2026-04-01", "2026-06-01")] == ["RabbitMQ", "SQS", "Kafka"]
     again = Page.parse(page.render(), "x")
-    assert (again.current["value"], again.supersedes, again.contradictions, again.sources) == ("DynamoDB", page.supersedes, page.contradictions, page.sources)
+    assert (again.current["value"], again.supersedes, again.contradictions, again.sources) == (
+        "DynamoDB",
+        page.supersedes,
+        page.contradictions,
+        page.sources,
+    )
 
 
 def test_dream_builds_pages_flags_contradictions_keeps_a_diary_and_consumes_input_once(brain_home):
@@ -124,7 +148,9 @@ def test_cli_dream_as_of_and_status(brain_home, capsys):
     home, b = str(mem.home), str(brain_dir)
     assert main(["dream", "--home", home, "--brain", b, "--embed", "none", "--today", "2026-05-01"]) == 0
     capsys.readouterr()
-    assert main(["wiki", "show", "billing database", "--as-of", "2026-03-10", "--home", home, "--brain", b, "--json"]) == 0
+    assert (
+        main(["wiki", "show", "billing database", "--as-of", "2026-03-10", "--home", home, "--brain", b, "--json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["value"] == "DynamoDB"
     assert main(["dream", "--home", home, "--brain", b, "--embed", "none", "--if-due"]) == 2
     assert "runs again after 24.0 h" in capsys.readouterr().err

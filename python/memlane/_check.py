@@ -20,7 +20,6 @@ from typing import Any
 
 from memlane.errors import ArgumentTypeError, InvalidArgumentError
 
-
 ECHO_LIMIT = 80
 """How many characters of a caller's input an error message repeats."""
 
@@ -95,8 +94,10 @@ def number(name: str, value: Any, *, low: float | None = None, high: float | Non
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentTypeError(f"{name} must be a number, got {_got(value)}")
     if value != value or (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"between {low} and {high}" if low is not None and high is not None else (
-            f"at least {low}" if low is not None else f"at most {high}"
+        bounds = (
+            f"between {low} and {high}"
+            if low is not None and high is not None
+            else (f"at least {low}" if low is not None else f"at most {high}")
         )
         raise InvalidArgumentError(f"{name} must be {bounds}, got {value}")
     return float(value)
@@ -119,7 +120,9 @@ def flag(name: str, value: Any) -> bool:
 def choice(name: str, value: Any, accepted: Collection[str]) -> str:
     """``value`` if it is one of the ``accepted`` strings."""
     if text(name, value) not in accepted:
-        raise InvalidArgumentError(f"{name} must be one of {', '.join(sorted(accepted))}, got {echo(value, quote=True)}")
+        raise InvalidArgumentError(
+            f"{name} must be one of {', '.join(sorted(accepted))}, got {echo(value, quote=True)}"
+        )
     return value
 
 

@@ -47,6 +47,18 @@ def agent_transcript_dirs() -> list[Path]:
 # Transcript formats the core parses (names of `--format`); `memlane index` also takes
 # `markdown` notes, distillation only transcripts.
 TRANSCRIPT_FORMATS = [
-    "claude-code", "codex", "openclaw", "gemini", "cursor", "copilot", "hermes", "aider",
-    "chatgpt", "claude-ai", "slack", "generic", "longmemeval", "locomo",
+    "claude-code",
+    "codex",
+    "openclaw",
+    "gemini",
+    "cursor",
+    "copilot",
+    "hermes",
+    "aider",
+    "chatgpt",
+    "claude-ai",
+    "slack",
+    "generic",
+    "longmemeval",
+    "locomo",
 ]

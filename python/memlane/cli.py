@@ -75,7 +75,9 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
 
     if getattr(args, "remote", None):
         if args.command not in ("search", "recall", "status"):
-            raise ValueError(f"--remote asks a served index: search, recall and status only (`memlane {args.command}` works on a --home)")
+            raise ValueError(
+                f"--remote asks a served index: search, recall and status only (`memlane {args.command}` works on a --home)"
+            )
         return memlane.connect(args.remote)
     spec: Any = embedder
     if embedder.startswith("bedrock"):
@@ -84,7 +86,9 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         spec = make_embedder(embedder, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
     if getattr(args, "index", None):
         if args.command not in ("search", "recall", "status"):
-            raise ValueError(f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)")
+            raise ValueError(
+                f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)"
+            )
         return memlane.open_index(args.index, embedder=spec)
     return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or DEFAULT_QUANTIZATION,
                         device=getattr(args, "device", "auto"))  # fmt: skip
@@ -95,7 +99,9 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
     from memlane.cluster.index import index_sources
 
     if not args.out:
-        raise ValueError("--ray builds a sharded index: name where it goes with --out s3://bucket/prefix/ (or a shared folder)")
+        raise ValueError(
+            "--ray builds a sharded index: name where it goes with --out s3://bucket/prefix/ (or a shared folder)"
+        )
     if not args.paths:
         raise ValueError("--ray needs the sources to index: s3://bucket/prefix/ URIs or shared folders")
     options = None
@@ -118,7 +124,11 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
         embed_options=options, ray_address=args.ray, embed_actors=args.embed_actors, embed_threads=args.embed_threads,
         requests_per_second=args.requests_per_second, format=args.format, quantization=args.quantization or DEFAULT_QUANTIZATION, progress=progress,
     )  # fmt: skip
-    published = f"published catalog version {report.generation}" if report.generation else "nothing changed: catalog left as it was"
+    published = (
+        f"published catalog version {report.generation}"
+        if report.generation
+        else "nothing changed: catalog left as it was"
+    )
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.records_skipped.items())) or "none"
     text = (
         f"{report.files_seen} sources listed in {report.list_seconds:.2f}s: {report.files_indexed} indexed, "
@@ -139,11 +149,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
         if not args.ray:
             raise ValueError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
         if args.device != "auto":
-            raise InvalidArgumentError("--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto")
+            raise InvalidArgumentError(
+                "--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto"
+            )
         return _cmd_index_cluster(args)
     paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
     if not paths:
-        raise ValueError("no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index")
+        raise ValueError(
+            "no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index"
+        )
     mem = _open(args, args.embed)
     if args.quantization and mem.quantization != args.quantization:
         print(f"note: {mem.home} stores its vectors as {mem.quantization} (a home keeps its own): "
@@ -183,7 +197,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     # Only the paths the user named: a default agent folder with nothing in it is not an error.
     empty = [p for p in report.empty_roots if args.paths]
     if empty:
-        sys.stderr.write(f"memlane index: nothing indexed from {', '.join(empty)}: no file there gave a conversation or a note\n")
+        sys.stderr.write(
+            f"memlane index: nothing indexed from {', '.join(empty)}: no file there gave a conversation or a note\n"
+        )
         return 1
     return 0
 
@@ -191,7 +207,11 @@ def _cmd_index(args: argparse.Namespace) -> int:
 def _index_interrupted(args: argparse.Namespace, stop: Any, bar: bool) -> int:
     """Ctrl-C during ``index``: one line on what was committed and how to resume; status 130."""
     done, total, pending = stop.report.files_indexed, stop.files_to_index, stop.chunks_pending
-    kept = f"keywords for {done} of {total} files committed" if done < total else f"keywords for all {total} files committed"
+    kept = (
+        f"keywords for {done} of {total} files committed"
+        if done < total
+        else f"keywords for all {total} files committed"
+    )
     if pending:
         kept += f", {pending} chunks await vectors"
     if done < total:
@@ -241,7 +261,9 @@ def _file_line(f: dict[str, Any]) -> str:
         what = f"nothing indexed ({f['empty_reason'].replace('_', ' ')})"
     else:
         unit = "sections" if f["format"] == "markdown" else "turns"
-        what = f"{f['format']}, {f['sessions']} sessions, {f['turns']} {unit}, {f['chunks']} chunks" + (" (appended)" if f["resumed"] else "")
+        what = f"{f['format']}, {f['sessions']} sessions, {f['turns']} {unit}, {f['chunks']} chunks" + (
+            " (appended)" if f["resumed"] else ""
+        )
     return f"  {f['path']}: {what}" + (f"; skipped {skipped}" if skipped else "")
 
 
@@ -295,7 +317,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
         hits = [replace(h, text=secrets.mask(h.text)) for h in hits]
     # The passage that matched, not the chunk's first lines: an error at a chunk's end shows.
     snippets = mem.snippets(args.query, hits)
-    text = "\n".join(_format_hit(i, h, s) for i, (h, s) in enumerate(zip(hits, snippets), 1)) or "nothing relevant in memory for this query"
+    text = (
+        "\n".join(_format_hit(i, h, s) for i, (h, s) in enumerate(zip(hits, snippets), 1))
+        or "nothing relevant in memory for this query"
+    )
     _emit_masked(args, [h.to_dict() for h in hits], text)
     return 0
 
@@ -305,11 +330,20 @@ def _search_items(args: argparse.Namespace, mem: Any) -> int:
     from memlane import secrets
 
     if args.remote or args.index:
-        raise InvalidArgumentError("--type reads the home's brain and tasks: use it with --home, not a served or sharded index")
+        raise InvalidArgumentError(
+            "--type reads the home's brain and tasks: use it with --home, not a served or sharded index"
+        )
     found = mem.items(args.query, types=args.type, project=args.project, k=args.k)
-    lines = [f"[{n}] {i.type} {i.id}: {secrets.mask(i.text).splitlines()[0] if i.text else ''}\n    cited: {i.citation}"
-             + (f" · confidence {i.confidence}" if i.confidence else "") for n, i in enumerate(found, 1)]
-    emit(args, secrets.mask_json([i.to_dict() for i in found]), "\n".join(lines) or f"no {' or '.join(args.type)} in memory for this query")
+    lines = [
+        f"[{n}] {i.type} {i.id}: {secrets.mask(i.text).splitlines()[0] if i.text else ''}\n    cited: {i.citation}"
+        + (f" · confidence {i.confidence}" if i.confidence else "")
+        for n, i in enumerate(found, 1)
+    ]
+    emit(
+        args,
+        secrets.mask_json([i.to_dict() for i in found]),
+        "\n".join(lines) or f"no {' or '.join(args.type)} in memory for this query",
+    )
     return 0
 
 
@@ -340,8 +374,13 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     _require_home(args)
     mem = _open(args, args.embed)
     result = mem.recall(
-        args.query, max_tokens=args.max_tokens, half_life_days=args.half_life, include_brain=not args.no_brain, show_secrets=args.show_secrets,
-        project=args.project, branch=args.branch,
+        args.query,
+        max_tokens=args.max_tokens,
+        half_life_days=args.half_life,
+        include_brain=not args.no_brain,
+        show_secrets=args.show_secrets,
+        project=args.project,
+        branch=args.branch,
     )
     _say_partial(args, mem)
     _unknown_project(mem, args.project)  # even with hits: the user's global notes answer any name
@@ -358,14 +397,18 @@ def _secrets_at_terminal(args: argparse.Namespace) -> None:
     """Refuse ``--show-secrets`` unless stdout is a terminal: keys are shown to a person
     reading them, never into a pipe or a file (an agent's shell tool reads a pipe)."""
     if args.show_secrets and not sys.stdout.isatty():
-        raise InvalidArgumentError("--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked")
+        raise InvalidArgumentError(
+            "--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked"
+        )
 
 
 def _say_partial(args: argparse.Namespace, mem: Any) -> None:
     """One line on stderr when a served index answered without some of its shards."""
     if getattr(mem, "missing_shards", None):
         shards = ", ".join(map(str, mem.missing_shards))
-        sys.stderr.write(f"memlane {args.command}: partial answer: shard(s) {shards} of {args.remote} did not answer (Ray restarts them)\n")
+        sys.stderr.write(
+            f"memlane {args.command}: partial answer: shard(s) {shards} of {args.remote} did not answer (Ray restarts them)\n"
+        )
 
 
 def _unknown_project(mem: Any, project: str | None) -> None:
@@ -391,9 +434,16 @@ def _cmd_secrets(args: argparse.Namespace) -> int:
     report = _open(args, "none").secrets()
     found = report["secrets"]
     chunks = len({f["chunk"] for f in found})
-    lines = [f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks" + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")]
+    lines = [
+        f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks"
+        + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")
+    ]
     for f in found:
-        where = f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}" if f["source"] == "transcript" else f["heading"] or "note"
+        where = (
+            f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}"
+            if f["source"] == "transcript"
+            else f["heading"] or "note"
+        )
         lines.append(f"{f['label']:<24} {f['masked']:<22} {where} · {f['path']} (chunk {f['chunk']})")
     emit(args, report, "\n".join(lines))
     return 0
@@ -482,7 +532,9 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         saved = batch.saved_embedder(local_root(location(args.index).uri) / "batch")
         args.embed = _batch_spec(saved) if saved else "bedrock"
     if not args.embed.startswith("bedrock"):
-        raise ValueError(f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
+        raise ValueError(
+            f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}"
+        )
     embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
     s3, bedrock = make_batch_clients(args.aws_region or embedder.region, args.aws_profile)
     on_status = _job_status_lines(args)
@@ -490,7 +542,11 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         args.index, args.batch, args.batch_role, embedder=embedder, ray_address=args.ray, s3=s3, bedrock=bedrock,
         poll_seconds=args.poll_seconds, on_status=on_status,
     )  # fmt: skip
-    published = f"published catalog version {report.generation}" if report.generation else "no shard to fill: catalog left as it was"
+    published = (
+        f"published catalog version {report.generation}"
+        if report.generation
+        else "no shard to fill: catalog left as it was"
+    )
     text = (
         f"{'resumed' if report.resumed else 'ran'} {report.jobs} batch jobs: {report.records} records, "
         f"{report.embedded} vectors, {len(report.failed)} failed, {report.leftover} left over; "
@@ -532,10 +588,16 @@ def _cmd_status(args: argparse.Namespace) -> int:
     status = mem.status()
     if args.index or args.remote:
         text = (
-            (f"server      {args.remote}: {_served_shards(status)}, shards down: "
-             f"{', '.join(map(str, status['missing_shards'])) or 'none'}\n" if args.remote else "")
+            (
+                f"server      {args.remote}: {_served_shards(status)}, shards down: "
+                f"{', '.join(map(str, status['missing_shards'])) or 'none'}\n"
+                if args.remote
+                else ""
+            )
             + f"index       {status['index']} (catalog version {status['generation']}, {status['created']})\n"
-            f"shards      {status['shards_with_data']} of {status['shards']} hold data" + ("" if args.remote else f", kept at {status['local']}") + "\n"
+            f"shards      {status['shards_with_data']} of {status['shards']} hold data"
+            + ("" if args.remote else f", kept at {status['local']}")
+            + "\n"
             f"files       {status['files']}  sessions {status['sessions']}\n"
             f"chunks      {status['chunks']}\n"
             f"embedder    {status['embedder_id'] or '-'}\n"
@@ -550,8 +612,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"files       {status['files']}  sessions {status['sessions']}\n"
         f"chunks      {status['chunks']}  with vectors {status['chunks_with_vectors']} "
         f"({status['vectors']} window vectors)\n"
-        f"embedder    {status['embedder_id'] or '-'}" + (f", weights from {status['weights']}" if status["weights"] else "")
-        + (f", vectors stored as {status['quantization']}" if status["vectors"] else "") + "\n"
+        f"embedder    {status['embedder_id'] or '-'}"
+        + (f", weights from {status['weights']}" if status["weights"] else "")
+        + (f", vectors stored as {status['quantization']}" if status["vectors"] else "")
+        + "\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
         f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "
         f"{cache['misses']} misses (all homes, all time) at {cache['path']}\n"
@@ -560,9 +624,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if status.get("archived_bytes"):
         kept = status["archived_bytes"]
         gone = status["sources_gone"]
-        text += (f"\nkept        copies of {kept / 1e6:.1f} MB of transcripts in {status['archive_disk_bytes'] / 1e6:.1f} MB "
-                 f"({status['archive_disk_bytes'] / kept:.2f} bytes a byte)"
-                 + (f"; {gone} of them gone from their folders (`memlane forget --missing` lets them go)" if gone else ""))
+        text += (
+            f"\nkept        copies of {kept / 1e6:.1f} MB of transcripts in {status['archive_disk_bytes'] / 1e6:.1f} MB "
+            f"({status['archive_disk_bytes'] / kept:.2f} bytes a byte)"
+            + (f"; {gone} of them gone from their folders (`memlane forget --missing` lets them go)" if gone else "")
+        )
     status["last_index_device"] = _last_index_device(mem)
     if status["last_index_device"]:
         text += f"\ndevice      the last index embedded on the {status['last_index_device'].upper()} (`memlane index --device` chooses)"
@@ -572,8 +638,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         text += f", … and {len(shown) - 8} more (--json lists them)" if len(shown) > 8 else ""
     if libraries := sorted(status["libraries"], key=lambda lib: (not lib["global"], -lib["notes"])):
         # Global libraries (in no repository) are the user's own: every project's search reads them.
-        text += f"\nlibraries   {len(libraries)}, {sum(lib['global'] for lib in libraries)} global (read in every project): " + ", ".join(
-            f"{lib['path']} ({'global' if lib['global'] else 'project only'}, {lib['notes']:,} note{'' if lib['notes'] == 1 else 's'})" for lib in libraries[:8]
+        text += (
+            f"\nlibraries   {len(libraries)}, {sum(lib['global'] for lib in libraries)} global (read in every project): "
+            + ", ".join(
+                f"{lib['path']} ({'global' if lib['global'] else 'project only'}, {lib['notes']:,} note{'' if lib['notes'] == 1 else 's'})"
+                for lib in libraries[:8]
+            )
         )
         text += f", … and {len(libraries) - 8} more (--json lists them)" if len(libraries) > 8 else ""
     if status["vectors_pending"]:
@@ -612,7 +682,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.allow_show_secrets:
         auth += ", show_secrets granted to admin tokens (each request logged in the router replica's Ray Serve log)"
     if (args.token or args.token_file) and not args.tls_cert and not loopback(args.host):
-        auth += ", plain HTTP beyond loopback: the token crosses the network readable (--tls-cert/--tls-key serve HTTPS)"
+        auth += (
+            ", plain HTTP beyond loopback: the token crosses the network readable (--tls-cert/--tls-key serve HTTPS)"
+        )
     shards = f"{len(server.actors)} shard actors" if server.actors else "shards in the router"
     sys.stderr.write(
         f"serving {args.index} (catalog version {server.generation}, {shards}, "
@@ -634,7 +706,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     lines = [f"{f['severity']:<8}{f['part']:<16}{f['path']}: {f['message']}" for f in report["findings"]]
     verdict = (
         f"{report['home']}: sound ({report['files']:,} files, {report['chunks']:,} chunks, "
-        f"{report['chunks_with_vectors']:,} with vectors" + (f", {report['vectors_pending']:,} pending" if report["vectors_pending"] else "") + ")"
+        f"{report['chunks_with_vectors']:,} with vectors"
+        + (f", {report['vectors_pending']:,} pending" if report["vectors_pending"] else "")
+        + ")"
         if report["sound"]
         else f"{report['home']}: unsound: `memlane repair` rebuilds it from the sources and the embedding cache"
     )
@@ -647,7 +721,11 @@ def _repair_text(r: Any) -> str:
         aside = f"; set the damaged embedding cache aside as {r.cache_set_aside}" if r.cache_set_aside else ""
         return f"nothing to rebuild: the home is sound{aside}"
     lost = f"; lost (source gone, index unreadable): {', '.join(r.lost)}" if r.lost else ""
-    pending = f"; {r.chunks_without_vectors} chunks without vectors: `memlane embed` adds them" if r.chunks_without_vectors else ""
+    pending = (
+        f"; {r.chunks_without_vectors} chunks without vectors: `memlane embed` adds them"
+        if r.chunks_without_vectors
+        else ""
+    )
     return (
         f"repaired in {r.seconds:.1f}s ({len(r.problems)} problems): {r.files_reindexed} files re-indexed, "
         f"{r.files_restored} from the copies the home kept, {r.files_carried_over} carried over from the old index, "
@@ -659,7 +737,9 @@ def _repair_text(r: Any) -> str:
 
 def _cmd_repair(args: argparse.Namespace) -> int:
     _require_home(args)
-    report = _open(args, "none").repair(force=args.force, quantization=args.quantization, progress=_Bar(enabled=sys.stderr.isatty() and not args.json))
+    report = _open(args, "none").repair(
+        force=args.force, quantization=args.quantization, progress=_Bar(enabled=sys.stderr.isatty() and not args.json)
+    )
     emit(args, report.to_dict(), _repair_text(report))
     return 0
 
@@ -670,9 +750,13 @@ def _confirm_wipe(args: argparse.Namespace) -> None:
     if args.yes:
         return
     if not sys.stdin.isatty():
-        raise InvalidArgumentError(f"memlane forget --all clears everything in {home}: run it at a terminal to confirm, or add --yes")
-    typed = input(f"This removes everything memlane holds in {home} (the index, kept transcripts, brain, tasks).\n"
-                  f"Type the folder's name ({home.name}) to go on: ")
+        raise InvalidArgumentError(
+            f"memlane forget --all clears everything in {home}: run it at a terminal to confirm, or add --yes"
+        )
+    typed = input(
+        f"This removes everything memlane holds in {home} (the index, kept transcripts, brain, tasks).\n"
+        f"Type the folder's name ({home.name}) to go on: "
+    )
     if typed.strip() != home.name:
         raise InvalidArgumentError("not confirmed: nothing was removed")
 
@@ -682,13 +766,21 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     if args.missing:
         report = _open(args, "none").forget_missing(dry_run=args.dry_run)
         verb = "would forget" if args.dry_run else "forgot"
-        emit(args, report, f"{verb} {report['chunks']} chunks of {len(report['files'])} transcripts whose files are gone"
-             + "".join(f"\n  {f}" for f in report["files"]))
+        emit(
+            args,
+            report,
+            f"{verb} {report['chunks']} chunks of {len(report['files'])} transcripts whose files are gone"
+            + "".join(f"\n  {f}" for f in report["files"]),
+        )
         return 0
     if args.all:
         _confirm_wipe(args)
         report = _open(args, "none").forget_all(cache=args.cache)
-        cache = " and the shared embedding cache" if report["cache_removed"] else " (the shared embedding cache stays: --cache removes it)"
+        cache = (
+            " and the shared embedding cache"
+            if report["cache_removed"]
+            else " (the shared embedding cache stays: --cache removes it)"
+        )
         emit(args, report, f"cleared {report['home']}: {len(report['removed'])} parts removed{cache}")
         return 0
     what = {"session": args.session, "path": args.path, "chunk": args.chunk}
@@ -700,7 +792,8 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     else:
         where = f"{report['chunks']} chunks of {len(report['sessions'])} sessions from {len(report['files'])} files"
         text = (
-            f"would forget {where}" if args.dry_run
+            f"would forget {where}"
+            if args.dry_run
             else f"forgot {where} ({report['cache_rows']} embedding-cache rows); re-indexing will not bring them back "
             f"(`memlane forget --undo --{kind} {value}` lifts that)"
         )
@@ -708,8 +801,9 @@ def _cmd_forget(args: argparse.Namespace) -> int:
         cited = [*report.get("brain_entries", []), *report.get("daily_entries", [])]
         if cited:
             done = args.cascade and not args.dry_run
-            text += (f"\n{'removed' if done else 'cited by this session alone'} in the brain: {', '.join(cited)}"
-                     + ("" if done else " (`--cascade` removes them)"))
+            text += f"\n{'removed' if done else 'cited by this session alone'} in the brain: {', '.join(cited)}" + (
+                "" if done else " (`--cascade` removes them)"
+            )
     emit(args, report, text)
     return 0
 
@@ -735,22 +829,44 @@ def _parser() -> argparse.ArgumentParser:
         p = _Parser(add_help=False)
         home = str(default_home()) if defaults else argparse.SUPPRESS
         p.add_argument("--home", default=home, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
-        p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout")
-        p.add_argument("--index", metavar="URI", default=None if defaults else argparse.SUPPRESS,
-                       help="search, recall or status a sharded index (s3://… or a folder, built by `memlane index --ray`) instead of --home")
-        p.add_argument("--remote", metavar="URL", default=None if defaults else argparse.SUPPRESS,
-                       help="search, recall, status or mcp through a served index (`memlane serve`) at URL (token from $MEMLANE_TOKEN)")
+        p.add_argument(
+            "--json",
+            action="store_true",
+            default=False if defaults else argparse.SUPPRESS,
+            help="print one JSON document on stdout",
+        )
+        p.add_argument(
+            "--index",
+            metavar="URI",
+            default=None if defaults else argparse.SUPPRESS,
+            help="search, recall or status a sharded index (s3://… or a folder, built by `memlane index --ray`) instead of --home",
+        )
+        p.add_argument(
+            "--remote",
+            metavar="URL",
+            default=None if defaults else argparse.SUPPRESS,
+            help="search, recall, status or mcp through a served index (`memlane serve`) at URL (token from $MEMLANE_TOKEN)",
+        )
         return p
 
-    parser = _Parser(prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)])
+    parser = _Parser(
+        prog="memlane", description="Memory for AI agents: index transcripts, recall them.", parents=[common(True)]
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def scope_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--project", help="only this project's memories: a name (alpha), a path (. or ~/src/alpha) or a key as hits show it")
+        p.add_argument(
+            "--project",
+            help="only this project's memories: a name (alpha), a path (. or ~/src/alpha) or a key as hits show it",
+        )
         p.add_argument("--branch", help="only transcripts written on this git branch")
 
     def embed_options(p: argparse.ArgumentParser, what: str, default: str | None = "local") -> None:
-        p.add_argument("--embed", default=default, help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none")
+        p.add_argument(
+            "--embed",
+            default=default,
+            help=f"{what}: local (default), local:int8, local:MODEL_DIR, bedrock[:1024|512|256], none",
+        )
         p.add_argument("--aws-region", help="Bedrock region (default: AWS_REGION / your AWS config)")
         p.add_argument("--aws-profile", help="AWS profile for Bedrock")
         p.add_argument("--concurrency", type=int, default=8, help="Bedrock requests in flight (default 8)")
@@ -759,99 +875,255 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
                        help="where the local model runs: auto (default: a GPU when onnxruntime-gpu can use one, else the CPU), cpu, gpu")  # fmt: skip
 
-    p = sub.add_parser("index", parents=[common(False)], help="index transcripts and markdown notes, files or folders (incremental)")
-    p.add_argument("paths", nargs="*", help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)")
+    p = sub.add_parser(
+        "index", parents=[common(False)], help="index transcripts and markdown notes, files or folders (incremental)"
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help="files or folders (default: the agent transcript folders found on this machine, $MEMLANE_LIBRARY and the brain folder)",
+    )
     embed_options(p, "embedder")
     p.add_argument("--format", choices=_FORMATS, help="force a format instead of auto-detection")
-    p.add_argument("--quantization", choices=QUANTIZATIONS, help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)")
+    p.add_argument(
+        "--quantization",
+        choices=QUANTIZATIONS,
+        help="vector storage of a new home (default i8; a home keeps its own: `memlane repair --quantization` converts it)",
+    )
     device_option(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list what every file read gave")
     cluster = p.add_argument_group("on a Ray cluster (pip install 'memlane[ray]')")
-    cluster.add_argument("--ray", metavar="ADDRESS", help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address")
-    cluster.add_argument("--out", metavar="URI", help="where the sharded index goes: s3://bucket/prefix/ or a shared folder")
-    cluster.add_argument("--shards", type=int, help="shards of a new index (default 64; an existing index keeps its own)")
-    cluster.add_argument("--partition-depth", type=int, metavar="N", help="shard by the first N folders of a key (e.g. 1: the project folder) so scoped queries touch few shards")
-    cluster.add_argument("--embed-actors", type=int, metavar="N", help="embedding actors (default: one per --embed-threads cores, one per GPU, 4 for Bedrock)")
-    cluster.add_argument("--embed-threads", type=int, default=1, metavar="N", help="onnxruntime threads per local embedding actor (default 1)")
-    cluster.add_argument("--requests-per-second", type=float, metavar="N", help="Bedrock requests per second over the whole cluster (default 20)")
+    cluster.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="build a sharded index on Ray: local (start a cluster here), auto (join `ray start`'s) or an address",
+    )
+    cluster.add_argument(
+        "--out", metavar="URI", help="where the sharded index goes: s3://bucket/prefix/ or a shared folder"
+    )
+    cluster.add_argument(
+        "--shards", type=int, help="shards of a new index (default 64; an existing index keeps its own)"
+    )
+    cluster.add_argument(
+        "--partition-depth",
+        type=int,
+        metavar="N",
+        help="shard by the first N folders of a key (e.g. 1: the project folder) so scoped queries touch few shards",
+    )
+    cluster.add_argument(
+        "--embed-actors",
+        type=int,
+        metavar="N",
+        help="embedding actors (default: one per --embed-threads cores, one per GPU, 4 for Bedrock)",
+    )
+    cluster.add_argument(
+        "--embed-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="onnxruntime threads per local embedding actor (default 1)",
+    )
+    cluster.add_argument(
+        "--requests-per-second",
+        type=float,
+        metavar="N",
+        help="Bedrock requests per second over the whole cluster (default 20)",
+    )
     p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("search", parents=[common(False)], help="hybrid search over what is indexed")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
-    p.add_argument("--source", action="append", choices=["transcript", "knowledge", "summary", "brain"], help="keep only this source (repeatable)")
+    p.add_argument(
+        "--source",
+        action="append",
+        choices=["transcript", "knowledge", "summary", "brain"],
+        help="keep only this source (repeatable)",
+    )
     p.add_argument("--session", help="keep only this session id")
     p.add_argument("--since", help="keep chunks from this time on (ISO-8601)")
     p.add_argument("--until", help="keep chunks before this time (ISO-8601)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], default="weighted")
-    p.add_argument("--threshold", type=float, default=FLOOR, help=f"relevance floor: nothing when no hit reaches it (default {FLOOR})")
-    p.add_argument("--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first")
-    p.add_argument("--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names")
-    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
-    p.add_argument("--type", action="append", metavar="TYPE",
-                   help="typed, cited items instead of hits: decision, entity, claim, task or note (repeatable)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=FLOOR,
+        help=f"relevance floor: nothing when no hit reaches it (default {FLOOR})",
+    )
+    p.add_argument(
+        "--no-recency", dest="recency", action="store_false", help="do not put the newest of same-subject hits first"
+    )
+    p.add_argument(
+        "--no-temporal", dest="temporal", action="store_false", help="do not favour hits near a time the query names"
+    )
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)",
+    )
+    p.add_argument(
+        "--type",
+        action="append",
+        metavar="TYPE",
+        help="typed, cited items instead of hits: decision, entity, claim, task or note (repeatable)",
+    )
     scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
-    p = sub.add_parser("items", parents=[common(False)], help="typed, cited items: decisions, entities, claims, tasks, notes (--export items.json)")
-    p.add_argument("--type", action="append", metavar="TYPE", help="only decision, entity, claim, task or note (repeatable)")
+    p = sub.add_parser(
+        "items",
+        parents=[common(False)],
+        help="typed, cited items: decisions, entities, claims, tasks, notes (--export items.json)",
+    )
+    p.add_argument(
+        "--type", action="append", metavar="TYPE", help="only decision, entity, claim, task or note (repeatable)"
+    )
     p.add_argument("--project", help="only this project (a name, a repository path, or . for this directory's)")
-    p.add_argument("--export", metavar="FILE", help="write them as JSON (the project, then each item with its citation)")
+    p.add_argument(
+        "--export", metavar="FILE", help="write them as JSON (the project, then each item with its citation)"
+    )
     p.set_defaults(func=_cmd_items)
 
-    p = sub.add_parser("recall", parents=[common(False)], help="what memory knows about a query, as one block to inject (with provenance)")
+    p = sub.add_parser(
+        "recall",
+        parents=[common(False)],
+        help="what memory knows about a query, as one block to inject (with provenance)",
+    )
     p.add_argument("query")
     p.add_argument("--max-tokens", type=int, default=15_000, help="token budget of the block (default 15000)")
-    p.add_argument("--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)")
+    p.add_argument(
+        "--half-life", type=float, metavar="DAYS", help="decay dated items by half every DAYS (default: no decay)"
+    )
     p.add_argument("--no-brain", action="store_true", help="leave out MEMORY.md and EVOLUTION.md entries")
-    p.add_argument("--show-secrets", action="store_true", help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)")
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print keys and passwords as indexed (default: masked, like AKIA…8WVY)",
+    )
     scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_recall)
 
-    p = sub.add_parser("embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)")
-    p.add_argument("--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped")
+    p = sub.add_parser(
+        "embed", parents=[common(False)], help="embed chunks that have no vector yet (resumes an interrupted index)"
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="accepted for clarity: embedding always resumes where it stopped"
+    )
     embed_options(p, "embedder (default: local, or the one of a batch run in progress)", default=None)
-    p.add_argument("--batch", metavar="S3_URI", help="Bedrock batch inference through s3://bucket/prefix (large archives; resumable)")
-    p.add_argument("--batch-role", metavar="ARN", help="IAM service role Bedrock assumes to read and write the --batch location")
-    p.add_argument("--batch-only", action="store_true", help="leave records the batch failed pending instead of embedding them on demand")
+    p.add_argument(
+        "--batch",
+        metavar="S3_URI",
+        help="Bedrock batch inference through s3://bucket/prefix (large archives; resumable)",
+    )
+    p.add_argument(
+        "--batch-role", metavar="ARN", help="IAM service role Bedrock assumes to read and write the --batch location"
+    )
+    p.add_argument(
+        "--batch-only",
+        action="store_true",
+        help="leave records the batch failed pending instead of embedding them on demand",
+    )
     device_option(p)
-    p.add_argument("--poll-seconds", type=float, default=60.0, help="pause between batch job status checks (default 60)")
-    p.add_argument("--ray", metavar="ADDRESS", default="local", help="with --index: the Ray cluster that reads and fills the shards: local (default), auto or an address")
+    p.add_argument(
+        "--poll-seconds", type=float, default=60.0, help="pause between batch job status checks (default 60)"
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default="local",
+        help="with --index: the Ray cluster that reads and fills the shards: local (default), auto or an address",
+    )
     p.set_defaults(func=_cmd_embed)
 
     p = sub.add_parser("status", parents=[common(False)], help="what this home holds")
     p.set_defaults(func=_cmd_status)
 
-    p = sub.add_parser("serve", parents=[common(False)], help="serve a sharded index (--index URI) over HTTP on Ray Serve, read only")
-    p.add_argument("--ray", metavar="ADDRESS", default="local", help="local (default: start a cluster here), auto (join `ray start`'s) or an address")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; beyond loopback needs --token or --insecure)")
+    p = sub.add_parser(
+        "serve", parents=[common(False)], help="serve a sharded index (--index URI) over HTTP on Ray Serve, read only"
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default="local",
+        help="local (default: start a cluster here), auto (join `ray start`'s) or an address",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; beyond loopback needs --token or --insecure)",
+    )
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
-    p.add_argument("--token", default=os.environ.get("MEMLANE_TOKEN"), help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)")
-    p.add_argument("--token-file", metavar="FILE", help="more tokens, one `TOKEN ROLE` a line (admin or project:NAME: that project only); readable by its owner only")
-    p.add_argument("--allow-show-secrets", action="store_true", help="let admin tokens ask for texts with secrets in clear (refused by default; each request logged)")
+    p.add_argument(
+        "--token",
+        default=os.environ.get("MEMLANE_TOKEN"),
+        help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="more tokens, one `TOKEN ROLE` a line (admin or project:NAME: that project only); readable by its owner only",
+    )
+    p.add_argument(
+        "--allow-show-secrets",
+        action="store_true",
+        help="let admin tokens ask for texts with secrets in clear (refused by default; each request logged)",
+    )
     p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
-    p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed")
+    p.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed",
+    )
     p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
-    p.add_argument("--shard-actors", type=int, metavar="N", help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)")
-    p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="how often the router looks for a new catalog version (default 2)")
+    p.add_argument(
+        "--shard-actors",
+        type=int,
+        metavar="N",
+        help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)",
+    )
+    p.add_argument(
+        "--refresh",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the router looks for a new catalog version (default 2)",
+    )
     p.set_defaults(func=_cmd_serve)
 
-    p = sub.add_parser("verify", parents=[common(False)], help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)")
-    p.add_argument("--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)")
+    p = sub.add_parser(
+        "verify",
+        parents=[common(False)],
+        help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)",
+    )
+    p.add_argument(
+        "--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)"
+    )
     p.set_defaults(func=_cmd_verify)
 
-    p = sub.add_parser("forget", parents=[common(False)], help="remove a session, a file or a chunk for good (re-indexing does not bring it back)")
+    p = sub.add_parser(
+        "forget",
+        parents=[common(False)],
+        help="remove a session, a file or a chunk for good (re-indexing does not bring it back)",
+    )
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--session", help="a session id, as search and recall show it")
     target.add_argument("--path", help="a source file, as indexed")
     target.add_argument("--chunk", help="a chunk id, as search and recall show it")
-    target.add_argument("--missing", action="store_true", help="every transcript whose file is gone (kept until now: memlane keeps them)")
+    target.add_argument(
+        "--missing",
+        action="store_true",
+        help="every transcript whose file is gone (kept until now: memlane keeps them)",
+    )
     target.add_argument("--all", action="store_true", help="clear the whole home (asks you to type its name, or --yes)")
-    p.add_argument("--cascade", action="store_true", help="with --session: also remove the brain entries, daily notes and tasks it alone gave")
+    p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="with --session: also remove the brain entries, daily notes and tasks it alone gave",
+    )
     p.add_argument("--yes", action="store_true", help="with --all: do not ask")
     p.add_argument("--cache", action="store_true", help="with --all: remove the shared embedding cache too")
     p.add_argument("--dry-run", action="store_true", help="only say what would be removed")
@@ -859,16 +1131,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--embed", default="local", help="embedder for what --undo indexes again: local (default), none, …")
     p.set_defaults(func=_cmd_forget)
 
-    p = sub.add_parser("repair", parents=[common(False)], help="rebuild what verify finds broken from the sources and the embedding cache")
+    p = sub.add_parser(
+        "repair",
+        parents=[common(False)],
+        help="rebuild what verify finds broken from the sources and the embedding cache",
+    )
     p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
-    p.add_argument("--quantization", choices=QUANTIZATIONS, help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)")
+    p.add_argument(
+        "--quantization",
+        choices=QUANTIZATIONS,
+        help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)",
+    )
     p.set_defaults(func=_cmd_repair)
 
-    p = sub.add_parser("secrets", parents=[common(False)], help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them")
+    p = sub.add_parser(
+        "secrets",
+        parents=[common(False)],
+        help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them",
+    )
     p.set_defaults(func=_cmd_secrets)
 
-    from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.agents.cli import add_parsers as add_agent_parsers
+    from memlane.bench.cli import add_parser as add_bench_parser
     from memlane.brain.cli import add_parsers as add_brain_parsers
     from memlane.timeline.cli import add_parsers as add_timeline_parsers
 
@@ -908,7 +1192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SystemExit, GeneratorExit):
         raise
     # BaseException: a Rust panic surfaces as pyo3's PanicException, which is not an Exception.
-    except BaseException as exc:  # noqa: BLE001 - the one place every failure becomes one line
+    except BaseException as exc:
         if os.environ.get("MEMLANE_DEBUG"):
             raise
         return _fail(args, exc)

@@ -79,13 +79,16 @@ class EventLog:
         self.path = Path(home).expanduser() / EVENTS_NAME
         self.max_bytes = max_bytes
 
-    def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - "type" is the field's name in the log
+    def append(self, type: str, **fields: Any) -> None:
         """Append one event; ``fields`` must be JSON-serialisable.
 
         The log is a record, not a dependency: an event that cannot be written (a full disk, a
         read-only home) is skipped, and the search or write it describes goes on.
         """
-        record = {"type": type, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+        record = {
+            "type": type,
+            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        }
         record.update(fields)
         if isinstance(record.get("query"), str):
             from memlane.secrets import mask  # a key searched for by its value stays out of the log
@@ -163,7 +166,7 @@ class NoEventLog(EventLog):
         """No file."""
         self.max_bytes = MAX_LOG_BYTES
 
-    def append(self, type: str, **fields: Any) -> None:  # noqa: A002 - EventLog's signature
+    def append(self, type: str, **fields: Any) -> None:
         """Keep nothing."""
 
     def read(self) -> list[dict[str, Any]]:
@@ -180,7 +183,7 @@ def _iter_events(path: Path) -> Any:
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # never open a FIFO: it would wait for a writer
             return
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 (the `with fh:` below closes it)
     except FileNotFoundError:
         return
     with fh:

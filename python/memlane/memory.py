@@ -61,6 +61,7 @@ DEFAULT_QUANTIZATION = "i8"
 _LOCK_FILE = "write.lock"
 """The core's write lock (:class:`memlane._core.HomeLock`): held while a home is cleared, so it stays."""
 
+
 @dataclass
 class IndexReport:
     """What :meth:`Memory.index` did."""
@@ -144,8 +145,16 @@ class _CacheOnly:
 
 def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
     """Copy the core's counts of an index run into ``report``."""
-    for name in ("files_seen", "files_indexed", "files_removed", "files_gone", "chunks_added", "chunks_removed", "bytes_parsed",
-                 "files_resumed"):
+    for name in (
+        "files_seen",
+        "files_indexed",
+        "files_removed",
+        "files_gone",
+        "chunks_added",
+        "chunks_removed",
+        "bytes_parsed",
+        "files_resumed",
+    ):
         setattr(report, name, core_report[name])
     report.records_skipped = dict(core_report["records_skipped"])
 
@@ -218,7 +227,9 @@ class Memory:
             if embedder != "none":
                 check_spec(embedder)
         elif embedder is not None and not isinstance(embedder, Embedder):
-            raise ArgumentTypeError(f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}")
+            raise ArgumentTypeError(
+                f"embedder must be a spec such as 'local' or an Embedder, got {type(embedder).__name__}"
+            )
         _check.choice("quantization", quantization, QUANTIZATIONS)
         self._device = check_device(embedder, device)
         self._placement: Placement | None = None
@@ -416,9 +427,15 @@ class Memory:
 
             report.tasks_changed = tasks.record(self.home, report.files)
         report.seconds = time.perf_counter() - started
-        self.events.append("index", paths=roots, files_indexed=report.files_indexed, chunks_added=report.chunks_added,
-                           chunks_removed=report.chunks_removed, chunks_embedded=report.chunks_embedded,
-                           device=self._placement.device if embed and self._placement else None)
+        self.events.append(
+            "index",
+            paths=roots,
+            files_indexed=report.files_indexed,
+            chunks_added=report.chunks_added,
+            chunks_removed=report.chunks_removed,
+            chunks_embedded=report.chunks_embedded,
+            device=self._placement.device if embed and self._placement else None,
+        )
         return report
 
     @contextmanager
@@ -448,8 +465,11 @@ class Memory:
         notes = sorted({str(note) for note, _ in found.daily})
         if remove and notes:
             self.index(notes, embed=self.embedder is not None)
-        return {"brain_entries": [e.key for e in found.entries], "daily_entries": [f"{Path(n).name} › {h}" for n, h in found.daily],
-                "tasks": tasks.forget_session(self.home, session_id) if remove else 0}
+        return {
+            "brain_entries": [e.key for e in found.entries],
+            "daily_entries": [f"{Path(n).name} › {h}" for n, h in found.daily],
+            "tasks": tasks.forget_session(self.home, session_id) if remove else 0,
+        }
 
     def forget_missing(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Forget every source whose file is gone (transcripts are kept when their files go:
@@ -576,10 +596,14 @@ class Memory:
         started = time.perf_counter()
         embedder = self.embedder
         if embedder is None or not embedder.id.startswith("bedrock/"):
-            raise ValueError(f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}")
+            raise ValueError(
+                f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}"
+            )
         home_embedder = self._store.status()["embedder_id"]  # fresh from disk (meta() is per-process)
         if home_embedder and home_embedder != embedder.id:
-            raise EmbedderMismatchError(f"{self.home} holds vectors of {home_embedder}; a batch of {embedder.id} cannot go in it")
+            raise EmbedderMismatchError(
+                f"{self.home} holds vectors of {home_embedder}; a batch of {embedder.id} cannot go in it"
+            )
         if s3 is None or bedrock is None:
             built_s3, built_bedrock = make_batch_clients(embedder.region)  # type: ignore[attr-defined]
             s3, bedrock = s3 or built_s3, bedrock or built_bedrock
@@ -588,10 +612,14 @@ class Memory:
         resumed = run is not None
         if run is None:
             if not s3_uri or not role_arn:
-                raise ValueError("no batch run to resume in this home: give an S3 location and an IAM role to start one")
+                raise ValueError(
+                    "no batch run to resume in this home: give an S3 location and an IAM role to start one"
+                )
             with self._store.writer() as writer:
                 texts = pending_texts(writer, self.cache, embedder.id)
-                run = BatchRun.start(self.home, embedder, s3_uri, role_arn, texts=texts, cache=self.cache, s3=s3, **start_options)
+                run = BatchRun.start(
+                    self.home, embedder, s3_uri, role_arn, texts=texts, cache=self.cache, s3=s3, **start_options
+                )
         elif run.embedder_id != embedder.id or (s3_uri or run.s3_uri) != run.s3_uri:
             raise ValueError(
                 f"a batch run of {run.embedder_id} to {run.s3_uri} is in progress in this home: resume it with "
@@ -605,8 +633,13 @@ class Memory:
             writer.commit()
             report.chunks_pending = len(writer.pending_vectors())
         report.seconds = time.perf_counter() - started
-        self.events.append("embed_batch", jobs=report.jobs, records=report.records, failed=len(report.failed),
-                           chunks_embedded=report.chunks_embedded)
+        self.events.append(
+            "embed_batch",
+            jobs=report.jobs,
+            records=report.records,
+            failed=len(report.failed),
+            chunks_embedded=report.chunks_embedded,
+        )
         return report
 
     def _backfill(
@@ -634,7 +667,14 @@ class Memory:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def items(self, query: str | None = None, *, types: Sequence[str] | None = None, project: str | None = None, k: int | None = 10) -> list[Any]:
+    def items(
+        self,
+        query: str | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        project: str | None = None,
+        k: int | None = 10,
+    ) -> list[Any]:
         """Typed, cited items (:mod:`memlane.brain.items`): decisions, entities, claims and tasks
         from the brain and the agents' plans, and notes from the knowledge library (with a
         query: a search of its sections; without one: every section). Best match first, or
@@ -649,7 +689,14 @@ class Memory:
         from memlane.brain.items import TYPES, Item, brain_items, check_types
 
         wanted = check_types(types or TYPES)
-        found = brain_items(Brain(default_brain_dir(self.home), home=self.home), self.home, types=wanted, query=query, project=project, k=k)
+        found = brain_items(
+            Brain(default_brain_dir(self.home), home=self.home),
+            self.home,
+            types=wanted,
+            query=query,
+            project=project,
+            k=k,
+        )
         if "note" in wanted and query:
             for h in self.search(query, k or 10, sources=["knowledge"], project=project):
                 cited = f"{h.path} § {h.heading}" if h.heading else h.path
@@ -664,15 +711,28 @@ class Memory:
         libraries), as items citing its file and heading."""
         from memlane.brain.items import Item
 
-        keys = None if project is None else {*self.project_keys(project), *(lib["path"] for lib in self.libraries() if lib["global"])}
+        keys = (
+            None
+            if project is None
+            else {*self.project_keys(project), *(lib["path"] for lib in self.libraries() if lib["global"])}
+        )
         every = [int(key) for key in self._store.keys()]
         out = []
         for start in range(0, len(every), 4096):
-            for c in self._store.get(every[start:start + 4096]):
+            for c in self._store.get(every[start : start + 4096]):
                 if c["source"] == "knowledge" and (keys is None or c.get("project") in keys):
                     cited = f"{c['path']} § {c['heading']}" if c.get("heading") else c["path"]
-                    out.append(Item(c["id"], "note", c.get("heading") or Path(c["path"]).name, cited, c.get("project") or None,
-                                    None, c.get("timestamp")))
+                    out.append(
+                        Item(
+                            c["id"],
+                            "note",
+                            c.get("heading") or Path(c["path"]).name,
+                            cited,
+                            c.get("project") or None,
+                            None,
+                            c.get("timestamp"),
+                        )
+                    )
         return out
 
     def search(
@@ -740,7 +800,11 @@ class Memory:
         _check.text("query", query)
         query = bounded_query(query)  # a pasted 5 MB log costs what its first 4,000 characters cost
         _check.integer("k", k, minimum=1)
-        sources = None if sources is None else _check.strings("sources", sources, ("transcript", "knowledge", "summary", "brain"))
+        sources = (
+            None
+            if sources is None
+            else _check.strings("sources", sources, ("transcript", "knowledge", "summary", "brain"))
+        )
         _check.optional_text("session_id", session_id)
         _check.choice("fusion", fusion, ("weighted", "rrf"))
         _check.number("vector_weight", vector_weight, low=0, high=1)
@@ -756,7 +820,11 @@ class Memory:
                 )
             projects = self.project_keys(project) if project is not None else None
             # The user's own libraries join every project's search: their notes, not transcripts.
-            libraries = None if projects is None else [lib["path"] for lib in self.libraries() if lib["global"] and lib["path"] not in projects]
+            libraries = (
+                None
+                if projects is None
+                else [lib["path"] for lib in self.libraries() if lib["global"] and lib["path"] not in projects]
+            )
             if projects == [] and not libraries:  # a name no project has: nothing can match
                 self.events.append("search", query=query, results=0)
                 return []
@@ -805,9 +873,21 @@ class Memory:
             from memlane.ranking.hierarchy import place_evidence
 
             def fetch(since_ms: int, until_ms: int) -> list[Hit]:
-                found = self._store.search(query, k=max(pool, 50), vector=vector, embedder_id=embedder_id, sources=["knowledge"],
-                                           since=since_ms, until=until_ms, fusion=fusion, vector_weight=vector_weight, threshold=0.0,
-                                           projects=projects, branch=branch, libraries=libraries)
+                found = self._store.search(
+                    query,
+                    k=max(pool, 50),
+                    vector=vector,
+                    embedder_id=embedder_id,
+                    sources=["knowledge"],
+                    since=since_ms,
+                    until=until_ms,
+                    fusion=fusion,
+                    vector_weight=vector_weight,
+                    threshold=0.0,
+                    projects=projects,
+                    branch=branch,
+                    libraries=libraries,
+                )
                 return [Hit._from_core(d) for d in found]
 
             hits = place_evidence(hits, k, fetch=fetch)
@@ -862,7 +942,9 @@ class Memory:
             stamp = None
         # Counting walks the project field's postings: once per commit, as projects() does.
         if self._libraries is None or self._libraries[0] != stamp or stamp is None:
-            found = [{"path": lib["key"], "notes": lib["notes"], "global": lib["global"]} for lib in self._store.libraries()]
+            found = [
+                {"path": lib["key"], "notes": lib["notes"], "global": lib["global"]} for lib in self._store.libraries()
+            ]
             self._libraries = (stamp, found)
         return [dict(lib) for lib in self._libraries[1]]
 
@@ -947,8 +1029,17 @@ class Memory:
         """
         from memlane.recall import recall
 
-        return recall(self, query, max_tokens, half_life_days=half_life_days, include_brain=include_brain, show_secrets=show_secrets,
-                      project=project, branch=branch, label_projects=label_projects)
+        return recall(
+            self,
+            query,
+            max_tokens,
+            half_life_days=half_life_days,
+            include_brain=include_brain,
+            show_secrets=show_secrets,
+            project=project,
+            branch=branch,
+            label_projects=label_projects,
+        )
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
@@ -968,7 +1059,9 @@ class Memory:
             if not 0 <= key < 1 << 64:  # ids are 64-bit: a longer one names no chunk
                 raise ValueError
         except ValueError:
-            raise InvalidArgumentError(f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)") from None
+            raise InvalidArgumentError(
+                f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)"
+            ) from None
         found = self._store.get([key])
         if not found:
             return None
@@ -1071,8 +1164,14 @@ class Memory:
         if kind == "session" and not undo:
             report.update(self._forget_in_brain(str(value), remove=cascade and not dry_run))
         if not dry_run:
-            self.events.append("forget", what=kind, id=str(value) if kind != "path" else None, path=str(value) if kind == "path" else None,
-                               chunks=report["chunks"], undo=undo)
+            self.events.append(
+                "forget",
+                what=kind,
+                id=str(value) if kind != "path" else None,
+                path=str(value) if kind == "path" else None,
+                chunks=report["chunks"],
+                undo=undo,
+            )
         return report
 
     # -- integrity -------------------------------------------------------------------------
@@ -1104,11 +1203,15 @@ class Memory:
         cache = self._cache_dir / "embeddings.sqlite"
         if cache.exists():
             for message in self.cache.check(thorough):
-                report["findings"].append({"severity": "problem", "part": "embedding_cache", "path": str(cache), "message": message})
+                report["findings"].append(
+                    {"severity": "problem", "part": "embedding_cache", "path": str(cache), "message": message}
+                )
         report["sound"] = not any(f["severity"] == "problem" for f in report["findings"])
         return report
 
-    def repair(self, *, force: bool = False, quantization: str | None = None, progress: Progress | None = None) -> RepairReport:
+    def repair(
+        self, *, force: bool = False, quantization: str | None = None, progress: Progress | None = None
+    ) -> RepairReport:
         """Rebuild what :meth:`verify` finds broken, from the sources and the embedding cache.
 
         The home is rebuilt beside itself (``<home>/repair.tmp``) with the product's own
@@ -1155,10 +1258,17 @@ class Memory:
             present = [p for p in sources if Path(p).is_file()]
             # Without a readable memlane.json the rebuild stores vectors as a new home does.
             report.quantization = quantization or old_meta.get("quantization") or DEFAULT_QUANTIZATION
-            rebuilt = Memory(self.home / _core.REPAIR_DIR, embedder="none", quantization=report.quantization, cache_dir=self._cache_dir)
+            rebuilt = Memory(
+                self.home / _core.REPAIR_DIR,
+                embedder="none",
+                quantization=report.quantization,
+                cache_dir=self._cache_dir,
+            )
             indexed = rebuilt.index(present, embed=False, progress=progress)
             report.files_reindexed = indexed.files_indexed
-            unread = [f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))]
+            unread = [
+                f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))
+            ]
             gone = [p for p in sources if p not in set(present)] + unread
             with rebuilt._store.writer() as writer:
                 # Transcripts from the copies the home kept (the old index may be what is
@@ -1170,7 +1280,9 @@ class Memory:
                 writer.commit()
                 embedder_id = self._rebuilt_embedder(old_meta, writer)
                 if embedder_id:
-                    report.vectors_from_cache, _ = rebuilt._backfill(writer, _CacheOnly(embedder_id), progress, cache_only=True)
+                    report.vectors_from_cache, _ = rebuilt._backfill(
+                        writer, _CacheOnly(embedder_id), progress, cache_only=True
+                    )
                     report.vectors_from_old_index = writer.adopt_vectors(self._store, embedder_id)
                 report.chunks_without_vectors = len(writer.pending_vectors()) if embedder_id else 0
                 writer.commit()
@@ -1180,8 +1292,14 @@ class Memory:
         self._store = _core.Store(str(self.home))
         report.repaired = True
         report.seconds = time.perf_counter() - started
-        self.events.append("repair", problems=len(problems), files_reindexed=report.files_reindexed, chunks=report.chunks,
-                           lost=len(report.lost), chunks_without_vectors=report.chunks_without_vectors)
+        self.events.append(
+            "repair",
+            problems=len(problems),
+            files_reindexed=report.files_reindexed,
+            chunks=report.chunks,
+            lost=len(report.lost),
+            chunks_without_vectors=report.chunks_without_vectors,
+        )
         return report
 
     def _rebuilt_embedder(self, old_meta: dict[str, Any], writer: Any) -> str | None:
@@ -1241,7 +1359,7 @@ class Memory:
         self.close()
 
 
-def open(  # noqa: A001 - the public name DESIGN.md §4 promises
+def open(
     home: str | PathLike[str] | None = None,
     embedder: str | Embedder | None = "local",
     **kwargs: Any,

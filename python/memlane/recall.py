@@ -110,8 +110,14 @@ class Memory(Protocol):
     def embedder(self) -> Embedder | None: ...
 
     def search(
-        self, query: str, k: int = 10, *, sources: Sequence[str] | None = None, threshold: float = FLOOR,
-        project: str | None = None, branch: str | None = None,
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        sources: Sequence[str] | None = None,
+        threshold: float = FLOOR,
+        project: str | None = None,
+        branch: str | None = None,
     ) -> list[Hit]: ...
 
     def project_keys(self, project: str) -> list[str]: ...
@@ -191,7 +197,12 @@ class Recall:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` shape)."""
-        return {"query": self.query, "tokens": self.tokens, "text": self.text, "items": [i.to_dict() for i in self.items]}
+        return {
+            "query": self.query,
+            "tokens": self.tokens,
+            "text": self.text,
+            "items": [i.to_dict() for i in self.items],
+        }
 
 
 @dataclass
@@ -318,7 +329,14 @@ def _hit_candidates(
     mem: Memory, query: str, k: int, threshold: float, half_life: float | None, now: datetime, scope: _Scope
 ) -> list[_Candidate]:
     # Summaries too: one that matches hands its place to the entries it cites (ranking.hierarchy).
-    hits = mem.search(query, k=k, sources=["transcript", "knowledge", "summary"], threshold=threshold, project=scope.project, branch=scope.branch)
+    hits = mem.search(
+        query,
+        k=k,
+        sources=["transcript", "knowledge", "summary"],
+        threshold=threshold,
+        project=scope.project,
+        branch=scope.branch,
+    )
     # The search answers only when a candidate reaches the floor, and then with every candidate:
     # the weakest stay out (a lower bar than the floor's, which would lose gold turns).
     item_floor = min(threshold, ITEM_FLOOR)
@@ -329,7 +347,9 @@ def _hit_candidates(
     for h in hits:
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
         provenance = hit_provenance(h, project=label)
-        item = RecallItem(h.id, h.source, h.text.strip(), round(score, 6), provenance, h.timestamp, h.superseded_by is not None)
+        item = RecallItem(
+            h.id, h.source, h.text.strip(), round(score, 6), provenance, h.timestamp, h.superseded_by is not None
+        )
         out.append(_candidate(item))
     return out
 
@@ -424,7 +444,9 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float, p
             continue
         text = e.text + (f"\nDetail: {e.detail}" if e.detail else "")
         weight = SUPERSEDED_WEIGHT if e.superseded else 1.0
-        item = RecallItem(e.key, "brain", text, round(relevance * weight, 6), entry_provenance(e, brain.dir), e.date, e.superseded)
+        item = RecallItem(
+            e.key, "brain", text, round(relevance * weight, 6), entry_provenance(e, brain.dir), e.date, e.superseded
+        )
         out.append(_candidate(item))
     brain.log("search", query=query, results=len(out), path=str(brain.dir))
     return out
@@ -604,7 +626,9 @@ def _brain_block(brain: Brain, keys: list[str] | None) -> str:
 
     odd = _not_regular(brain.memory_path, brain.evolution_path, brain.home / VERDICTS_FILE)
     if odd is not None:
-        return f"(MEMORY.md and EVOLUTION.md left out: {odd} is not a regular file, and memlane opens no FIFO or device.)"
+        return (
+            f"(MEMORY.md and EVOLUTION.md left out: {odd} is not a regular file, and memlane opens no FIFO or device.)"
+        )
     return brain.inject(keys).rstrip("\n") or "(MEMORY.md and EVOLUTION.md are empty.)"
 
 
@@ -791,7 +815,9 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
         terms += _session_terms(current)
     folder = current.parent if current is not None else (_claude_project_dir(cwd) if cwd else None)
     if folder is not None and folder.is_dir():
-        earlier = sorted(_regular_files(p for p in folder.glob("*.jsonl") if p != current), key=lambda f: f[1], reverse=True)
+        earlier = sorted(
+            _regular_files(p for p in folder.glob("*.jsonl") if p != current), key=lambda f: f[1], reverse=True
+        )
         for p, _ in earlier[:_RECENT_SESSIONS]:
             terms += _session_terms(p)
     brain = Brain(home=mem.home)

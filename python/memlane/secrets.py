@@ -153,14 +153,80 @@ def entropy(value: str) -> float:
 
 # Values people write where a real secret would go.
 _PLACEHOLDERS = frozenset(
-    """password passwd pass pwd pw secret secrets changeme change_me changeit example test testing
-    postgres postgresql mysql root admin administrator user username guest default redacted masked
-    placeholder hidden mypassword yourpassword your_password your-password mysecret yoursecret
-    dbpass dbpassword token apikey api_key none null nil empty foobar foo bar baz qwerty
-    letmein welcome password1 password123 hunter2 dummy fake sample testpass testpassword test123 secret123""".split()
+    [
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "pw",
+        "secret",
+        "secrets",
+        "changeme",
+        "change_me",
+        "changeit",
+        "example",
+        "test",
+        "testing",
+        "postgres",
+        "postgresql",
+        "mysql",
+        "root",
+        "admin",
+        "administrator",
+        "user",
+        "username",
+        "guest",
+        "default",
+        "redacted",
+        "masked",
+        "placeholder",
+        "hidden",
+        "mypassword",
+        "yourpassword",
+        "your_password",
+        "your-password",
+        "mysecret",
+        "yoursecret",
+        "dbpass",
+        "dbpassword",
+        "token",
+        "apikey",
+        "api_key",
+        "none",
+        "null",
+        "nil",
+        "empty",
+        "foobar",
+        "foo",
+        "bar",
+        "baz",
+        "qwerty",
+        "letmein",
+        "welcome",
+        "password1",
+        "password123",
+        "hunter2",
+        "dummy",
+        "fake",
+        "sample",
+        "testpass",
+        "testpassword",
+        "test123",
+        "secret123",
+    ]
 )
 # Sample values in code and docs ("secure_password123", "your-api-key", "changeme-in-prod").
-_PLACEHOLDER_PARTS = ("password", "passwd", "example", "changeme", "change-me", "placeholder", "dummy", "redacted", "your")
+_PLACEHOLDER_PARTS = (
+    "password",
+    "passwd",
+    "example",
+    "changeme",
+    "change-me",
+    "placeholder",
+    "dummy",
+    "redacted",
+    "your",
+)
 _REFERENCE = re.compile(
     r"[<>\[\]()…*]|^[$%{]|\$\{|\$\(|%\(|\{\{|^(?:os\.|env\.|process\.|getenv|secrets\.|settings\.|config\.|vault:|op://|ssm:|"
     r"arn:|sm://|file:|/|~|\./|\.\./)",
@@ -198,7 +264,10 @@ def _random_looking(value: str) -> bool:
 
 
 def _aws_secret(value: str) -> bool:
-    return bool(re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"\d", value)) and "EXAMPLE" not in value
+    return (
+        bool(re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"\d", value))
+        and "EXAMPLE" not in value
+    )
 
 
 def _aws_key_id(value: str) -> bool:
@@ -231,7 +300,10 @@ _KEY_QUALIFIER = re.compile(r"(?:api|access|auth|private|signing|encryption|clie
 
 
 def _qualified_key(text: str, start: int) -> bool:
-    return text[start : start + 3].lower() != "key" or _KEY_QUALIFIER.search(text[max(0, start - 12) : start].lower()) is not None
+    return (
+        text[start : start + 3].lower() != "key"
+        or _KEY_QUALIFIER.search(text[max(0, start - 12) : start].lower()) is not None
+    )
 
 
 _B64 = r"[A-Za-z0-9/+]"
@@ -303,7 +375,10 @@ KINDS: tuple[Kind, ...] = (
             r"(?P<pre>gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-)[A-Za-z0-9_\-]{20,1024}(?![A-Za-z0-9_\-])",
             r"(?P<pre>GR1348941)[A-Za-z0-9_\-]{20,50}(?![A-Za-z0-9_\-])",
         ),
-        (tuple(f"gl{p}-" for p in ("pat", "dt", "ft", "soat", "rt", "cbt", "imt", "ptt", "agent", "oas")), ("GR1348941",)),
+        (
+            tuple(f"gl{p}-" for p in ("pat", "dt", "ft", "soat", "rt", "cbt", "imt", "ptt", "agent", "oas")),
+            ("GR1348941",),
+        ),
     ),
     Kind(
         "slack_token",
@@ -363,7 +438,9 @@ KINDS: tuple[Kind, ...] = (
         (
             # password, passwd, passphrase (and DB_PASSWORD…), or "pass" as a word; a
             # command-line flag (--password VALUE) may use a plain space.
-            r"pass(?:w(?:or)?d\w*|phrase\w*|(?<![a-z0-9]pass)\b)(?:" + _SEP + r"|(?<=--pass)\s+|(?<=--password)\s+|(?<=--passwd)\s+)"
+            r"pass(?:w(?:or)?d\w*|phrase\w*|(?<![a-z0-9]pass)\b)(?:"
+            + _SEP
+            + r"|(?<=--pass)\s+|(?<=--password)\s+|(?<=--passwd)\s+)"
             + _PASSWORD_VALUE,
             r"pwd(?<![a-z0-9]pwd)\b" + _PASSWORD_TAIL,
         ),

@@ -41,10 +41,19 @@ def _cmd_install_hooks(args: argparse.Namespace) -> int:
 
     if args.client == "claude-code":
         claude_json: Any = False if args.no_mcp else (args.claude_json or True)
-        report = install_claude_code(args.settings, home=args.home, claude_json=claude_json, embed=args.embed, distill=args.distill)
+        report = install_claude_code(
+            args.settings, home=args.home, claude_json=claude_json, embed=args.embed, distill=args.distill
+        )
         transcripts = claude_dir() / "projects"
     else:
-        report = install_codex(args.codex_home, home=args.home, mcp=not args.no_mcp, notify=args.notify, embed=args.embed, distill=args.distill)
+        report = install_codex(
+            args.codex_home,
+            home=args.home,
+            mcp=not args.no_mcp,
+            notify=args.notify,
+            embed=args.embed,
+            distill=args.distill,
+        )
         transcripts = (Path(args.codex_home).expanduser() if args.codex_home else codex_dir()) / "sessions"
     if not args.no_backfill and queue_backfill(args.home, transcripts, client=args.client, embed=args.embed):
         report.notes.append(f"indexing {transcripts} in the background (resumable; `memlane doctor` shows the queue)")
@@ -75,9 +84,15 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """
     from memlane.agents.hooks import add_arguments as add_hook_arguments
 
-    p = sub.add_parser("mcp", parents=list(parents), help="MCP server on stdio: recall, remember, supersede, get, status")
+    p = sub.add_parser(
+        "mcp", parents=list(parents), help="MCP server on stdio: recall, remember, supersede, get, status"
+    )
     p.add_argument("--embed", default="local", help="query embedder: local (default), bedrock…, none (keyword-only)")
-    p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
+    p.add_argument(
+        "--agent",
+        metavar="ROLE",
+        help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)",
+    )
     p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("hook", parents=list(parents), help="handle an agent hook event (what install-hooks wires in)")
@@ -89,15 +104,32 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     where.add_argument("--claude-json", help="Claude Code user state file holding mcpServers (default ~/.claude.json)")
     where.add_argument("--codex-home", help="Codex folder (default $CODEX_HOME or ~/.codex)")
 
-    p = sub.add_parser("install-hooks", parents=[*parents, where], help="wire memlane into Claude Code or Codex (idempotent, backs files up)")
+    p = sub.add_parser(
+        "install-hooks",
+        parents=[*parents, where],
+        help="wire memlane into Claude Code or Codex (idempotent, backs files up)",
+    )
     p.add_argument("client", choices=["claude-code", "codex"])
-    p.add_argument("--embed", default="local", help="embedder the background indexer uses: local (default), bedrock…, none")
-    p.add_argument("--distill", choices=["extractive", "bedrock", "off"],
-                   help="how the hooks distil sessions into DailyActivity and MEMORY.md (default: extractive, offline; off turns it off)")
+    p.add_argument(
+        "--embed", default="local", help="embedder the background indexer uses: local (default), bedrock…, none"
+    )
+    p.add_argument(
+        "--distill",
+        choices=["extractive", "bedrock", "off"],
+        help="how the hooks distil sessions into DailyActivity and MEMORY.md (default: extractive, offline; off turns it off)",
+    )
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
-    p.add_argument("--notify", action="store_true", help="Codex: also set notify = [memlane …] (for Codex versions without hooks)")
-    p.add_argument("--no-backfill", action="store_true", help="do not index the client's existing transcripts in the background")
+    p.add_argument(
+        "--notify", action="store_true", help="Codex: also set notify = [memlane …] (for Codex versions without hooks)"
+    )
+    p.add_argument(
+        "--no-backfill", action="store_true", help="do not index the client's existing transcripts in the background"
+    )
     p.set_defaults(func=_cmd_install_hooks)
 
-    p = sub.add_parser("doctor", parents=[*parents, where], help="check the setup: home, hooks, MCP server, transcript retention, queue")
+    p = sub.add_parser(
+        "doctor",
+        parents=[*parents, where],
+        help="check the setup: home, hooks, MCP server, transcript retention, queue",
+    )
     p.set_defaults(func=_cmd_doctor)

@@ -111,7 +111,12 @@ _CARRIED_CHARS = 1500
 """Characters at most of the "open from last time" tasks a session starts with (about ten)."""
 DISTILL_ENV = "MEMLANE_DISTILL"
 """Distillation engine of the session hooks: ``extractive`` (the default, offline), ``bedrock``, or ``off``."""
-_DISTILLING = {("claude-code", "session-end"): 1, ("claude-code", "pre-compact"): 1, ("codex", "stop"): 20, ("codex", "notify"): 20}
+_DISTILLING = {
+    ("claude-code", "session-end"): 1,
+    ("claude-code", "pre-compact"): 1,
+    ("codex", "stop"): 20,
+    ("codex", "notify"): 20,
+}
 
 
 def distill_min_turns(client: str, event: str) -> int | None:
@@ -122,6 +127,8 @@ def distill_min_turns(client: str, event: str) -> int | None:
     per-turn events distil once twenty turns have gathered.
     """
     return _DISTILLING.get((client, event))
+
+
 DEFAULT_MAX_TOKENS = 4000
 """Token budget of the recall a hook injects (the frozen snapshot comes on top)."""
 DEFAULT_MAX_CHARS = 9500
@@ -156,7 +163,9 @@ def read_payload(text: str) -> dict[str, Any]:
     try:
         payload = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
-        raise HookInputError(f"the hook payload is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise HookInputError(
+            f"the hook payload is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise HookInputError("the hook payload is JSON nested too deep to read") from None
     if not isinstance(payload, dict):
@@ -215,7 +224,10 @@ def _context_output(event: str, text: str) -> str:
 
     # The snapshot and the recall come masked already; this is the last door to the agent.
     context = secrets.mask(text)
-    return json.dumps({"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": context}}, ensure_ascii=False)
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": HOOK_EVENT_NAMES[event], "additionalContext": context}},
+        ensure_ascii=False,
+    )
 
 
 def _open(home: str | os.PathLike[str]) -> Any:
@@ -294,8 +306,15 @@ def session_start(
     return reply.output()
 
 
-def _session_start(home: str | os.PathLike[str], payload: dict[str, Any], reply: _Reply, *, max_tokens: int, max_chars: int,
-                   role: Role | None) -> None:
+def _session_start(
+    home: str | os.PathLike[str],
+    payload: dict[str, Any],
+    reply: _Reply,
+    *,
+    max_tokens: int,
+    max_chars: int,
+    role: Role | None,
+) -> None:
     from memlane import _check
     from memlane.brain.tasks import carried_block
     from memlane.errors import CorruptIndexError
@@ -317,8 +336,14 @@ def _session_start(home: str | os.PathLike[str], payload: dict[str, Any], reply:
         budget = min(max_tokens, room // 4)  # recall counts four UTF-8 bytes per token: bytes ≥ characters
         try:
             # The snapshot carries the brain; the recall adds library and transcripts only.
-            query = focus_query(mem, cwd=_field(payload, "cwd") or None, transcript_path=_field(payload, "transcript_path") or None)
-            if query and budget >= _MIN_RECALL_TOKENS and (recalled := _recall(_remote() or mem, query, budget, project, role)):
+            query = focus_query(
+                mem, cwd=_field(payload, "cwd") or None, transcript_path=_field(payload, "transcript_path") or None
+            )
+            if (
+                query
+                and budget >= _MIN_RECALL_TOKENS
+                and (recalled := _recall(_remote() or mem, query, budget, project, role))
+            ):
                 reply.add(recalled)
         except CorruptIndexError:
             if DAMAGED_INDEX not in snapshot and len(DAMAGED_INDEX) <= room:  # a snapshot frozen before the damage
@@ -362,8 +387,15 @@ def user_prompt_submit(
     return reply.output()
 
 
-def _user_prompt_submit(home: str | os.PathLike[str], payload: dict[str, Any], reply: _Reply, *, max_tokens: int, max_chars: int,
-                        role: Role | None) -> None:
+def _user_prompt_submit(
+    home: str | os.PathLike[str],
+    payload: dict[str, Any],
+    reply: _Reply,
+    *,
+    max_tokens: int,
+    max_chars: int,
+    role: Role | None,
+) -> None:
     from memlane import _check
     from memlane.errors import CorruptIndexError
     from memlane.ranking.query import bounded
@@ -374,7 +406,12 @@ def _user_prompt_submit(home: str | os.PathLike[str], payload: dict[str, Any], r
     budget = min(max_tokens, max_chars // 4)  # four UTF-8 bytes per token: bytes ≥ characters
     prompt = bounded(_field(payload, "prompt")).strip()  # bounded here too: a served index would get it whole
     session_id = _field(payload, "session_id")
-    if budget < _MIN_RECALL_TOKENS or not prompt or not session_id or not _first_prompt(Path(home).expanduser(), session_id):
+    if (
+        budget < _MIN_RECALL_TOKENS
+        or not prompt
+        or not session_id
+        or not _first_prompt(Path(home).expanduser(), session_id)
+    ):
         return
     role = role or Role()
     try:
@@ -470,11 +507,20 @@ def queue_entry(
     except (OSError, ValueError):
         earlier = {}
     # The first queuing time stays: doctor flags an entry no worker has taken for an hour.
-    entry = {"path": path, "session_id": session_id, "client": client, "event": event, "embed": embed,
-             "vectors": not (client == "claude-code" and event == "stop") or bool(earlier.get("vectors")),
-             "distill": distill or earlier.get("distill"),
-             "distill_min_turns": min(distill_min_turns(client, event) or 1 if distill else 1_000_000, int(earlier.get("distill_min_turns", 1_000_000))),
-             "queued_at": earlier.get("queued_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    entry = {
+        "path": path,
+        "session_id": session_id,
+        "client": client,
+        "event": event,
+        "embed": embed,
+        "vectors": not (client == "claude-code" and event == "stop") or bool(earlier.get("vectors")),
+        "distill": distill or earlier.get("distill"),
+        "distill_min_turns": min(
+            distill_min_turns(client, event) or 1 if distill else 1_000_000,
+            int(earlier.get("distill_min_turns", 1_000_000)),
+        ),
+        "queued_at": earlier.get("queued_at") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     _write_entry(target, entry)
     return target
 
@@ -499,7 +545,13 @@ def pending(home: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def _entry_files(queue: Path) -> list[Path]:
     if not queue.is_dir():
         return []
-    return sorted(p for p in queue.iterdir() if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json" + _TAKEN)) and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in queue.iterdir()
+        if p.is_file()
+        and (p.name.endswith(".json") or p.name.endswith(".json" + _TAKEN))
+        and not p.name.startswith(".")
+    )
 
 
 def spawn_worker(home: str | os.PathLike[str]) -> None:
@@ -507,12 +559,20 @@ def spawn_worker(home: str | os.PathLike[str]) -> None:
     queue = _queue(home)
     queue.mkdir(parents=True, exist_ok=True)
     with open(queue / "worker.log", "ab") as log:
-        kwargs: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "close_fds": True, "cwd": str(queue)}
+        kwargs: dict[str, Any] = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": log,
+            "stderr": log,
+            "close_fds": True,
+            "cwd": str(queue),
+        }
         if sys.platform == "win32":
             kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
         else:
             kwargs["start_new_session"] = True
-        subprocess.Popen([sys.executable, "-m", "memlane.cli", "hook", "drain", "--home", str(Path(home).expanduser())], **kwargs)
+        subprocess.Popen(
+            [sys.executable, "-m", "memlane.cli", "hook", "drain", "--home", str(Path(home).expanduser())], **kwargs
+        )
 
 
 @dataclass
@@ -598,7 +658,7 @@ def _drain_pass(home: Path, queue: Path, files: list[Path], report: DrainReport)
                 os.replace(taken, f)
             report.locked = True
             return False
-        except Exception as exc:  # noqa: BLE001 - a worker must outlive any one bad transcript
+        except Exception as exc:
             entry["attempts"] = int(entry.get("attempts", 0)) + 1
             _log(queue, f"failed {path} (attempt {entry['attempts']}): {type(exc).__name__}: {exc}")
             if entry["attempts"] < _MAX_ATTEMPTS and not f.exists():
@@ -621,11 +681,20 @@ def _distill(mem: Any, entry: dict[str, Any], report: DrainReport) -> None:
     written = [r for r in results if not r.skipped]
     report.distilled.append(path)
     added = [k for res in written for k in res.added]
-    _log(_queue(home), f"distilled {path}: {len(written)} of {len(results)} session(s), added {', '.join(added) or 'nothing'}")
+    _log(
+        _queue(home),
+        f"distilled {path}: {len(written)} of {len(results)} session(s), added {', '.join(added) or 'nothing'}",
+    )
     if written:
         mem.index(sorted({r.daily for r in written if r.daily}))  # embedded as the home embeds, if it does
         if entry.get("event") != "session-end":
-            brain.log("memory:flush", path=path, event=entry.get("event"), sessions=[r.session_id for r in written], added=len(added))
+            brain.log(
+                "memory:flush",
+                path=path,
+                event=entry.get("event"),
+                sessions=[r.session_id for r in written],
+                added=len(added),
+            )
 
 
 def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
@@ -648,7 +717,7 @@ def _process(home: Path, entry: dict[str, Any], report: DrainReport) -> None:
         queue = _queue(home)
         try:
             started = run_due(home, default_brain_dir(home), queue / "timeline.log", embed)
-        except Exception as exc:  # noqa: BLE001 - scheduling must never cost the indexed session
+        except Exception as exc:
             _log(queue, f"timeline scheduling failed: {type(exc).__name__}: {exc}")
         else:
             if started:
@@ -695,16 +764,42 @@ def add_arguments(parser: argparse.ArgumentParser, parents: Sequence[argparse.Ar
         p = sub.add_parser(client, parents=list(parents), help=f"handle a {client} hook event (payload JSON on stdin)")
         p.add_argument("event", choices=events)
         p.add_argument("payload", nargs="?", help="the payload JSON (Codex notify passes it as an argument)")
-        p.add_argument("--max-tokens", type=_at_least_one, default=DEFAULT_MAX_TOKENS, help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})")
-        p.add_argument("--max-chars", type=_at_least_one, default=DEFAULT_MAX_CHARS, help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)")
-        p.add_argument("--deadline", type=_seconds, metavar="SECONDS",
-                       help=f"answer with what is ready after this long (default ${DEADLINE_ENV}, else {DEFAULT_DEADLINE_S:g})")
-        p.add_argument("--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none")
-        p.add_argument("--distill", choices=["extractive", "bedrock", "off"], default=os.environ.get(DISTILL_ENV) or "extractive",
-                       help=f"distil sessions into DailyActivity and MEMORY.md when they end, before a compaction and every 20 Codex turns: "
-                            f"extractive (default, offline), bedrock, or off (${DISTILL_ENV})")
-        p.add_argument("--agent", metavar="ROLE", help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)")
-    p = sub.add_parser("drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)")
+        p.add_argument(
+            "--max-tokens",
+            type=_at_least_one,
+            default=DEFAULT_MAX_TOKENS,
+            help=f"recall budget in tokens (default {DEFAULT_MAX_TOKENS})",
+        )
+        p.add_argument(
+            "--max-chars",
+            type=_at_least_one,
+            default=DEFAULT_MAX_CHARS,
+            help=f"most characters injected (default {DEFAULT_MAX_CHARS}: Claude Code's 10,000 cap)",
+        )
+        p.add_argument(
+            "--deadline",
+            type=_seconds,
+            metavar="SECONDS",
+            help=f"answer with what is ready after this long (default ${DEADLINE_ENV}, else {DEFAULT_DEADLINE_S:g})",
+        )
+        p.add_argument(
+            "--embed", default="local", help="embedder the worker indexes with: local (default), bedrock…, none"
+        )
+        p.add_argument(
+            "--distill",
+            choices=["extractive", "bedrock", "off"],
+            default=os.environ.get(DISTILL_ENV) or "extractive",
+            help=f"distil sessions into DailyActivity and MEMORY.md when they end, before a compaction and every 20 Codex turns: "
+            f"extractive (default, offline), bedrock, or off (${DISTILL_ENV})",
+        )
+        p.add_argument(
+            "--agent",
+            metavar="ROLE",
+            help="admin (default), project:NAME or skill:NAME: what the agent reads and writes ($MEMLANE_AGENT)",
+        )
+    p = sub.add_parser(
+        "drain", parents=list(parents), help="index the queued transcripts now (what the detached worker runs)"
+    )
 
 
 def _one_line(text: str) -> str:
@@ -728,7 +823,7 @@ def run(args: argparse.Namespace, stdin: Any = None, *, hard_exit: bool = False)
     except (HookInputError, HookUsageError) as exc:
         sys.stderr.write(f"memlane hook {what}: {_one_line(str(exc))}\n")
         return 1
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback into the agent's UI
+    except Exception as exc:
         sys.stderr.write(f"memlane hook {what}: {type(exc).__name__}: {_one_line(str(exc))}\n")
         return 1
 
@@ -754,7 +849,7 @@ def _answer(args: argparse.Namespace, stdin: Any, what: str, hard_exit: bool) ->
     def work() -> None:
         try:
             _handle(args, stdin, reply)
-        except BaseException as exc:  # noqa: BLE001 - handed to the answering thread, which reports it
+        except BaseException as exc:
             failed.append(exc)
 
     # A daemon thread: one stuck in a system call (an open() on a FIFO) never keeps the process alive.
@@ -772,7 +867,9 @@ def _answer(args: argparse.Namespace, stdin: Any, what: str, hard_exit: bool) ->
     if out:
         sys.stdout.write(out + "\n")
     ready = "the context ready by then" if out else "nothing (no context was ready)"
-    sys.stderr.write(f"memlane hook {what}: answered at its {deadline:g} s deadline with {ready}; --deadline or ${DEADLINE_ENV} sets it\n")
+    sys.stderr.write(
+        f"memlane hook {what}: answered at its {deadline:g} s deadline with {ready}; --deadline or ${DEADLINE_ENV} sets it\n"
+    )
     if hard_exit:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -792,9 +889,13 @@ def _handle(args: argparse.Namespace, stdin: Any, reply: _Reply) -> None:
         _user_prompt_submit(home, payload, reply, max_tokens=args.max_tokens, max_chars=args.max_chars, role=role)
     else:
         # A skill agent writes nothing to the brain: its transcript is indexed, never distilled.
-        distill = args.distill if distill_min_turns(args.client, event) and role.can_write and args.distill != "off" else None
+        distill = (
+            args.distill if distill_min_turns(args.client, event) and role.can_write and args.distill != "off" else None
+        )
         if event == "pre-compact":  # the client is about to compact the session's context
-            EventLog(home).append("memory:compact", session_id=_field(payload, "session_id"), trigger=_field(payload, "trigger") or None)
+            EventLog(home).append(
+                "memory:compact", session_id=_field(payload, "session_id"), trigger=_field(payload, "trigger") or None
+            )
         if queue_entry(home, payload, client=args.client, event=event, embed=args.embed, distill=distill) is not None:
             spawn_worker(home)
 
@@ -834,8 +935,17 @@ def main(argv: Sequence[str], *, hard_exit: bool = False) -> int:
     def common(defaults: bool) -> argparse.ArgumentParser:
         # As in memlane.cli: SUPPRESS in the subcommand so `--home` before or after it both work.
         p = argparse.ArgumentParser(add_help=False)
-        p.add_argument("--home", default=str(default_home()) if defaults else argparse.SUPPRESS, help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)")
-        p.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS, help="print one JSON document on stdout (drain)")
+        p.add_argument(
+            "--home",
+            default=str(default_home()) if defaults else argparse.SUPPRESS,
+            help="memlane home (default: $MEMLANE_HOME or ~/.local/share/memlane)",
+        )
+        p.add_argument(
+            "--json",
+            action="store_true",
+            default=False if defaults else argparse.SUPPRESS,
+            help="print one JSON document on stdout (drain)",
+        )
         return p
 
     parser = _Parser(prog="memlane hook", description="Handle an agent hook event.", parents=[common(True)])

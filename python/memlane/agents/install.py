@@ -123,7 +123,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"cannot read {path}: not JSON ({exc.msg} at line {exc.lineno}); fix it first, nothing was written") from None
+        raise ValueError(
+            f"cannot read {path}: not JSON ({exc.msg} at line {exc.lineno}); fix it first, nothing was written"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(f"cannot read {path}: expected a JSON object; fix it first, nothing was written")
     return data
@@ -146,7 +148,11 @@ def _write(path: Path, text: str, report: InstallReport) -> None:
 
 
 def _is_ours(handler: Any) -> bool:
-    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and bool(_OURS.search(" " + handler["command"]))
+    return (
+        isinstance(handler, dict)
+        and isinstance(handler.get("command"), str)
+        and bool(_OURS.search(" " + handler["command"]))
+    )
 
 
 def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -161,7 +167,7 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
     out = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
-        raise ValueError("the settings' \"hooks\" is not an object; fix it first, nothing was written")
+        raise ValueError('the settings\' "hooks" is not an object; fix it first, nothing was written')
     for event, groups in list(hooks.items()):
         if not isinstance(groups, list):
             continue
@@ -181,7 +187,14 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
     return out
 
 
-def _wanted(table: tuple[tuple[str, str, str | None, int], ...], client: str, memlane: list[str], home: str, embed: str, distill: str | None) -> dict[str, list[dict[str, Any]]]:
+def _wanted(
+    table: tuple[tuple[str, str, str | None, int], ...],
+    client: str,
+    memlane: list[str],
+    home: str,
+    embed: str,
+    distill: str | None,
+) -> dict[str, list[dict[str, Any]]]:
     from memlane.agents.hooks import distill_min_turns
 
     wanted: dict[str, list[dict[str, Any]]] = {}
@@ -206,7 +219,7 @@ def install_claude_code(
     *,
     home: str | PathLike[str],
     memlane: str | list[str] | None = None,
-    claude_json: str | PathLike[str] | None | bool = True,
+    claude_json: str | PathLike[str] | bool | None = True,
     embed: str = "local",
     distill: str | None = None,
 ) -> InstallReport:
@@ -232,14 +245,21 @@ def install_claude_code(
     data = merge_hooks(_read_json(path), _wanted(CLAUDE_HOOKS, "claude-code", exe, home_s, embed, distill))
     days = data.get("cleanupPeriodDays", CLAUDE_DEFAULT_CLEANUP_DAYS)
     if isinstance(days, (int, float)) and days < 7:
-        report.notes.append(f"cleanupPeriodDays is {days}: Claude Code deletes transcripts that old; memlane indexes each at every Stop and keeps a copy, so what it indexed stays")
+        report.notes.append(
+            f"cleanupPeriodDays is {days}: Claude Code deletes transcripts that old; memlane indexes each at every Stop and keeps a copy, so what it indexed stays"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, _dump(data), report)
     if claude_json:
         cj = claude_json_path() if claude_json is True else Path(claude_json).expanduser()
         state = _read_json(cj)
         servers = state.setdefault("mcpServers", {})
-        servers["memlane"] = {"type": "stdio", "command": exe[0], "args": [*exe[1:], "mcp", "--home", home_s], "env": {}}
+        servers["memlane"] = {
+            "type": "stdio",
+            "command": exe[0],
+            "args": [*exe[1:], "mcp", "--home", home_s],
+            "env": {},
+        }
         _write(cj, _dump(state), report)
     return report
 
@@ -303,7 +323,9 @@ def install_codex(
             m = re.search(r"^\s*\[", new_text, re.MULTILINE)
             new_text = new_text[: m.start()] + line + "\n" + new_text[m.start() :] if m else new_text + line
         elif not any("memlane" in str(a) for a in current):
-            report.notes.append(f"{config_path} already has notify = {current}: left as is (the Stop hook indexes anyway)")
+            report.notes.append(
+                f"{config_path} already has notify = {current}: left as is (the Stop hook indexes anyway)"
+            )
     if new_text != config_text:
         tomllib.loads(new_text)  # never write a file Codex cannot read
         _write(config_path, new_text, report)
@@ -370,10 +392,20 @@ def _check_hooks(name: str, path: Path, table: tuple[tuple[str, str, str | None,
     if data.get("disableAllHooks") is True:
         checks.append(Check(name, "error", f"{path} sets disableAllHooks: true, so no hook runs"))
     if missing:
-        checks.append(Check(name, "warning", f"{path} lacks memlane's {', '.join(missing)} hook(s): run `memlane install-hooks` again"))
+        checks.append(
+            Check(
+                name,
+                "warning",
+                f"{path} lacks memlane's {', '.join(missing)} hook(s): run `memlane install-hooks` again",
+            )
+        )
     broken = sorted({c for cmds in found.values() for c in cmds if not _runnable(c)})
     if broken:
-        checks.append(Check(name, "error", f"hook command not found: {broken[0]} (memlane moved? run `memlane install-hooks` again)"))
+        checks.append(
+            Check(
+                name, "error", f"hook command not found: {broken[0]} (memlane moved? run `memlane install-hooks` again)"
+            )
+        )
     if not checks:
         checks.append(Check(name, "ok", f"{len(found)} hooks installed in {path}"))
     return checks
@@ -405,16 +437,30 @@ def _retention(home: Path, settings: dict[str, Any], projects: Path, now: float)
         if now - st.st_mtime > (days - _EXPIRY_MARGIN_DAYS) * 86400:
             at_risk.append(f)
     if days == 0:
-        return Check("transcript retention", "error", "cleanupPeriodDays = 0: Claude Code keeps no transcripts, memlane has nothing to index; raise it (default 30)")
+        return Check(
+            "transcript retention",
+            "error",
+            "cleanupPeriodDays = 0: Claude Code keeps no transcripts, memlane has nothing to index; raise it (default 30)",
+        )
     if at_risk:
-        return Check("transcript retention", "error",
-                     f"{len(at_risk)} transcript(s) are not indexed and Claude Code deletes them within {_EXPIRY_MARGIN_DAYS} days "
-                     f"(cleanupPeriodDays = {days}), e.g. {at_risk[0]}: run `memlane index` now")
+        return Check(
+            "transcript retention",
+            "error",
+            f"{len(at_risk)} transcript(s) are not indexed and Claude Code deletes them within {_EXPIRY_MARGIN_DAYS} days "
+            f"(cleanupPeriodDays = {days}), e.g. {at_risk[0]}: run `memlane index` now",
+        )
     if unindexed:
-        return Check("transcript retention", "warning",
-                     f"{unindexed} transcript(s) not indexed yet, none near the {days}-day cleanup: the hooks queue them; `memlane index` catches up at once")
-    return Check("transcript retention", "ok", f"no transcript waits to be indexed; Claude Code deletes them after {days} days (cleanupPeriodDays), "
-                 "memlane keeps what it indexed (`memlane forget --missing` lets them go)")
+        return Check(
+            "transcript retention",
+            "warning",
+            f"{unindexed} transcript(s) not indexed yet, none near the {days}-day cleanup: the hooks queue them; `memlane index` catches up at once",
+        )
+    return Check(
+        "transcript retention",
+        "ok",
+        f"no transcript waits to be indexed; Claude Code deletes them after {days} days (cleanupPeriodDays), "
+        "memlane keeps what it indexed (`memlane forget --missing` lets them go)",
+    )
 
 
 def _check_queue(home: Path, now: float) -> Check:
@@ -432,7 +478,11 @@ def _check_queue(home: Path, now: float) -> Check:
     except ValueError:
         age = 0.0
     if age > 3600:
-        return Check("index queue", "warning", f"{len(entries)} transcript(s) queued for over an hour: see {log}, or run `memlane hook drain`")
+        return Check(
+            "index queue",
+            "warning",
+            f"{len(entries)} transcript(s) queued for over an hour: see {log}, or run `memlane hook drain`",
+        )
     return Check("index queue", "ok", f"{len(entries)} transcript(s) being indexed")
 
 
@@ -444,7 +494,7 @@ def _check_home(home: Path) -> Check:
         v = memlane.open(home, embedder="none").verify(thorough=False)
     except memlane.IndexLockedError:
         return Check("home", "ok", f"{home}: an index run is writing to it; `memlane verify` checks it afterwards")
-    except Exception as exc:  # noqa: BLE001 - doctor reports, it does not crash
+    except Exception as exc:
         return Check("home", "error", f"{home} does not open: {exc}")
     problems = [f for f in v["findings"] if f["severity"] == "problem"]
     if problems:
@@ -477,8 +527,14 @@ def doctor(
         checks += _check_hooks("claude-code hooks", settings_p, CLAUDE_HOOKS)
         try:
             cj = _read_json(Path(claude_json).expanduser() if claude_json else claude_json_path())
-            level, msg = ("ok", "memlane is registered (user scope)") if "memlane" in (cj.get("mcpServers") or {}) else (
-                "warning", "not registered: run `memlane install-hooks claude-code` (or `claude mcp add memlane -- memlane mcp`)")
+            level, msg = (
+                ("ok", "memlane is registered (user scope)")
+                if "memlane" in (cj.get("mcpServers") or {})
+                else (
+                    "warning",
+                    "not registered: run `memlane install-hooks claude-code` (or `claude mcp add memlane -- memlane mcp`)",
+                )
+            )
         except ValueError as exc:
             level, msg = "warning", str(exc)
         checks.append(Check("claude-code mcp", level, msg))
@@ -492,13 +548,26 @@ def doctor(
     if codex_home or xdir.is_dir():
         checks += _check_hooks("codex hooks", xdir / "hooks.json", CODEX_HOOKS)
         try:
-            config = tomllib.loads((xdir / "config.toml").read_text(encoding="utf-8")) if (xdir / "config.toml").exists() else {}
+            config = (
+                tomllib.loads((xdir / "config.toml").read_text(encoding="utf-8"))
+                if (xdir / "config.toml").exists()
+                else {}
+            )
             features = config.get("features", {})
             if features.get("hooks") is False or features.get("codex_hooks") is False:
-                checks.append(Check("codex hooks", "error", f"{xdir / 'config.toml'} turns hooks off ([features] hooks = false)"))
+                checks.append(
+                    Check("codex hooks", "error", f"{xdir / 'config.toml'} turns hooks off ([features] hooks = false)")
+                )
             registered = "memlane" in config.get("mcp_servers", {})
-            checks.append(Check("codex mcp", "ok" if registered else "warning",
-                                "memlane is registered in config.toml" if registered else "not registered: run `memlane install-hooks codex`"))
+            checks.append(
+                Check(
+                    "codex mcp",
+                    "ok" if registered else "warning",
+                    "memlane is registered in config.toml"
+                    if registered
+                    else "not registered: run `memlane install-hooks codex`",
+                )
+            )
         except (OSError, ValueError) as exc:
             checks.append(Check("codex mcp", "warning", f"cannot read {xdir / 'config.toml'}: {exc}"))
 

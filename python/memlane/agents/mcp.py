@@ -98,7 +98,12 @@ class MemoryTools:
     """
 
     def __init__(
-        self, home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None, remote: str | None = None
+        self,
+        home: str | PathLike[str],
+        embedder: str = "local",
+        role: Role | None = None,
+        cwd: str | None = None,
+        remote: str | None = None,
     ) -> None:
         import memlane
 
@@ -123,7 +128,9 @@ class MemoryTools:
         libraries (which every project reads)."""
         if self.reads is None or hit.project in self.mem.project_keys(self.reads):
             return True
-        return hit.source != "transcript" and any(lib["global"] and lib["path"] == hit.project for lib in self.mem.libraries())
+        return hit.source != "transcript" and any(
+            lib["global"] and lib["path"] == hit.project for lib in self.mem.libraries()
+        )
 
     def _entry_keys(self) -> list[str] | None:
         """The project keys brain entries must belong to for this agent (``None``: any)."""
@@ -136,17 +143,27 @@ class MemoryTools:
 
         return Brain(default_brain_dir(self.mem.home), home=self.mem.home)
 
-    def recall(self, query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None,
-               types: list[str] | None = None) -> str:
+    def recall(
+        self,
+        query: str,
+        max_tokens: int = 4000,
+        project: str | None = None,
+        branch: str | None = None,
+        types: list[str] | None = None,
+    ) -> str:
         """The recall block for ``query``, followed by the items' ids for :meth:`get`; with
         ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`)."""
         if types:
             if self.remote:
-                raise InvalidArgumentError("types are read from the home's brain and tasks, which a served index does not have")
+                raise InvalidArgumentError(
+                    "types are read from the home's brain and tasks, which a served index does not have"
+                )
             from memlane import secrets
 
             found = self.mem.items(query, types=types, project=self._readable(project))
-            lines = [f"- {i.type} {i.id}: {i.text.splitlines()[0] if i.text else ''} (cited: {i.citation})" for i in found]
+            lines = [
+                f"- {i.type} {i.id}: {i.text.splitlines()[0] if i.text else ''} (cited: {i.citation})" for i in found
+            ]
             return secrets.mask("\n".join(lines)) if lines else f"No {' or '.join(types)} in memory for this query."
         result = self.mem.recall(query, max_tokens=max_tokens, project=self._readable(project), branch=branch)
         if not result:
@@ -157,8 +174,13 @@ class MemoryTools:
         return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
 
     def remember(
-        self, section: str, text: str, detail: str | None = None, type: str | None = None,  # noqa: A002 - the tool's argument name
-        scope: str | None = None, project: str | None = None,
+        self,
+        section: str,
+        text: str,
+        detail: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        project: str | None = None,
     ) -> str:
         """Add a brain entry (MemoryGuard-checked, bounded by the role); the new key, and a
         warning when the text is what the repository already holds."""
@@ -180,11 +202,13 @@ class MemoryTools:
 
             old = self.brain.get(key)
             if old is None or entry_project(old) != project_name(self.role.project):
-                raise PermissionError(f"agent {self.role} supersedes its project's entries only; {echo(key.upper())} is not one")
+                raise PermissionError(
+                    f"agent {self.role} supersedes its project's entries only; {echo(key.upper())} is not one"
+                )
         new = self.brain.supersede(key, text, detail=detail)
         return f"[{key.upper()}] superseded by [{new.key}]"
 
-    def get(self, id: str) -> str:  # noqa: A002 - the tool's argument name
+    def get(self, id: str) -> str:
         """A brain entry (by key, with the entries it references) or a chunk (by hex id), in full."""
         ident = id.strip()
         if _BRAIN_KEY.match(ident):
@@ -194,10 +218,14 @@ class MemoryTools:
             loaded = [e for e in self.brain.load(ident) if keys is None or in_project(e, keys)]
             if not loaded or loaded[0].key != ident.upper():
                 raise KeyError(f"no entry {echo(ident.upper())} in agent {self.role}'s memory")
-            return secrets.mask("\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]))
+            return secrets.mask(
+                "\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])])
+            )
         hit = self.mem.get(ident)
         if hit is None or not self._in_scope(hit):
-            raise KeyError(f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects")
+            raise KeyError(
+                f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects"
+            )
         return secrets.mask(_render_hit(hit))
 
     def tasks(self, project: str | None = None) -> str:
@@ -209,8 +237,15 @@ class MemoryTools:
 
         key = self._readable(project) or project or (_core.project_of(self.cwd) if self.cwd else None)
         found = tasks.open_tasks(self.mem.home, key)
-        lines = [f"- [{t.status}] {t.description} (session {t.session_id}, {t.updated[:10]}, {Path(t.project).name})" for t in found]
-        threads = [e for e in self.brain.entries() if e.prefix == "OT" and e.active and not e.resolved and (key is None or in_project(e, [key]))]
+        lines = [
+            f"- [{t.status}] {t.description} (session {t.session_id}, {t.updated[:10]}, {Path(t.project).name})"
+            for t in found
+        ]
+        threads = [
+            e
+            for e in self.brain.entries()
+            if e.prefix == "OT" and e.active and not e.resolved and (key is None or in_project(e, [key]))
+        ]
         lines += [f"- [open thread {e.key}] {e.text}" for e in threads]
         where = f" in {Path(key).name}" if key else ""
         return "\n".join(lines) if lines else f"No open tasks{where}."
@@ -223,7 +258,11 @@ class MemoryTools:
             return f"served index {s['index']} at {self.remote} (catalog version {s['generation']}): {s['chunks']:,} chunks, {s['sessions']:,} sessions; shards down: {down}"
         entries = self.brain.entries(evolution=True)
         active = sum(e.active for e in entries)
-        vectors = f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})" if s["chunks_with_vectors"] else "keywords only"
+        vectors = (
+            f"{s['chunks_with_vectors']:,} with vectors ({s['embedder_id']})"
+            if s["chunks_with_vectors"]
+            else "keywords only"
+        )
         reads = f"project {self.reads} and the user's global libraries" if self.reads else "every project"
         return (
             f"home {self.mem.home}\n"
@@ -250,7 +289,11 @@ def _user_errors(fn: _F) -> _F:
 
 
 def build_server(
-    home: str | PathLike[str], embedder: str = "local", role: Role | None = None, cwd: str | None = None, remote: str | None = None
+    home: str | PathLike[str],
+    embedder: str = "local",
+    role: Role | None = None,
+    cwd: str | None = None,
+    remote: str | None = None,
 ) -> Any:
     """The MCP server (``mcp.server.MCPServer``) exposing :class:`MemoryTools` over ``home``
     (or the served index at ``remote``: recall and status only); a role that writes nothing
@@ -267,8 +310,13 @@ def build_server(
 
     @server.tool(annotations=read_only, structured_output=False)
     @_user_errors
-    def recall(query: str, max_tokens: int = 4000, project: str | None = None, branch: str | None = None,
-               types: list[ItemType] | None = None) -> str:
+    def recall(
+        query: str,
+        max_tokens: int = 4000,
+        project: str | None = None,
+        branch: str | None = None,
+        types: list[ItemType] | None = None,
+    ) -> str:
         """Search long-term memory (MEMORY.md, notes, past sessions). Returns relevant items with provenance and ids, or says nothing is relevant. project/branch: only that repository's (name or path) or git branch's memories. types: only typed, cited items of these kinds."""
         return tools.recall(query, max_tokens, project, branch, types)
 
@@ -277,8 +325,12 @@ def build_server(
         @server.tool(annotations=writes, structured_output=False)
         @_user_errors
         def remember(
-            section: Section, text: str, detail: str | None = None, type: MemoryType | None = None,  # noqa: A002 - the agent's argument name
-            scope: Scope | None = None, project: str | None = None,
+            section: Section,
+            text: str,
+            detail: str | None = None,
+            type: MemoryType | None = None,
+            scope: Scope | None = None,
+            project: str | None = None,
         ) -> str:
             """Add a one-line memory: KD decision, LL lesson, OT open thread, COE incident, RC context; CR/CP/FA corrections, competences, failed attempts. detail: provenance. type: user, feedback, project, reference; scope: private or team; project: bind to a repository. Never code, paths or git history."""
             return tools.remember(section, text, detail, type, scope, project)
@@ -293,7 +345,7 @@ def build_server(
 
         @server.tool(annotations=read_only, structured_output=False)
         @_user_errors
-        def get(id: str) -> str:  # noqa: A002 - the argument name the agent sees
+        def get(id: str) -> str:
             """Full text and provenance of one item by the id recall printed (hex chunk id or entry key like KD07)."""
             return tools.get(id)
 
@@ -312,7 +364,9 @@ def build_server(
     return server
 
 
-def serve(home: str | PathLike[str], embedder: str = "local", role: Role | None = None, remote: str | None = None) -> None:
+def serve(
+    home: str | PathLike[str], embedder: str = "local", role: Role | None = None, remote: str | None = None
+) -> None:
     """Run the server on stdio until the client closes the connection (the agent's working
     directory is the server's)."""
     import os

@@ -57,7 +57,9 @@ class Role:
             return cls()
         if kind in ("project", "skill") and name.strip():
             return cls(kind, name.strip())
-        raise InvalidArgumentError(f"unknown agent role {echo(text, quote=True)}: use admin, project:NAME or skill:NAME")
+        raise InvalidArgumentError(
+            f"unknown agent role {echo(text, quote=True)}: use admin, project:NAME or skill:NAME"
+        )
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}" if self.name else self.kind
@@ -107,7 +109,7 @@ class Role:
             raise PermissionError(f"agent {self} reads project {reads} only, not {echo(asked)}")
         return reads if asked is None else asked
 
-    def writes(self, section: str, type: str | None, project: str | None) -> tuple[str | None, str | None]:  # noqa: A002 - the field's name
+    def writes(self, section: str, type: str | None, project: str | None) -> tuple[str | None, str | None]:
         """The ``(type, project)`` a write of section ``section`` gets under this role.
 
         Raises:
@@ -122,7 +124,9 @@ class Role:
 
         kind = type or SECTION_TYPES.get(section.upper(), "project")
         if kind not in BOUND_TYPES:
-            raise PermissionError(f"agent {self} writes its project's memories (type project or reference), not {kind} entries: those are the admin's")
+            raise PermissionError(
+                f"agent {self} writes its project's memories (type project or reference), not {kind} entries: those are the admin's"
+            )
         if project and project_name(project) != project_name(self.name):
             raise PermissionError(f"agent {self} writes to project {echo(self.name)} only, not {echo(project)}")
         return type, self.name

@@ -32,7 +32,9 @@ def _ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--k takes comma-separated positive integers like 1,3,5,10, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--k takes comma-separated positive integers like 1,3,5,10, not {text!r}"
+        ) from None
     if not ks or ks[0] < 1:
         raise argparse.ArgumentTypeError(f"--k takes comma-separated positive integers like 1,3,5,10, not {text!r}")
     return ks
@@ -65,26 +67,54 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("dataset", choices=DATASETS, help="benchmark")
-    p.add_argument("file", help="data: locomo10.json, the beam/100K folder, the realtalk folder (or one chat), a LongMemEval JSON")
-    p.add_argument("--split", choices=["dev", "test", "all"], help="LoCoMo only: dev = conversations 0-4, test = 5-9 (default), all")
+    p.add_argument(
+        "file", help="data: locomo10.json, the beam/100K folder, the realtalk folder (or one chat), a LongMemEval JSON"
+    )
+    p.add_argument(
+        "--split",
+        choices=["dev", "test", "all"],
+        help="LoCoMo only: dev = conversations 0-4, test = 5-9 (default), all",
+    )
     p.add_argument(
         "--granularity",
         choices=[*GRANULARITIES, "all"],
         default="all",
         help="score at session (sessions of the first k hits), session_top (top k sessions of 50 hits), turn (dialog) or all (default)",
     )
-    p.add_argument("--k", type=_ks, default=list(DEFAULT_KS), help="cut-offs, comma-separated (default 1,3,5,10); queries ask for the largest")
-    p.add_argument("--embedder", "--embed", default="local", help="local (default, MiniLM q8), local:fp32, local:int8, local:MODEL_DIR, or none (BM25 only)")
+    p.add_argument(
+        "--k",
+        type=_ks,
+        default=list(DEFAULT_KS),
+        help="cut-offs, comma-separated (default 1,3,5,10); queries ask for the largest",
+    )
+    p.add_argument(
+        "--embedder",
+        "--embed",
+        default="local",
+        help="local (default, MiniLM q8), local:fp32, local:int8, local:MODEL_DIR, or none (BM25 only)",
+    )
     p.add_argument("--limit", type=int, help="run only the first N conversations (quick runs)")
     p.add_argument("--fusion", choices=["weighted", "rrf"], help="search fusion (default: the product's)")
     p.add_argument("--vector-weight", type=float, help="vector weight in weighted fusion (default: the product's)")
     p.add_argument("--threshold", type=float, help="empty-result threshold (default: the product's)")
-    p.add_argument("--no-recency", dest="recency", action="store_false", default=None,
-                   help="turn off current-first ordering of same-subject hits (to measure it)")
-    p.add_argument("--no-temporal", dest="temporal", action="store_false", default=None,
-                   help="turn off the boost of hits near a time the question names (to measure it)")
+    p.add_argument(
+        "--no-recency",
+        dest="recency",
+        action="store_false",
+        default=None,
+        help="turn off current-first ordering of same-subject hits (to measure it)",
+    )
+    p.add_argument(
+        "--no-temporal",
+        dest="temporal",
+        action="store_false",
+        default=None,
+        help="turn off the boost of hits near a time the question names (to measure it)",
+    )
     p.add_argument("--out", help="result file (default bench-results/<dataset>-<split>-<timestamp>.json)")
-    p.add_argument("--allow-unverified", action="store_true", help="LongMemEval: run a file whose sha256 is not a published one")
+    p.add_argument(
+        "--allow-unverified", action="store_true", help="LongMemEval: run a file whose sha256 is not a published one"
+    )
     p.set_defaults(func=run_cli)
 
 
@@ -159,11 +189,18 @@ def format_markdown(result: dict[str, Any]) -> str:
         f"`{result['git_revision'][:12]}`{' (modified tree)' if result.get('git_dirty') else ''}, "
         f"native module sha256 `{result.get('core_sha256', '?')[:12]}`",
         f"- data sha256 `{result['file_sha256'][:16]}…`"
-        + {True: " (matches the published file)", False: " (NOT the published file)", None: ""}[result.get("file_verified")],
+        + {True: " (matches the published file)", False: " (NOT the published file)", None: ""}[
+            result.get("file_verified")
+        ],
         f"- {c['conversations']} conversations, {c['questions']} questions; scored "
         + ", ".join(f"{g} {n}" for g, n in c["questions_scored"].items())
         + "; skipped: "
-        + ("; ".join(f"{g} " + (", ".join(f"{r} {n}" for r, n in s.items()) or "none") for g, s in c["questions_skipped"].items())),
+        + (
+            "; ".join(
+                f"{g} " + (", ".join(f"{r} {n}" for r, n in s.items()) or "none")
+                for g, s in c["questions_skipped"].items()
+            )
+        ),
         f"- evidence: {c['evidence_strings']} gold entries; repaired/dropped: "
         f"{', '.join(f'{k} {v}' for k, v in c['evidence_issues'].items()) or 'none'}; "
         f"gold turns not indexed {c['gold_turns_not_indexed']}; queries with no hit {c['empty_results']}",

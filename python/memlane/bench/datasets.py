@@ -62,7 +62,7 @@ GRANULARITIES = ("session", "session_top", "turn")
 
 # Positions in locomo10.json (conv-26 … conv-43 are dev, conv-44 … conv-50 test). Fixed in
 # code so that no run can tune on the conversations it reports.
-LOCOMO_SPLITS: dict[str, range] = {"dev": range(0, 5), "test": range(5, 10), "all": range(0, 10)}
+LOCOMO_SPLITS: dict[str, range] = {"dev": range(5), "test": range(5, 10), "all": range(10)}
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 
 # Category numbering of the LoCoMo repository's task_eval/evaluation.py (the paper's table
@@ -286,7 +286,9 @@ def normalise_evidence(raw: Iterable[object], known: Container[str]) -> tuple[li
     return out, issues
 
 
-def _question_skip(gold_turns: Iterable[str], gold_sessions: Iterable[str], raw_empty: bool, abstention: bool) -> dict[str, str]:
+def _question_skip(
+    gold_turns: Iterable[str], gold_sessions: Iterable[str], raw_empty: bool, abstention: bool
+) -> dict[str, str]:
     reason_if_empty = "abstention" if abstention else ("no_evidence" if raw_empty else "no_valid_evidence")
     skip = {}
     if not list(gold_turns):
@@ -538,7 +540,14 @@ def _realtalk_conversation(path: Path) -> Conversation:
     questions, issues = _dialog_questions(
         cid, doc.get("qa") or [], turn_session, lambda cat: f"{cat}:{REALTALK_CATEGORIES.get(cat, 'unknown')}"
     )
-    return Conversation(cid=cid, questions=questions, fmt="generic", payload=records, evidence_issues=issues, conversion_issues=conversion)
+    return Conversation(
+        cid=cid,
+        questions=questions,
+        fmt="generic",
+        payload=records,
+        evidence_issues=issues,
+        conversion_issues=conversion,
+    )
 
 
 # -- BEAM ----------------------------------------------------------------------------------
@@ -549,7 +558,9 @@ def _beam_dirs(p: Path) -> list[Path]:
         return [p]
     dirs = [d for d in p.iterdir() if d.is_dir() and (d / "chat.json").is_file()]
     if not dirs:
-        raise ValueError(f"no BEAM conversations in {p}: expected <n>/chat.json and <n>/probing_questions.json (e.g. beam/100K)")
+        raise ValueError(
+            f"no BEAM conversations in {p}: expected <n>/chat.json and <n>/probing_questions.json (e.g. beam/100K)"
+        )
     return sorted(dirs, key=lambda d: (0, int(d.name)) if d.name.isdigit() else (1, d.name))
 
 
@@ -673,7 +684,14 @@ def _beam_conversation(d: Path, cid: str) -> Conversation:
                     skip=_question_skip(ids, sessions, not flat, abstention=category == "abstention"),
                 )
             )
-    return Conversation(cid=cid, questions=questions, fmt="generic", payload=records, evidence_issues=issues, conversion_issues=conversion)
+    return Conversation(
+        cid=cid,
+        questions=questions,
+        fmt="generic",
+        payload=records,
+        evidence_issues=issues,
+        conversion_issues=conversion,
+    )
 
 
 # -- LongMemEval ---------------------------------------------------------------------------

@@ -33,7 +33,17 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-__all__ = ["METRICS", "aggregate", "evidence_recall", "ndcg", "recall_all", "recall_any", "score", "session_ranking", "turn_ranking"]
+__all__ = [
+    "METRICS",
+    "aggregate",
+    "evidence_recall",
+    "ndcg",
+    "recall_all",
+    "recall_any",
+    "score",
+    "session_ranking",
+    "turn_ranking",
+]
 
 METRICS = ("recall_any", "recall_all", "evidence_recall", "ndcg")
 
@@ -146,7 +156,9 @@ def ndcg(ranking: Sequence[Collection[str]], gold: Collection[str], k: int) -> f
 _FUNCS = {"recall_any": recall_any, "recall_all": recall_all, "evidence_recall": evidence_recall, "ndcg": ndcg}
 
 
-def score(ranking: Sequence[Collection[str]], gold: Collection[str], ks: Iterable[int] = (1, 3, 5, 10)) -> dict[str, float]:
+def score(
+    ranking: Sequence[Collection[str]], gold: Collection[str], ks: Iterable[int] = (1, 3, 5, 10)
+) -> dict[str, float]:
     """Every metric at every ``k`` for one question, keyed ``"<metric>@<k>"`` (rounded to 6 places).
 
     Args:

@@ -73,9 +73,15 @@ def git_revision(root: Path | None = None) -> tuple[str, bool | None]:
     """
     root = root or Path(memlane.__file__).resolve().parents[2]
     try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        )
         status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10, check=True
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown", None
@@ -150,9 +156,16 @@ class _Tally:
         out: dict[str, Any] = {}
         for gran in self.granularities:
             out[gran] = {
-                "groups": {name: {"questions": len(self.rows[gran].get(name, [])), "metrics": aggregate(self.rows[gran].get(name, []))} for name in self.groups},
+                "groups": {
+                    name: {
+                        "questions": len(self.rows[gran].get(name, [])),
+                        "metrics": aggregate(self.rows[gran].get(name, [])),
+                    }
+                    for name in self.groups
+                },
                 "categories": {
-                    cat: {"questions": len(rows), "metrics": aggregate(rows)} for cat, rows in sorted(self.categories[gran].items())
+                    cat: {"questions": len(rows), "metrics": aggregate(rows)}
+                    for cat, rows in sorted(self.categories[gran].items())
                 },
             }
         return out
@@ -249,7 +262,11 @@ def run_benchmark(
                     hits = mem.search(q.text, k=search_k, **search_kwargs)
                     # A separate, deeper query rather than a slice of one: k sizes the rerank
                     # pool, so the first k of a deeper list need not be the k-hit answer.
-                    deep = mem.search(q.text, k=max(SESSION_DEPTH, search_k), **search_kwargs) if "session_top" in granularities else []
+                    deep = (
+                        mem.search(q.text, k=max(SESSION_DEPTH, search_k), **search_kwargs)
+                        if "session_top" in granularities
+                        else []
+                    )
                     counts["empty_results"] += not hits
                     counts["gold_turns_not_indexed"] += len(q.gold_turns - indexable)
                     rankings = {
@@ -265,7 +282,10 @@ def run_benchmark(
                         "question": q.text,
                         "evidence": q.raw_evidence,
                         "gold": {g: sorted(q.gold(g)) for g in granularities},
-                        "hits": [{"session": h.session_id, "turn_ids": list(h.meta.get("turn_ids") or []), "score": h.score} for h in hits],
+                        "hits": [
+                            {"session": h.session_id, "turn_ids": list(h.meta.get("turn_ids") or []), "score": h.score}
+                            for h in hits
+                        ],
                         "metrics": {},
                         "skipped": {},
                     }
@@ -318,7 +338,9 @@ def run_benchmark(
             "questions_scored": scored,
             "questions_skipped": {g: dict(sorted(tally.skipped[g].items())) for g in granularities},
             "empty_results": counts["empty_results"],
-            "mean_distinct_sessions_in_hits": round(sum(distinct_sessions) / len(distinct_sessions), 3) if distinct_sessions else 0.0,
+            "mean_distinct_sessions_in_hits": round(sum(distinct_sessions) / len(distinct_sessions), 3)
+            if distinct_sessions
+            else 0.0,
             "gold_turns_not_indexed": counts["gold_turns_not_indexed"],
             "evidence_strings": evidence.pop("evidence_strings", 0),
             "evidence_issues": dict(sorted(evidence.items())),

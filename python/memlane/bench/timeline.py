@@ -32,18 +32,45 @@ from memlane.timeline.gate import Question
 
 START = date(2026, 1, 5)
 WEEKS = 26
-AREAS = ["billing", "exporter", "search", "auth", "ingest", "notifications", "payments", "reporting", "scheduler", "mobile sync",
-         "analytics", "checkout"]
+AREAS = [
+    "billing",
+    "exporter",
+    "search",
+    "auth",
+    "ingest",
+    "notifications",
+    "payments",
+    "reporting",
+    "scheduler",
+    "mobile sync",
+    "analytics",
+    "checkout",
+]
 PROJECTS = ["OPS", "BILL", "SRCH", "AUTH", "ING", "PAY"]
 
 # (daily sentence, question); {a} area, {n} number, {d} date, {i} identifier.
 NUMBER_FACTS = [
-    ("Set the {a} worker concurrency to {n} after the load test.", "How many concurrent workers does the {a} service run with after load testing?"),
-    ("The {a} p99 latency came down to {n} ms once the cache was warm.", "What tail latency did {a} reach with a warm cache?"),
+    (
+        "Set the {a} worker concurrency to {n} after the load test.",
+        "How many concurrent workers does the {a} service run with after load testing?",
+    ),
+    (
+        "The {a} p99 latency came down to {n} ms once the cache was warm.",
+        "What tail latency did {a} reach with a warm cache?",
+    ),
     ("Raised the {a} retry limit to {n} attempts.", "How many attempts may {a} retry before giving up?"),
-    ("The {a} nightly batch now processes {n} records per shard.", "How many records per shard does the {a} nightly job handle?"),
-    ("Capped the {a} connection pool at {n} connections.", "What is the maximum pool size for {a} database connections?"),
-    ("The {a} queue backlog peaked at {n} messages during the incident.", "How large did the {a} backlog get at its worst?"),
+    (
+        "The {a} nightly batch now processes {n} records per shard.",
+        "How many records per shard does the {a} nightly job handle?",
+    ),
+    (
+        "Capped the {a} connection pool at {n} connections.",
+        "What is the maximum pool size for {a} database connections?",
+    ),
+    (
+        "The {a} queue backlog peaked at {n} messages during the incident.",
+        "How large did the {a} backlog get at its worst?",
+    ),
 ]
 DATE_FACTS = [
     ("The {a} code freeze starts on {d}.", "When does the {a} freeze begin?"),
@@ -142,7 +169,9 @@ def generate(seed: int, *, start: date = START, weeks: int = WEEKS) -> Corpus:
             used.add((sentence, area))
             day = rng.choice(days)
             value = {
-                "number": lambda: str(rng.choice([rng.randint(3, 64), rng.randint(100, 990), rng.randint(1000, 50000)])),
+                "number": lambda: str(
+                    rng.choice([rng.randint(3, 64), rng.randint(100, 990), rng.randint(1000, 50000)])
+                ),
                 "date": lambda: (day + timedelta(days=rng.randint(5, 60))).isoformat(),
                 "identifier": lambda: _identifier(rng, sentence, area),
             }[kind]()
@@ -155,29 +184,53 @@ def generate(seed: int, *, start: date = START, weeks: int = WEEKS) -> Corpus:
         when = sorted(rng.sample(days[: len(days) - 10], len(chain)))
         refs = []
         for n, (v, day) in enumerate(zip(chain, when)):
-            line = DECIDE.format(v=v, a=area, s=s_name) if n == 0 else rng.choice(SWITCH).format(a=area, s=s_name, old=chain[n - 1], v=v)
+            line = (
+                DECIDE.format(v=v, a=area, s=s_name)
+                if n == 0
+                else rng.choice(SWITCH).format(a=area, s=s_name, old=chain[n - 1], v=v)
+            )
             refs.append(slot(day, f"{area} {s_name}", [line]))
         for n in range(len(chain)):
             end = when[n + 1] if n + 1 < len(chain) else days[-1]
             if (end - when[n]).days < 2:
                 continue
             asked = when[n] + timedelta(days=rng.randint(1, (end - when[n]).days - 1))
-            questions.append(Question(AS_OF_Q.format(s=s_name, a=area, d=asked.isoformat()), (refs[n],), "as_of", chain[n], asked.isoformat()))
+            questions.append(
+                Question(
+                    AS_OF_Q.format(s=s_name, a=area, d=asked.isoformat()),
+                    (refs[n],),
+                    "as_of",
+                    chain[n],
+                    asked.isoformat(),
+                )
+            )
         questions.append(Question(CURRENT_Q.format(s=s_name, a=area), (refs[-1],), "current", chain[-1]))
     for day in days:
         for _ in range(rng.randint(1, 3)):
             area = rng.choice(areas)
-            slot(day, f"{area} {rng.choice(TOPICS)}", [rng.choice(FILLER).format(a=area) for _ in range(rng.randint(1, 2))])
+            slot(
+                day,
+                f"{area} {rng.choice(TOPICS)}",
+                [rng.choice(FILLER).format(a=area) for _ in range(rng.randint(1, 2))],
+            )
     corpus = Corpus(seed, today=days[-1] + timedelta(days=7 + (6 - days[-1].weekday())))
     for day in days:
         parts = [f"# {day.isoformat()}\n"]
         for time, topic, lines in sorted(entries[day]):
             parts.append(f"\n## {time} | {topic}\n")
             if rng.random() < 0.5:
-                decided = [x for x in lines if x.startswith(("We decided", "We switched", "Moved", "Replaced", "We agreed"))]
+                decided = [
+                    x for x in lines if x.startswith(("We decided", "We switched", "Moved", "Replaced", "We agreed"))
+                ]
                 done = [x for x in lines if x not in decided]
-                parts.append("- **Done:**\n" + "".join(f"  - {x}\n" for x in done) if done else "- **Done:** (nothing stated)\n")
-                parts.append("- **Decisions:**\n" + "".join(f"  - {x}\n" for x in decided) if decided else "- **Decisions:** none\n")
+                parts.append(
+                    "- **Done:**\n" + "".join(f"  - {x}\n" for x in done) if done else "- **Done:** (nothing stated)\n"
+                )
+                parts.append(
+                    "- **Decisions:**\n" + "".join(f"  - {x}\n" for x in decided)
+                    if decided
+                    else "- **Decisions:** none\n"
+                )
                 parts.append(f"- **Outcome:** {rng.choice(['done', 'merged', 'in review', 'to be continued'])}\n")
             else:
                 parts += [f"- {x}\n" for x in lines]

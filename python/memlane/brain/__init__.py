@@ -28,9 +28,9 @@ Example:
 from memlane.brain.brain import Brain, CapError, Problem, Transaction, default_brain_dir
 from memlane.brain.distill import DistillResult, distill
 from memlane.brain.document import EVOLUTION_SCHEMA, MEMORY_SCHEMA, Document, Entry, Schema, SectionSpec, parse
-from memlane.brain.engines import BedrockEngine, DistillError, Distillation, Engine, ExtractiveEngine, Item, Session
-from memlane.events import EventLog, summarize
+from memlane.brain.engines import BedrockEngine, Distillation, DistillError, Engine, ExtractiveEngine, Item, Session
 from memlane.brain.guard import Finding, MemoryGuard, MemoryGuardError
+from memlane.events import EventLog, summarize
 
 __all__ = [
     "EVOLUTION_SCHEMA",

@@ -72,13 +72,151 @@ CHAR_CAPS_ENV = "MEMLANE_CHAR_CAPS"
 _INHERITED = ("type", "scope", "project")
 
 _STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being below
-    between both but by can could did do does doing done down during each few for from further had has
-    have having he her here hers him his how i if in into is it its itself just let me more most my no
-    nor not now of off on once only or other our ours out over own same she should so some such than
-    that the their theirs them then there these they this those through to too under until up us use
-    used uses using very was we were what when where which while who whom why will with would you your
-    instead now no longer new old via per vs always never make sure run find moved stores still""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "us",
+        "use",
+        "used",
+        "uses",
+        "using",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "instead",
+        "now",
+        "no",
+        "longer",
+        "new",
+        "old",
+        "via",
+        "per",
+        "vs",
+        "always",
+        "never",
+        "make",
+        "sure",
+        "run",
+        "find",
+        "moved",
+        "stores",
+        "still",
+    ]
 )
 _WORD_RE = re.compile(r"[A-Za-z0-9][\w.+#/-]*[\w+#]|[A-Za-z0-9]")
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
@@ -168,7 +306,9 @@ def keyword_scores(entries: list[Entry], query: str) -> list[tuple[Entry, float]
         >>> [(e.key, round(s, 2)) for e, s in keyword_scores([Entry("KD01", None, "Billing uses Postgres.")], "postgres")]
         [('KD01', 1.0)]
     """
-    docs = [set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries]
+    docs = [
+        set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries
+    ]
     terms = list(dict.fromkeys(_TOKEN_RE.findall(query.lower())))
     df = Counter(t for d in docs for t in d if t in terms)
     idf = {t: math.log(1 + (len(docs) + 1) / (df[t] + 0.5)) for t in terms}
@@ -252,7 +392,9 @@ def _guard_problem(f: Finding, key: str | None, path: str) -> Problem:
         label = secrets.KIND_BY_NAME[f.rule.split(".", 1)[1]].label
         message = f"{subject} holds a secret ({label} {f.excerpt}, masked wherever memlane shows it): rotate it, then write where it lives instead"
     else:
-        message = f"{subject} fails MemoryGuard rule {f.rule}: {f.excerpt!r} (a hand edit?); withheld from every injection"
+        message = (
+            f"{subject} fails MemoryGuard rule {f.rule}: {f.excerpt!r} (a hand edit?); withheld from every injection"
+        )
     return Problem("error", "guard", message, key, path)
 
 
@@ -279,7 +421,15 @@ class Transaction:
             if text:
                 doc = parse(text, schema)
             elif title is not None:
-                doc = Document(schema, preamble=[f"# {title}\n", "\n", "Entries moved out by `memlane brain archive`: full text, never deleted.\n", "\n"])
+                doc = Document(
+                    schema,
+                    preamble=[
+                        f"# {title}\n",
+                        "\n",
+                        "Entries moved out by `memlane brain archive`: full text, never deleted.\n",
+                        "\n",
+                    ],
+                )
             else:
                 doc = new_document(schema)
             for e in doc.entries():
@@ -300,7 +450,9 @@ class Transaction:
     def archive(self, schema: Schema) -> Document:
         """This month's archive file for ``schema`` (MEMORY or EVOLUTION)."""
         month = self.today[:7]
-        return self.doc(self.brain.archive_dir / f"{schema.title}-archive-{month}.md", schema, f"{schema.title} archive {month}")
+        return self.doc(
+            self.brain.archive_dir / f"{schema.title}-archive-{month}.md", schema, f"{schema.title} archive {month}"
+        )
 
     def text(self, path: Path) -> str:
         """A plain file's current text inside this transaction."""
@@ -311,7 +463,7 @@ class Transaction:
         self._read(path)
         self._new[path] = text
 
-    def event(self, type: str, **fields: Any) -> None:  # noqa: A002 - mirrors EventLog.append
+    def event(self, type: str, **fields: Any) -> None:
         """Queue an event; it is logged only if the transaction commits."""
         self.events.append({"type": type, **fields})
 
@@ -337,7 +489,14 @@ class Transaction:
         findings = guard.new_findings(new_all, old_all)
         if findings:
             rules = {f.rule for f in findings}
-            path = next((p for p, t in pending.items() if {f.rule for f in guard.new_findings(t, self._old.get(p, ""))} & rules), None)
+            path = next(
+                (
+                    p
+                    for p, t in pending.items()
+                    if {f.rule for f in guard.new_findings(t, self._old.get(p, ""))} & rules
+                ),
+                None,
+            )
             err = MemoryGuardError(findings, str(path) if path else None)
             for f in err.findings:
                 self.brain.log("blocked", rule=f.rule, excerpt=f.excerpt, path=str(path) if path else None)
@@ -423,7 +582,7 @@ class Brain:
         """``<brain>/DailyActivity``."""
         return self.dir / DAILY_DIR
 
-    def log(self, type: str, **fields: Any) -> None:  # noqa: A002 - the event's field name
+    def log(self, type: str, **fields: Any) -> None:
         """Append a memory event to the home's events log."""
         self.events.append(type, **fields)
 
@@ -517,7 +676,11 @@ class Brain:
         text = read_text(path)
         clean = self._withheld(text) is None
         doc = self._read_doc(path, schema, text) if project is not None or not clean else None
-        elsewhere = {e.key for e in doc.entries() if not in_project(e, project)} if doc is not None and project is not None else set()
+        elsewhere = (
+            {e.key for e in doc.entries() if not in_project(e, project)}
+            if doc is not None and project is not None
+            else set()
+        )
         if clean and not elsewhere:
             self._save_verdicts()
             return secrets.mask(text)
@@ -710,7 +873,7 @@ class Brain:
         aliases: Iterable[str] = (),
         meta: dict[str, str] | None = None,
         on: Date | str | None = None,
-        type: str | None = None,  # noqa: A002 - the memory type's name
+        type: str | None = None,
         scope: str | None = None,
         project: str | None = None,
     ) -> Entry:
@@ -808,7 +971,9 @@ class Brain:
             doc = txn.evolution if evolution else txn.memory
             old = doc.find(old_key)
             if old is None:
-                raise KeyError(f"no entry {echo(old_key.upper())} in {self.evolution_path if evolution else self.memory_path}")
+                raise KeyError(
+                    f"no entry {echo(old_key.upper())} in {self.evolution_path if evolution else self.memory_path}"
+                )
             new = self._supersede_in(txn, old, text, detail, fields)
             self._archive_overflow(txn, evolution, [old.prefix])
             spec = schema.by_prefix(old.prefix)
@@ -816,7 +981,9 @@ class Brain:
             self._check_chars(txn, evolution, spec)
         return new
 
-    def _supersede_in(self, txn: Transaction, old: Entry, text: str, detail: str | None, fields: dict[str, str]) -> Entry:
+    def _supersede_in(
+        self, txn: Transaction, old: Entry, text: str, detail: str | None, fields: dict[str, str]
+    ) -> Entry:
         """Supersede ``old`` (an entry of this transaction's files) with a new entry."""
         schema = self._schema_of(old.key)
         evolution = schema.title == EVOLUTION_SCHEMA.title
@@ -856,7 +1023,9 @@ class Brain:
             txn.event("resolve", key=entry.key, status=status, path=str(self.memory_path))
         return new
 
-    def _archive_overflow(self, txn: Transaction, evolution: bool, prefixes: Iterable[str] | None = None) -> list[Entry]:
+    def _archive_overflow(
+        self, txn: Transaction, evolution: bool, prefixes: Iterable[str] | None = None
+    ) -> list[Entry]:
         """Archive what each over-cap section's policy allows (all sections, or ``prefixes``)."""
         schema = self.evolution_schema if evolution else self.memory_schema
         doc = txn.evolution if evolution else txn.memory
@@ -944,41 +1113,99 @@ class Brain:
         known = set(all_keys)
         for key, n in sorted(all_keys.items()):
             if n > 1:
-                problems.append(Problem("error", "duplicate_key", f"{key} is used {n} times (keys must be unique, archives included)", key))
+                problems.append(
+                    Problem(
+                        "error",
+                        "duplicate_key",
+                        f"{key} is used {n} times (keys must be unique, archives included)",
+                        key,
+                    )
+                )
         by_key = {e.key: e for _, e in live} | {e.key: e for e in archived if e.key not in {x.key for _, x in live}}
         for path, e in live:
             where = str(path)
             spec = self.memory_schema.by_heading(e.section) or self.evolution_schema.by_heading(e.section)
             if spec is not None and spec.prefix != e.prefix:
-                problems.append(Problem("warning", "wrong_section", f"{e.key} sits in {e.section}, whose keys start with {spec.prefix}", e.key, where))
+                problems.append(
+                    Problem(
+                        "warning",
+                        "wrong_section",
+                        f"{e.key} sits in {e.section}, whose keys start with {spec.prefix}",
+                        e.key,
+                        where,
+                    )
+                )
             if not e.date:
                 problems.append(Problem("warning", "missing_date", f"{e.key} has no date", e.key, where))
             for field_name in ("valid_from", "valid_until", "resolved"):
                 value = e.meta.get(field_name)
                 if value and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-                    problems.append(Problem("warning", "bad_date", f"{e.key} {field_name} is {value!r}, not YYYY-MM-DD", e.key, where))
+                    problems.append(
+                        Problem(
+                            "warning", "bad_date", f"{e.key} {field_name} is {value!r}, not YYYY-MM-DD", e.key, where
+                        )
+                    )
             for f in self.guard.advise(e.text):
                 rule = next(r for r in DERIVABLE if r.name == f.rule)
-                problems.append(Problem("warning", "derivable", f"{e.key} holds {rule.description} ({f.excerpt!r}): what not to save", e.key, where))
+                problems.append(
+                    Problem(
+                        "warning",
+                        "derivable",
+                        f"{e.key} holds {rule.description} ({f.excerpt!r}): what not to save",
+                        e.key,
+                        where,
+                    )
+                )
             for ref in e.references():
                 if ref not in known:
-                    problems.append(Problem("warning", "dangling_reference", f"{e.key} mentions {ref}, which does not exist", e.key, where))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "dangling_reference",
+                            f"{e.key} mentions {ref}, which does not exist",
+                            e.key,
+                            where,
+                        )
+                    )
             for link, back in (("superseded_by", "supersedes"), ("supersedes", "superseded_by")):
                 target = e.meta.get(link)
                 if not target:
                     continue
                 if target not in known:
-                    problems.append(Problem("warning", "dangling_reference", f"{e.key} {link} {target}, which does not exist", e.key, where))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "dangling_reference",
+                            f"{e.key} {link} {target}, which does not exist",
+                            e.key,
+                            where,
+                        )
+                    )
                 elif by_key[target].meta.get(back) != e.key:
-                    problems.append(Problem("warning", "one_way_link", f"{e.key} {link} {target}, but {target} has no {back}: {e.key}", e.key, where))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "one_way_link",
+                            f"{e.key} {link} {target}, but {target} has no {back}: {e.key}",
+                            e.key,
+                            where,
+                        )
+                    )
         for path, doc, text in docs:
             for s in doc.sections:
                 if s.spec is None:
                     continue
                 chars = sum(len(e.render()) for e in s.entries())
                 if s.spec.chars is not None and chars > s.spec.chars:
-                    problems.append(Problem("warning", "over_char_cap", f"{s.spec.name} holds {chars:,} characters, cap {s.spec.chars:,}: "
-                                            f"archive or supersede entries, or raise the cap (--char-cap {s.spec.prefix}=N)", path=str(path)))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "over_char_cap",
+                            f"{s.spec.name} holds {chars:,} characters, cap {s.spec.chars:,}: "
+                            f"archive or supersede entries, or raise the cap (--char-cap {s.spec.prefix}=N)",
+                            path=str(path),
+                        )
+                    )
                 n = len(s.entries())
                 if s.spec.cap is not None and n > s.spec.cap:
                     inactive = sum(not e.active for e in s.entries())
@@ -987,7 +1214,14 @@ class Brain:
                         if s.spec.policy == "rolling" or inactive
                         else f"its active entries are never archived automatically: supersede some or raise the cap (--cap {s.spec.prefix}=N)"
                     )
-                    problems.append(Problem("warning", "over_cap", f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: {hint}", path=str(path)))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "over_cap",
+                            f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: {hint}",
+                            path=str(path),
+                        )
+                    )
             findings = self.guard.scan(text)
             by_entry = {e.key: self.guard.scan(e.render()) for e in doc.entries()} if findings else {}
             for key, found in by_entry.items():
@@ -998,7 +1232,14 @@ class Brain:
             if text and doc.entries():
                 block = "".join(index_line(e) for e in doc.entries())
                 if block not in text or INDEX_END not in text:
-                    problems.append(Problem("warning", "stale_index", "the compact index is out of date: run `memlane brain index`", path=str(path)))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "stale_index",
+                            "the compact index is out of date: run `memlane brain index`",
+                            path=str(path),
+                        )
+                    )
         # Summaries and wiki pages: every statement names its source, and every source resolves.
         problems += [Problem("error", code, message, path=path) for code, message, path in provenance.check(self.dir)]
         # A hand edit shows up in its entry and in the index line: report it once.

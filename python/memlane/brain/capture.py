@@ -85,7 +85,11 @@ def prose(text: str) -> list[str]:
         >>> prose("> always returns None\\nIs that documented?\\n    ERROR: never\\nThanks.")
         ['Is that documented?', 'Thanks.']
     """
-    kept = [line for line in text.splitlines() if not (_QUOTED_LINE.match(line) or _INDENTED_LINE.match(line) or _LOG_LINE.match(line))]
+    kept = [
+        line
+        for line in text.splitlines()
+        if not (_QUOTED_LINE.match(line) or _INDENTED_LINE.match(line) or _LOG_LINE.match(line))
+    ]
     return sentences("\n".join(kept))
 
 
@@ -100,7 +104,9 @@ _I = re.IGNORECASE
 # Words that open a sentence without changing what it says.
 _LEAD = r"^(?:(?:ok(?:ay)?|so|and|also|oh|btw|hmm+|ugh|please|one more thing|actually|again)\b[\s,.:;!—–-]*)*"
 _QUESTION = re.compile(r"\?\s*[)\"'”]*\s*$")
-_HYPOTHETICAL = re.compile(_LEAD + r"(?:if|what if|suppose|supposing|assuming|imagine|in case|unless|once|when|say)\b", _I)
+_HYPOTHETICAL = re.compile(
+    _LEAD + r"(?:if|what if|suppose|supposing|assuming|imagine|in case|unless|once|when|say)\b", _I
+)
 _ONE_OFF = re.compile(
     r"\b(?:(?:in|for) this (?:pr|task|file|branch|commit|session|change|function|module|ticket|one)|for now|for the moment"
     r"|this time|today|tonight|right now|just now|yet|for this)\b",
@@ -108,7 +114,9 @@ _ONE_OFF = re.compile(
 )
 # A correction is about the task at hand anyway; only one that is about this moment is no lesson.
 _TRANSIENT = re.compile(r"\b(?:yet|for now|for the moment|right now|just now)\b", _I)
-_CONDITIONAL = re.compile(r"\b(?:if|whether|once|unless|until|let me know|make sure|ensure|should|would|could|might|hopefully|used to)\b", _I)
+_CONDITIONAL = re.compile(
+    r"\b(?:if|whether|once|unless|until|let me know|make sure|ensure|should|would|could|might|hopefully|used to)\b", _I
+)
 
 # -- corrections
 _NO = re.compile(r"^(?:hmm+\s*,?\s*)?(?:no+|nope|nah)\b(?:[\s,.!:;—–-]+(?:no+|nope)\b)*[\s,.!:;—–-]*(?P<rest>.*)$", _I)
@@ -129,14 +137,21 @@ _NO_CORRECTIVE_LATER = re.compile(r"\b(?:don'?t|do not|never|instead|should|must
 _CORRECTION_PATTERNS = [
     re.compile(_LEAD + r"stop\s+\w+ing\b", _I),
     re.compile(
-        _LEAD + r"(?:that'?s|that is|this is|it'?s|it is)\s+(?:(?:just\s+)?(?:wrong|incorrect)|not (?:right|correct|what i (?:asked|wanted|meant|said))|the wrong\b)",
+        _LEAD
+        + r"(?:that'?s|that is|this is|it'?s|it is)\s+(?:(?:just\s+)?(?:wrong|incorrect)|not (?:right|correct|what i (?:asked|wanted|meant|said))|the wrong\b)",
         _I,
     ),
     re.compile(_LEAD + r"(?:wrong|incorrect)\b\s*(?:\w+\s*)?[,.:;!—–-]", _I),
     re.compile(r"\bi (?:said|meant|asked(?: you)?(?: for| to)?|wanted)\b.*\bnot\b", _I),
     re.compile(r"\bi (?:told|asked) you (?:not )?to\b|\bi already told you\b", _I),
-    re.compile(_LEAD + r"you(?:'re| are)\s+(?:using|editing|doing|changing|overcomplicating|misreading|ignoring|still|again|looking at)\b", _I),
-    re.compile(_LEAD + r"you (?:(?:shouldn'?t|should not|didn'?t need to) have|misread|misunderstood|ignored|forgot to)\b", _I),
+    re.compile(
+        _LEAD
+        + r"you(?:'re| are)\s+(?:using|editing|doing|changing|overcomplicating|misreading|ignoring|still|again|looking at)\b",
+        _I,
+    ),
+    re.compile(
+        _LEAD + r"you (?:(?:shouldn'?t|should not|didn'?t need to) have|misread|misunderstood|ignored|forgot to)\b", _I
+    ),
     re.compile(_LEAD + r"you (?:can'?t|cannot) just\b", _I),
     re.compile(_LEAD + r"(?:revert|undo|roll back|put back)\s+(?:that|this|the|it|your|my|those|these|all)\b", _I),
     re.compile(_LEAD + r"not like (?:that|this)\b", _I),
@@ -148,12 +163,19 @@ _CORRECTION_PATTERNS = [
         _I,
     ),
     re.compile(_LEAD + r"(?:don'?t|dont|do not)\s+(?P<verb>\w+)\s+\S.{0,60}?\s(?P=verb)\b", _I),  # "don't use X use Y"
-    re.compile(r"\byou (?:(?:did|made|broke|used|added|changed) (?:it|that|this|the same \w+) again|keep (?:doing|making|adding|using|changing))\b", _I),
+    re.compile(
+        r"\byou (?:(?:did|made|broke|used|added|changed) (?:it|that|this|the same \w+) again|keep (?:doing|making|adding|using|changing))\b",
+        _I,
+    ),
 ]
 _WHY_DID_YOU = re.compile(
-    _LEAD + r"why (?:did|would) you\s+(?:delete|remove|change|add|rename|revert|touch|rewrite|edit|drop|move|commit|push|reformat|disable|skip|mock)\b", _I
+    _LEAD
+    + r"why (?:did|would) you\s+(?:delete|remove|change|add|rename|revert|touch|rewrite|edit|drop|move|commit|push|reformat|disable|skip|mock)\b",
+    _I,
 )
-_REVERT = re.compile(r"\b(?:revert|undo|roll (?:it |that |this )?back|put (?:it|that|them|\w+) back|change it back)\b", _I)
+_REVERT = re.compile(
+    r"\b(?:revert|undo|roll (?:it |that |this )?back|put (?:it|that|them|\w+) back|change it back)\b", _I
+)
 
 # -- failures
 # Who broke it: the assistant ("you", "your edit to X", "the change you made to X", "that fix").
@@ -169,27 +191,43 @@ _FAILURE_PATTERNS = [
         _I,
     ),
     re.compile(r"\byour\b[^.?!]{0,40}\b(?:dropped|deleted|wiped|overwrote|corrupted) the\b", _I),
-    re.compile(_LEAD + r"(?:that|this|it|the fix|your fix|the change|your change|the patch)?\s*(?:didn'?t|did not)\s+(?:work|help|fix|change anything|do anything)\b", _I),
     re.compile(
-        _LEAD + r"(?:nope|no)?[\s,]*(?:still|same)\b[^.?!]*\b(?:fail\w*|broken|error|errors|crash\w*|exception|stack trace|403|404|500|problem|issue|hangs?)\b",
+        _LEAD
+        + r"(?:that|this|it|the fix|your fix|the change|your change|the patch)?\s*(?:didn'?t|did not)\s+(?:work|help|fix|change anything|do anything)\b",
         _I,
     ),
-    re.compile(r"\b(?:it|this|that|everything|the \w+)\s+still\s+(?:crash\w*|fail\w*|breaks?|throws|hangs?|does nothing|doesn'?t work|errors?)\b", _I),
+    re.compile(
+        _LEAD
+        + r"(?:nope|no)?[\s,]*(?:still|same)\b[^.?!]*\b(?:fail\w*|broken|error|errors|crash\w*|exception|stack trace|403|404|500|problem|issue|hangs?)\b",
+        _I,
+    ),
+    re.compile(
+        r"\b(?:it|this|that|everything|the \w+)\s+still\s+(?:crash\w*|fail\w*|breaks?|throws|hangs?|does nothing|doesn'?t work|errors?)\b",
+        _I,
+    ),
 ]
 _AFTER_YOUR = re.compile(
     r"\b(?:after|since)\s+(?:your|you|the)\b[^.?!]{0,40}?\b(?:change|changed|edit|edited|refactor|refactored|fix|fixed|update|updated|commit|patch|bump|bumped|migration)\b",
     _I,
 )
-_BROKEN = re.compile(r"\b(?:fail\w*|crash\w*|broken|breaks|error|errors|down|times? out|timeout|slower|hangs?|403|404|500|exception|regress\w*)\b", _I)
+_BROKEN = re.compile(
+    r"\b(?:fail\w*|crash\w*|broken|breaks|error|errors|down|times? out|timeout|slower|hangs?|403|404|500|exception|regress\w*)\b",
+    _I,
+)
 _DOESNT_WORK = re.compile(_LEAD + r"(?:it|this|that)\s+(?:doesn'?t|does not|isn'?t|is not)\s+work(?:ing)?\b", _I)
 _AGAIN = re.compile(r"\b(?:still|again|anymore|any more)\b", _I)
 
 # -- preferences
 _PREFERENCE_PATTERNS = [
     re.compile(_LEAD + r"(?:always|never(?! mind\b)|(?:don'?t|do not) ever|never ever)\s+\w+", _I),
-    re.compile(r"\b(?:from now on|going forward|moving forward|in (?:the )?future(?: sessions)?|for future reference|from here on(?: out)?|in every session)\b", _I),
     re.compile(
-        _LEAD + r"(?:as a (?:general )?rule|in general|by default)\b[\s,:]*(?:i\b|we\b|use\b|always\b|never\b|please\b|no\b|don'?t\b|prefer\b)", _I
+        r"\b(?:from now on|going forward|moving forward|in (?:the )?future(?: sessions)?|for future reference|from here on(?: out)?|in every session)\b",
+        _I,
+    ),
+    re.compile(
+        _LEAD
+        + r"(?:as a (?:general )?rule|in general|by default)\b[\s,:]*(?:i\b|we\b|use\b|always\b|never\b|please\b|no\b|don'?t\b|prefer\b)",
+        _I,
     ),
     re.compile(_LEAD + r"i(?:'d| would)? (?:really |strongly |generally |usually |much )?(?:prefer|rather)\b", _I),
     re.compile(
@@ -201,9 +239,12 @@ _PREFERENCE_PATTERNS = [
     re.compile(r"\bmy (?:favou?rite|preferred|go-to)\b|\bunless i (?:ask|say|tell you)\b", _I),
     re.compile(_LEAD + r"my (?:preference|rule|convention|style|default)\b", _I),
     re.compile(_LEAD + r"(?:whenever|every time|each time)\s+you\b", _I),
-    re.compile(_LEAD + r"(?:keep in mind|remember|note|fyi|for the record)\b(?:\s+that)?[\s,:]*(?:i|i'm|i am|we|our|my)\b", _I),
     re.compile(
-        _LEAD + r"(?:we|i) (?:always|never)\s+(?:use|squash|merge|rebase|deploy|write|run|prefer|work|put|keep|commit|push|review|test|pin|name|format|ship|release)\b",
+        _LEAD + r"(?:keep in mind|remember|note|fyi|for the record)\b(?:\s+that)?[\s,:]*(?:i|i'm|i am|we|our|my)\b", _I
+    ),
+    re.compile(
+        _LEAD
+        + r"(?:we|i) (?:always|never)\s+(?:use|squash|merge|rebase|deploy|write|run|prefer|work|put|keep|commit|push|review|test|pin|name|format|ship|release)\b",
         _I,
     ),
 ]
@@ -212,7 +253,11 @@ _PREFERENCE_PATTERNS = [
 _AFFIRM = r"(?:yes|yep|yeah|yup|great|perfect|nice|ok(?:ay)?|confirmed|thanks|thank you|awesome|excellent|brilliant|cool|sweet|looks good|lgtm|good job|well done)"
 _THAT = r"\b(?:that|this|it|which|the fix|your fix|the change|your change|the patch)"
 _COMPETENCE_PATTERNS = [
-    re.compile(_THAT + r"\s+(?:worked|works)(?:\s+(?:now|again|perfectly|great|fine now|for me|like a charm))?\s*(?:[,.!;:—–-]|$)", _I),
+    re.compile(
+        _THAT
+        + r"\s+(?:worked|works)(?:\s+(?:now|again|perfectly|great|fine now|for me|like a charm))?\s*(?:[,.!;:—–-]|$)",
+        _I,
+    ),
     re.compile(_THAT + r"\s+(?:did the trick|did it|(?:fixed|solved|sorted|resolved|fixes|solves)\b)", _I),
     re.compile(_LEAD + r"(?:it |that |everything |all )?works?\s+(?:now|again|like a charm|perfectly)\b", _I),
     re.compile(
@@ -223,12 +268,16 @@ _COMPETENCE_PATTERNS = [
     re.compile(_LEAD + r"(?:\w+\s+)?(?:all\s+)?green\b[^.?!]*\b(?:now|again)\b", _I),
     re.compile(_LEAD + r"(?:confirmed|verified)\b", _I),
     re.compile(
-        r"^" + _AFFIRM + r"\b[\s,!.—–-]+[^.?!]*\b(?:compiles|loads|renders|runs|ran|deploys|deployed|went through|is gone|are gone|builds)\b"
+        r"^"
+        + _AFFIRM
+        + r"\b[\s,!.—–-]+[^.?!]*\b(?:compiles|loads|renders|runs|ran|deploys|deployed|went through|is gone|are gone|builds)\b"
         r"[^.?!]*\b(?:now|again|correctly|cleanly|this time|on \w+)\b",
         _I,
     ),
     re.compile(r"^" + _AFFIRM + r"\b[\s,!.—–-]+[^.?!]*\b(?:is|are) gone\b", _I),
-    re.compile(r"\b(?:went through|is gone|are gone)\b[^.?!]*\b(?:after your|this time)\b|\bthis time\b[^.?!]*\bgood job\b", _I),
+    re.compile(
+        r"\b(?:went through|is gone|are gone)\b[^.?!]*\b(?:after your|this time)\b|\bthis time\b[^.?!]*\bgood job\b", _I
+    ),
     re.compile(r"^" + _AFFIRM + r"\b[\s,!.—–-]+that was (?:exactly |indeed )?(?:the|it)\b", _I),
     re.compile(r"\bcan'?t reproduce it any ?more\b", _I),
     re.compile(_LEAD + r"(?:problem|issue|bug|error) (?:solved|fixed|gone)\b", _I),
@@ -323,7 +372,12 @@ def detect(text: str) -> list[Finding]:
         if _HYPOTHETICAL.match(masked):
             continue
         reverted = reverted or bool(_REVERT.search(masked))
-        checks = (("correction", _is_correction), ("failure", _is_failure), ("preference", _is_preference), ("competence", _is_competence))
+        checks = (
+            ("correction", _is_correction),
+            ("failure", _is_failure),
+            ("preference", _is_preference),
+            ("competence", _is_competence),
+        )
         for kind, test in checks:
             if kind not in found and test(masked):
                 found[kind] = s
@@ -435,7 +489,11 @@ def capture(turns: Sequence[dict[str, Any]], max_per_kind: int = MAX_PER_KIND) -
                 attempt = _attempt(turns[last_assistant]) if last_assistant is not None else None
                 if attempt is None:
                     continue
-                text = f"{attempt} (confirmed by the user: {f.said})" if f.kind == "competence" else f"{attempt} — the user: {f.said}"
+                text = (
+                    f"{attempt} (confirmed by the user: {f.said})"
+                    if f.kind == "competence"
+                    else f"{attempt} — the user: {f.said}"
+                )
             else:
                 text = f.said
             if sum(c.kind == f.kind for c in out) >= max_per_kind or any(near_duplicate(text, c.text) for c in out):
@@ -465,6 +523,11 @@ def evaluate(rows: Sequence[dict[str, str]]) -> dict[str, dict[str, float]]:
                 hits[key][1] += got == kind
                 hits[key][2] += want == kind
     return {
-        k: {"precision": tp / predicted if predicted else 1.0, "recall": tp / support if support else 1.0, "support": support, "predicted": predicted}
+        k: {
+            "precision": tp / predicted if predicted else 1.0,
+            "recall": tp / support if support else 1.0,
+            "support": support,
+            "predicted": predicted,
+        }
         for k, (tp, predicted, support) in hits.items()
     }

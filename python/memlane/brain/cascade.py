@@ -62,7 +62,9 @@ def _daily_sections(text: str, session_id: str) -> list[tuple[int, int]]:
 
 def citing(brain: Brain, session_id: str) -> Citations:
     """The brain entries and daily-note entries that cite ``session_id`` and no other session."""
-    found = Citations(entries=[e for e in brain.entries(include_archived=True, evolution=True) if _cites_only(e, session_id)])
+    found = Citations(
+        entries=[e for e in brain.entries(include_archived=True, evolution=True) if _cites_only(e, session_id)]
+    )
     for note in sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []:
         text = read_text(note)
         lines = text.splitlines()

@@ -33,8 +33,12 @@ from memlane.events import format_summary, summarize
 def _brain(args: argparse.Namespace) -> Brain:
     home = Path(getattr(args, "home", None) or default_home())
     folder = getattr(args, "brain", None)
-    return Brain(folder or default_brain_dir(home), home=home, caps=parse_caps(getattr(args, "cap", None) or []),
-                 char_caps=parse_caps(getattr(args, "char_cap", None) or [], "--char-cap"))
+    return Brain(
+        folder or default_brain_dir(home),
+        home=home,
+        caps=parse_caps(getattr(args, "cap", None) or []),
+        char_caps=parse_caps(getattr(args, "char_cap", None) or [], "--char-cap"),
+    )
 
 
 def _existing_brain(args: argparse.Namespace) -> Brain:
@@ -42,8 +46,16 @@ def _existing_brain(args: argparse.Namespace) -> Brain:
     is refused, where a mistyped ``--brain`` would be created or shown as an empty brain."""
     brain = _brain(args)
     if not brain.dir.is_dir():
-        named = "--brain" if getattr(args, "brain", None) else "$MEMLANE_BRAIN_DIR" if os.environ.get("MEMLANE_BRAIN_DIR") else "the home's default"
-        raise FileNotFoundError(f"no brain folder at {brain.dir} ({named}): check the path, or start a brain with `memlane brain add`")
+        named = (
+            "--brain"
+            if getattr(args, "brain", None)
+            else "$MEMLANE_BRAIN_DIR"
+            if os.environ.get("MEMLANE_BRAIN_DIR")
+            else "the home's default"
+        )
+        raise FileNotFoundError(
+            f"no brain folder at {brain.dir} ({named}): check the path, or start a brain with `memlane brain add`"
+        )
     return brain
 
 
@@ -55,7 +67,9 @@ def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
 def _line(e: Entry) -> str:
     if e.withheld:
         return f"[{e.key}] withheld: {e.withheld} (it fails MemoryGuard: open {Path(e.source).name} to read or fix it)"
-    state = f" [superseded by {e.superseded_by}]" if e.superseded else (f" [{e.meta.get('status')}]" if e.resolved else "")
+    state = (
+        f" [superseded by {e.superseded_by}]" if e.superseded else (f" [{e.meta.get('status')}]" if e.resolved else "")
+    )
     # Type and scope when they say more than the section's default; a bound project always.
     kind, scope, project = entry_type(e), entry_scope(e), entry_project(e)
     tags = [t for t in (kind if "type" in e.meta else "", scope if scope != DEFAULT_SCOPES[kind] or "scope" in e.meta else "",
@@ -123,15 +137,25 @@ def _advised(args: argparse.Namespace, brain: Brain, entry: Entry, text: str) ->
     warnings = [f"{f.rule}: {f.excerpt!r}" for f in brain.advise(entry.text)]
     notes = "".join(
         f"\nwarning: {w} — the repository already holds this (code, paths, git history); memory is for what it "
-        f"does not say: supersede or archive {entry.key} if so" for w in warnings
+        f"does not say: supersede or archive {entry.key} if so"
+        for w in warnings
     )
     emit(args, {**_entry_json(entry), "warnings": warnings}, text + notes)
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
     brain = _brain(args)
-    entry = brain.add(args.section, args.text, detail=args.detail, confidence=args.confidence, aliases=args.alias or [], on=args.date,
-                      type=args.type, scope=args.scope, project=_project_arg(args.project))
+    entry = brain.add(
+        args.section,
+        args.text,
+        detail=args.detail,
+        confidence=args.confidence,
+        aliases=args.alias or [],
+        on=args.date,
+        type=args.type,
+        scope=args.scope,
+        project=_project_arg(args.project),
+    )
     _advised(args, brain, entry, f"added {_line(entry)}")
     return 0
 
@@ -150,7 +174,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise ValueError("private entries never leave this machine: only --scope team exports")
     r = export_team(_existing_brain(args), args.folder)
     state = "wrote" if r.changed else "unchanged:"
-    emit(args, r.to_dict(), f"{state} {r.path}: {r.entries} team entries ({r.private_kept} private entries stay on this machine)")
+    emit(
+        args,
+        r.to_dict(),
+        f"{state} {r.path}: {r.entries} team entries ({r.private_kept} private entries stay on this machine)",
+    )
     return 0
 
 
@@ -159,7 +187,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     r = import_team(_brain(args), args.folder)
     refused = f"; refused by MemoryGuard: {', '.join(r.refused)}" if r.refused else ""
-    lines = [f"imported from {len(r.files)} files: {r.added} added, {r.updated} updated, {r.unchanged} unchanged{refused}"]
+    lines = [
+        f"imported from {len(r.files)} files: {r.added} added, {r.updated} updated, {r.unchanged} unchanged{refused}"
+    ]
     lines += [f"skipped {s['path']}: {s['reason']}" for s in r.skipped]
     lines += [f"left out {e['key']} of {e['path']}: {e['reason']}" for e in r.skipped_entries]
     emit(args, r.to_dict(), "\n".join(lines))
@@ -176,7 +206,11 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
 def _cmd_archive(args: argparse.Namespace) -> int:
     brain = _existing_brain(args)
     moved = brain.archive(args.keys, on=args.date)
-    text = f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}" if moved else "nothing to archive: every section is within its cap"
+    text = (
+        f"archived {', '.join(e.key for e in moved)} to {brain.archive_dir}"
+        if moved
+        else "nothing to archive: every section is within its cap"
+    )
     emit(args, {"archived": [_entry_json(e) for e in moved]}, text)
     return 0
 
@@ -192,7 +226,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     problems = _existing_brain(args).check()
     errors = sum(p.level == "error" for p in problems)
     text = "\n".join(f"{p.level:<7} {p.code:<18} {p.message}" for p in problems) or "ok: no problems"
-    emit(args, {"ok": errors == 0, "errors": errors, "warnings": len(problems) - errors, "problems": [p.to_dict() for p in problems]}, text)
+    emit(
+        args,
+        {
+            "ok": errors == 0,
+            "errors": errors,
+            "warnings": len(problems) - errors,
+            "problems": [p.to_dict() for p in problems],
+        },
+        text,
+    )
     return 1 if errors else 0
 
 
@@ -215,16 +258,29 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.export:
         doc = tasks.export(home, project)
         Path(args.export).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        emit(args, {"path": args.export, "tasks": len(doc["tasks"])}, f"wrote {len(doc['tasks'])} tasks to {args.export}")
+        emit(
+            args, {"path": args.export, "tasks": len(doc["tasks"])}, f"wrote {len(doc['tasks'])} tasks to {args.export}"
+        )
         return 0
     found = tasks.tasks_of(home, project, include_closed=args.all)
     # Open threads the brain holds are open work too (the distiller and people write them).
-    threads = [e for e in _brain(args).entries() if e.prefix == "OT" and e.active and not e.resolved and (project is None or in_project(e, [project]))]
-    lines = [f"[{t.status}] {t.description}  ({Path(t.project).name or 'no project'}, session {t.session_id[:8]}, {t.updated[:10]})" for t in found]
+    threads = [
+        e
+        for e in _brain(args).entries()
+        if e.prefix == "OT" and e.active and not e.resolved and (project is None or in_project(e, [project]))
+    ]
+    lines = [
+        f"[{t.status}] {t.description}  ({Path(t.project).name or 'no project'}, session {t.session_id[:8]}, {t.updated[:10]})"
+        for t in found
+    ]
     lines += [f"[open thread] {e.text}  ({e.key}, {e.date or 'undated'})" for e in threads]
     where = f" in {project}" if project else ""
-    emit(args, {"tasks": [t.to_dict() for t in found], "open_threads": [_entry_json(e) for e in threads]},
-         "\n".join(lines) or f"no open tasks{where}: the agents' plans (TodoWrite, update_plan) land here when their sessions are indexed")
+    emit(
+        args,
+        {"tasks": [t.to_dict() for t in found], "open_threads": [_entry_json(e) for e in threads]},
+        "\n".join(lines)
+        or f"no open tasks{where}: the agents' plans (TodoWrite, update_plan) land here when their sessions are indexed",
+    )
     return 0
 
 
@@ -235,11 +291,28 @@ def _cmd_status(args: argparse.Namespace) -> int:
     sections = []
     for spec in brain.memory_schema.sections + brain.evolution_schema.sections:
         mine = [e for e in live if e.prefix == spec.prefix]
-        sections.append({"section": spec.name, "prefix": spec.prefix, "entries": len(mine), "active": sum(e.active for e in mine), "cap": spec.cap})
+        sections.append(
+            {
+                "section": spec.name,
+                "prefix": spec.prefix,
+                "entries": len(mine),
+                "active": sum(e.active for e in mine),
+                "cap": spec.cap,
+            }
+        )
     events = summarize(brain.home)
     daily = sorted(brain.daily_dir.glob("*.md")) if brain.daily_dir.is_dir() else []
-    payload = {"brain": str(brain.dir), "sections": sections, "archived": len(entries) - len(live), "daily_notes": len(daily), "events": events}
-    rows = "\n".join(f"  {s['prefix']:<4}{s['section']:<17}{s['entries']:>3} entries ({s['active']} active), cap {s['cap'] or '-'}" for s in sections)
+    payload = {
+        "brain": str(brain.dir),
+        "sections": sections,
+        "archived": len(entries) - len(live),
+        "daily_notes": len(daily),
+        "events": events,
+    }
+    rows = "\n".join(
+        f"  {s['prefix']:<4}{s['section']:<17}{s['entries']:>3} entries ({s['active']} active), cap {s['cap'] or '-'}"
+        for s in sections
+    )
     text = f"brain       {brain.dir}\n{rows}\narchived    {payload['archived']}  daily notes {len(daily)}\n{format_summary(events)}"
     emit(args, payload, text)
     return 0
@@ -281,13 +354,30 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         parents: Parsers carrying the global ``--home`` and ``--json`` options.
     """
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)")
-    where.add_argument("--cap", action="append", default=argparse.SUPPRESS, metavar="PREFIX=N", help="override a section cap, e.g. KD=40 (repeatable)")
-    where.add_argument("--char-cap", action="append", default=argparse.SUPPRESS, metavar="PREFIX=N",
-                       help="override a section's character cap, e.g. KD=3000 (repeatable; also $MEMLANE_CHAR_CAPS)")
+    where.add_argument(
+        "--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)"
+    )
+    where.add_argument(
+        "--cap",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="PREFIX=N",
+        help="override a section cap, e.g. KD=40 (repeatable)",
+    )
+    where.add_argument(
+        "--char-cap",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="PREFIX=N",
+        help="override a section's character cap, e.g. KD=3000 (repeatable; also $MEMLANE_CHAR_CAPS)",
+    )
     common = [*parents, where]
 
-    brain = sub.add_parser("brain", parents=common, help="MEMORY.md and EVOLUTION.md: show, add, supersede, resolve, archive, export, import, index, check")
+    brain = sub.add_parser(
+        "brain",
+        parents=common,
+        help="MEMORY.md and EVOLUTION.md: show, add, supersede, resolve, archive, export, import, index, check",
+    )
     actions = brain.add_subparsers(dest="brain_command", required=True, metavar="ACTION")
 
     def dated(p: argparse.ArgumentParser) -> None:
@@ -306,10 +396,20 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--detail", help="provenance: 'path § heading' or 'transcript SESSION turns A-B'")
     p.add_argument("--confidence", choices=["high", "medium", "low"])
     p.add_argument("--alias", action="append", help="extra keyword for the index (repeatable)")
-    p.add_argument("--type", choices=["user", "feedback", "project", "reference"],
-                   help="what it is about (default: the section's: project, or feedback for CR/CP)")
-    p.add_argument("--scope", choices=["private", "team"], help="who may see it (default: the type's: user and feedback private, project and reference team)")
-    p.add_argument("--project", help="bind a project or reference entry to a project (a name, or . for this directory's): injected only there")
+    p.add_argument(
+        "--type",
+        choices=["user", "feedback", "project", "reference"],
+        help="what it is about (default: the section's: project, or feedback for CR/CP)",
+    )
+    p.add_argument(
+        "--scope",
+        choices=["private", "team"],
+        help="who may see it (default: the type's: user and feedback private, project and reference team)",
+    )
+    p.add_argument(
+        "--project",
+        help="bind a project or reference entry to a project (a name, or . for this directory's): injected only there",
+    )
     dated(p)
     p.set_defaults(func=_key_errors(_cmd_add))
 
@@ -333,19 +433,27 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     dated(p)
     p.set_defaults(func=_key_errors(_cmd_archive))
 
-    p = actions.add_parser("export", parents=common, help="write your team entries to a shared folder (one markdown file per person)")
+    p = actions.add_parser(
+        "export", parents=common, help="write your team entries to a shared folder (one markdown file per person)"
+    )
     p.add_argument("folder", metavar="DIR", help="the shared folder (a git checkout, a synced drive)")
-    p.add_argument("--scope", choices=["team", "private"], default="team", help="team (the only one that leaves the machine)")
+    p.add_argument(
+        "--scope", choices=["team", "private"], default="team", help="team (the only one that leaves the machine)"
+    )
     p.set_defaults(func=_key_errors(_cmd_export))
 
-    p = actions.add_parser("import", parents=common, help="bring the team entries of everyone else's files in DIR into your brain")
+    p = actions.add_parser(
+        "import", parents=common, help="bring the team entries of everyone else's files in DIR into your brain"
+    )
     p.add_argument("folder", metavar="DIR", help="the shared folder")
     p.set_defaults(func=_key_errors(_cmd_import))
 
     p = actions.add_parser("index", parents=common, help="regenerate the compact index at the top of MEMORY.md")
     p.set_defaults(func=_key_errors(_cmd_index))
 
-    p = actions.add_parser("check", parents=common, help="validate: unique keys, caps, references, guard re-scan (exit 1 on errors)")
+    p = actions.add_parser(
+        "check", parents=common, help="validate: unique keys, caps, references, guard re-scan (exit 1 on errors)"
+    )
     p.set_defaults(func=_key_errors(_cmd_check))
 
     p = actions.add_parser("search", parents=common, help="keyword search over entries (superseded ones weigh 0.1)")
@@ -353,18 +461,35 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("-k", type=int, default=10, help="results wanted (default 10)")
     p.set_defaults(func=_key_errors(_cmd_search))
 
-    p = actions.add_parser("status", parents=common, help="entries per section, archives, daily notes and memory events")
+    p = actions.add_parser(
+        "status", parents=common, help="entries per section, archives, daily notes and memory events"
+    )
     p.set_defaults(func=_key_errors(_cmd_status))
 
-    p = sub.add_parser("tasks", parents=common, help="open work carried across sessions: the agents' own plans (TodoWrite, update_plan) and open threads")
+    p = sub.add_parser(
+        "tasks",
+        parents=common,
+        help="open work carried across sessions: the agents' own plans (TodoWrite, update_plan) and open threads",
+    )
     p.add_argument("--project", help="only this project (a name, a repository path, or . for this directory's)")
     p.add_argument("--all", action="store_true", help="closed tasks too (completed, dropped)")
-    p.add_argument("--export", metavar="FILE", help="write the project's tasks as tasks.json (id, priority, status, description, …)")
+    p.add_argument(
+        "--export",
+        metavar="FILE",
+        help="write the project's tasks as tasks.json (id, priority, status, description, …)",
+    )
     p.set_defaults(func=_key_errors(_cmd_tasks))
 
     p = sub.add_parser("distill", parents=common, help="turn a session into a DailyActivity note and MEMORY.md entries")
-    p.add_argument("source", metavar="SESSION_OR_PATH", help="a transcript file, or the id of a session indexed in --home")
-    p.add_argument("--engine", choices=["extractive", "bedrock"], default="extractive", help="extractive (offline, default) or bedrock (LLM)")
+    p.add_argument(
+        "source", metavar="SESSION_OR_PATH", help="a transcript file, or the id of a session indexed in --home"
+    )
+    p.add_argument(
+        "--engine",
+        choices=["extractive", "bedrock"],
+        default="extractive",
+        help="extractive (offline, default) or bedrock (LLM)",
+    )
     p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
     p.add_argument("--region", help="AWS region for Bedrock")
     p.add_argument("--session", help="only this session of the file")

@@ -100,7 +100,9 @@ class DistillResult:
         return asdict(self)
 
 
-def make_engine(engine: str | Engine = "extractive", *, model_id: str | None = None, region: str | None = None) -> Engine:
+def make_engine(
+    engine: str | Engine = "extractive", *, model_id: str | None = None, region: str | None = None
+) -> Engine:
     """An engine by name (``extractive`` or ``bedrock``), or the engine object itself.
 
     Example:
@@ -146,7 +148,9 @@ def resolve_source(source: str | PathLike[str], home: str | PathLike[str] | None
     raise FileNotFoundError(f"{sid}: no such file, and no indexed session has this id (pass the transcript's path)")
 
 
-def load_sessions(path: str | PathLike[str], *, session_id: str | None = None, format: str | None = None) -> list[Session]:  # noqa: A002
+def load_sessions(
+    path: str | PathLike[str], *, session_id: str | None = None, format: str | None = None
+) -> list[Session]:
     """The sessions of a transcript file worth distilling.
 
     Subagent sessions are left out (their parent covers them) unless the file holds nothing
@@ -186,7 +190,9 @@ def _started(session: Session, tz: tzinfo | None) -> datetime:
     ms = session.started_ms
     if ms is None:
         ms = int(Path(session.path).stat().st_mtime * 1000)
-    return datetime.fromtimestamp(ms / 1000, tz=tz) if tz is not None else datetime.fromtimestamp(ms / 1000).astimezone()
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=tz) if tz is not None else datetime.fromtimestamp(ms / 1000).astimezone()
+    )
 
 
 def _daily_files(brain: Brain, session: Session, tz: tzinfo | None) -> list[Path]:
@@ -298,7 +304,9 @@ def _without_captured(d: Distillation, captures: list[Capture]) -> Distillation:
     gone = {i.text for i in d.items if captured(i)}
     if not gone:
         return d
-    return replace(d, items=[i for i in d.items if i.text not in gone], decisions=[x for x in d.decisions if x not in gone])
+    return replace(
+        d, items=[i for i in d.items if i.text not in gone], decisions=[x for x in d.decisions if x not in gone]
+    )
 
 
 def _code(s: str) -> str:
@@ -320,7 +328,9 @@ def render_daily_entry(session: Session, d: Distillation, heading: str, promoted
     lines.append(f"- **Outcome:** {d.outcome or 'unknown'}")
     if promoted:
         lines.append(f"- **Promoted:** {', '.join(promoted)}")
-    lines.append(f"- **Transcript:** session `{session.id}` ({session.format}, turns {session.turn_base}-{last}) · {session.path}")
+    lines.append(
+        f"- **Transcript:** session `{session.id}` ({session.format}, turns {session.turn_base}-{last}) · {session.path}"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -338,7 +348,9 @@ def _insert_daily(text: str, day: str, entry: str, time: str) -> str:
     return "".join(lines[:at]) + entry + "\n" + "".join(lines[at:])
 
 
-def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item], detail_tail: str, result: DistillResult) -> list[str]:
+def _promote(
+    brain: Brain, txn: Transaction, session: Session, items: list[Item], detail_tail: str, result: DistillResult
+) -> list[str]:
     if not items:
         return []
     memory = txn.memory
@@ -352,7 +364,11 @@ def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item]
         detail = f"transcript {session.id} turns {a}-{b} · {detail_tail}"
         fields = {"confidence": item.confidence} if item.confidence else {}
         prefix = _KIND_SECTION[item.kind]
-        old = find_reversed(item, [e for e in memory.entries() if e.prefix in ("KD", "LL")]) if item.kind == "decision" else None
+        old = (
+            find_reversed(item, [e for e in memory.entries() if e.prefix in ("KD", "LL")])
+            if item.kind == "decision"
+            else None
+        )
         if old is not None:
             new = brain._supersede_in(txn, old, item.text, detail, fields)
             result.superseded.append({"old": old.key, "new": new.key})
@@ -366,7 +382,9 @@ def _promote(brain: Brain, txn: Transaction, session: Session, items: list[Item]
     return notes
 
 
-def _write_captures(brain: Brain, txn: Transaction, session: Session, captures: list[Capture], detail_tail: str, result: DistillResult) -> list[str]:
+def _write_captures(
+    brain: Brain, txn: Transaction, session: Session, captures: list[Capture], detail_tail: str, result: DistillResult
+) -> list[str]:
     """Add the captures the brain does not hold yet (archives included, near duplicates too)."""
     if not captures:
         return []
@@ -434,8 +452,15 @@ def distill_session(
         if result.added:
             result.archived = [e.key for e in brain._archive_overflow(txn, False)]
         txn.put(daily, _insert_daily(txn.text(daily), day, render_daily_entry(session, d, heading, promoted), time))
-        txn.event("distill", session=session.id, path=session.path, added=len(result.added), superseded=len(result.superseded), withheld=len(result.withheld),
-                  captured=len(result.captured))
+        txn.event(
+            "distill",
+            session=session.id,
+            path=session.path,
+            added=len(result.added),
+            superseded=len(result.superseded),
+            withheld=len(result.withheld),
+            captured=len(result.captured),
+        )
     result.daily = str(daily)
     result.heading = heading
     return result
@@ -449,7 +474,7 @@ def distill(
     session_id: str | None = None,
     promote: bool = True,
     tz: tzinfo | None = None,
-    format: str | None = None,  # noqa: A002 - the CLI's --format
+    format: str | None = None,
     model_id: str | None = None,
     region: str | None = None,
     min_new_turns: int = 1,

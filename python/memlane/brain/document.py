@@ -99,7 +99,12 @@ class Schema:
         if unknown:
             raise ValueError(f"unknown section prefix for a cap: {', '.join(sorted(unknown))}")
         upper = {k.upper(): v for k, v in caps.items()}
-        return replace(self, sections=tuple(replace(s, **{attribute: upper.get(s.prefix, getattr(s, attribute))}) for s in self.sections))
+        return replace(
+            self,
+            sections=tuple(
+                replace(s, **{attribute: upper.get(s.prefix, getattr(s, attribute))}) for s in self.sections
+            ),
+        )
 
 
 def _norm_heading(text: str) -> str:
@@ -124,7 +129,9 @@ EVOLUTION_SCHEMA = Schema(
     "EVOLUTION",
     (
         SectionSpec("Corrections", "CR", None, "until_superseded", ("cr", "correction"), 3000),
-        SectionSpec("Competences", "CP", None, "until_superseded", ("cp", "competence", "competencies", "skills"), 3000),
+        SectionSpec(
+            "Competences", "CP", None, "until_superseded", ("cp", "competence", "competencies", "skills"), 3000
+        ),
         SectionSpec("Failed Attempts", "FA", None, "until_superseded", ("fa", "failures", "failed"), 3000),
     ),
 )
@@ -537,7 +544,12 @@ def _blocks(lines: list[str]) -> Iterator[tuple[str, int]]:
         bare = line.rstrip("\r\n")
         fm = _FENCE_RE.match(bare)
         if fence is not None:
-            if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= len(fence) and not bare.strip().strip(fence[0]):
+            if (
+                fm
+                and fm.group(1)[0] == fence[0]
+                and len(fm.group(1)) >= len(fence)
+                and not bare.strip().strip(fence[0])
+            ):
                 fence = None
             yield "other", i
             continue

@@ -164,7 +164,9 @@ _ENTITY = re.compile(
     r"\b[a-z]+_[a-z_0-9]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\bv?\d+\.\d+(?:\.\d+)?\b|"
     r"\b\d+\s?(?:ms|s|MB|GB|KB|Gi|Mi|%)(?!\w)|(?<=\s)[A-Z][A-Za-z0-9]{2,}\b|\b[A-Z]{2,}\d*\b"
 )
-_HEDGE = re.compile(r"\b(?:maybe|might|could|perhaps|possibly|i think|i guess|should we|do we|would you|can you|let me know)\b", re.I)
+_HEDGE = re.compile(
+    r"\b(?:maybe|might|could|perhaps|possibly|i think|i guess|should we|do we|would you|can you|let me know)\b", re.I
+)
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -180,7 +182,7 @@ def _prose_lines(text: str) -> list[str]:
         if _TOOL_LINE.match(line):
             in_output = False
             continue
-        if line.startswith("[result]") or line.startswith("[image]") or line.startswith("[trimmed"):
+        if line.startswith(("[result]", "[image]", "[trimmed")):
             in_output = True
             continue
         # Tool output runs on until something that reads like a sentence.
@@ -257,32 +259,65 @@ _REVERSAL_PATTERNS = [
         re.I,
     ),
     re.compile(r"\breplac(?:e|ed|ing)\s+(?P<old>[^.;,]+?)\s+(?:with|by)\s+(?P<new>[^.;,]+)", re.I),
-    re.compile(r"\b(?:dropp(?:ed|ing)|abandon(?:ed|ing)|ditch(?:ed|ing)|remov(?:ed|ing))\s+(?P<old>[^.;,]+?)\s+in\s+fav(?:o|ou)r\s+of\s+(?P<new>[^.;,]+)", re.I),
+    re.compile(
+        r"\b(?:dropp(?:ed|ing)|abandon(?:ed|ing)|ditch(?:ed|ing)|remov(?:ed|ing))\s+(?P<old>[^.;,]+?)\s+in\s+fav(?:o|ou)r\s+of\s+(?P<new>[^.;,]+)",
+        re.I,
+    ),
     re.compile(r"(?P<new>[^.;]*?)\b(?:instead\s+of|rather\s+than)\s+(?P<old>[^.;,]+)", re.I),
-    re.compile(r"\b(?:no\s+longer|don't|do\s+not|won't|will\s+not)\s+(?:use|need|run|rely\s+on|keep|support)\s+(?P<old>[^.;,]+)", re.I),
+    re.compile(
+        r"\b(?:no\s+longer|don't|do\s+not|won't|will\s+not)\s+(?:use|need|run|rely\s+on|keep|support)\s+(?P<old>[^.;,]+)",
+        re.I,
+    ),
     re.compile(r"\b(?:revert(?:ed|ing)?|roll(?:ed|ing)?\s+back)\s+(?:the\s+)?(?P<old>[^.;,]+)", re.I),
 ]
 _MARKERS: dict[str, list[tuple[re.Pattern[str], float]]] = {
     "incident": [
         (re.compile(r"\b(?:outage|incident|post-?mortem|sev[- ]?[0-3]|data\s+loss|customer[- ]facing)\b", re.I), 1.5),
-        (re.compile(r"\b(?:prod(?:uction)?\s+(?:is\s+|was\s+|went\s+)?down|broke\s+(?:prod|production)|rolled\s+back\s+the\s+(?:deploy|release))\b", re.I), 1.5),
+        (
+            re.compile(
+                r"\b(?:prod(?:uction)?\s+(?:is\s+|was\s+|went\s+)?down|broke\s+(?:prod|production)|rolled\s+back\s+the\s+(?:deploy|release))\b",
+                re.I,
+            ),
+            1.5,
+        ),
     ],
     "decision": [
         (re.compile(r"\bdecision\s*:", re.I), 2.0),
         (re.compile(r"\b(?:we|i|team)\s+(?:have\s+)?(?:decided|chose|settled\s+on|agreed|opted)\b", re.I), 1.5),
         (re.compile(r"\b(?:decided|agreed)\s+to\b|\blet'?s\s+go\s+with\b|\bgoing\s+with\b|\bwent\s+with\b", re.I), 1.5),
-        (re.compile(r"\bwe(?:'ll|\s+will)\s+(?:use|go\s+with|keep|standardi[sz]e\s+on|stick\s+with)\b|\bstandardi[sz]e\s+on\b|\bthe\s+plan\s+is\s+to\b", re.I), 1.0),
+        (
+            re.compile(
+                r"\bwe(?:'ll|\s+will)\s+(?:use|go\s+with|keep|standardi[sz]e\s+on|stick\s+with)\b|\bstandardi[sz]e\s+on\b|\bthe\s+plan\s+is\s+to\b",
+                re.I,
+            ),
+            1.0,
+        ),
         (re.compile(r"\bfrom\s+now\s+on\b", re.I), 1.0),
     ],
     "lesson": [
         (re.compile(r"\blessons?(?:\s+learned)?\s*:|\bnote\s+to\s+self\b|\btakeaway\s*:", re.I), 2.0),
-        (re.compile(r"\b(?:learned|realized|discovered)\s+that\b|\bturns\s+out\b|\broot\s+cause\b|\bgotcha\b", re.I), 1.5),
+        (
+            re.compile(r"\b(?:learned|realized|discovered)\s+that\b|\bturns\s+out\b|\broot\s+cause\b|\bgotcha\b", re.I),
+            1.5,
+        ),
         (re.compile(r"\bthe\s+(?:fix|trick|culprit|problem|issue)\s+(?:was|is)\b|\bcaused\s+by\b", re.I), 1.0),
-        (re.compile(r"\b(?:always|never)\s+(?:run|use|set|check|call|pass|put|add|commit|push|deploy|pin|restart)\b|\bmake\s+sure\s+(?:to|that|you)\b|\bdon'?t\s+forget\b|\bnext\s+time\b", re.I), 1.0),
+        (
+            re.compile(
+                r"\b(?:always|never)\s+(?:run|use|set|check|call|pass|put|add|commit|push|deploy|pin|restart)\b|\bmake\s+sure\s+(?:to|that|you)\b|\bdon'?t\s+forget\b|\bnext\s+time\b",
+                re.I,
+            ),
+            1.0,
+        ),
     ],
     "thread": [
         (re.compile(r"\b(?:todo|fixme)\b\s*:?|\bopen\s+question\s*:?", re.I), 2.0),
-        (re.compile(r"\bstill\s+(?:need|needs|have)\s+to\b|\bfollow[- ]up\s*(?::|on\b|with\b)|\bnext\s+steps?\s*(?::|is\b|are\b|will\b)|\bleft\s+to\s+do\b", re.I), 1.5),
+        (
+            re.compile(
+                r"\bstill\s+(?:need|needs|have)\s+to\b|\bfollow[- ]up\s*(?::|on\b|with\b)|\bnext\s+steps?\s*(?::|is\b|are\b|will\b)|\bleft\s+to\s+do\b",
+                re.I,
+            ),
+            1.5,
+        ),
         (
             re.compile(
                 r"\bnot\s+yet\s+(?:done|implemented|fixed|supported|handled|tested|merged|deployed|resolved|wired)\b|"
@@ -412,7 +447,9 @@ class ExtractiveEngine:
         score = salience(sentence, best, role)
         if score < self.min_salience:
             return None
-        return Item(best_kind, shorten(sentence, 300), (turn, turn), score, replaces=old if best_kind == "decision" else None)
+        return Item(
+            best_kind, shorten(sentence, 300), (turn, turn), score, replaces=old if best_kind == "decision" else None
+        )
 
     def _select(self, candidates: list[Item]) -> list[Item]:
         kept: list[Item] = []
@@ -531,7 +568,9 @@ class BedrockEngine:
             try:
                 import boto3
             except ImportError:
-                raise DistillError("the bedrock engine needs boto3: pip install boto3 (or use --engine extractive)") from None
+                raise DistillError(
+                    "the bedrock engine needs boto3: pip install boto3 (or use --engine extractive)"
+                ) from None
             self._client = boto3.client("bedrock-runtime", region_name=self.region)
         return self._client
 

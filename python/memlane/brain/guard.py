@@ -67,10 +67,7 @@ log = logging.getLogger("memlane.brain.guard")
 SCREEN_VERSION = 3
 """Bumped when what the rules see changes (normalisation, decoding): remembered verdicts expire."""
 
-_INVISIBLE = (
-    "\u00ad\u034f\u115f\u1160\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064"
-    "\u3164\ufeff\uffa0"
-)
+_INVISIBLE = "\u00ad\u034f\u115f\u1160\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
 _INVISIBLE_RE = re.compile(f"[{_INVISIBLE}\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 _BIDI_RE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -119,8 +116,10 @@ _INTERPRETER = r"(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k)?sh|python[\d.]*|perl|r
 # One lookbehind, then literal starts: the pattern runs over whole files, and Python's re scans
 # far faster for a literal than for \b before each of a dozen branches.
 _FETCHED_CODE = (
-    r"(?<![\w.-])(?:(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|new-object)\b[^\n|;&]{0,200}?\|\s*" + _INTERPRETER
-    + r"|(?:iex|invoke-expression)\b[\s(]*" + _FETCH
+    r"(?<![\w.-])(?:(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|new-object)\b[^\n|;&]{0,200}?\|\s*"
+    + _INTERPRETER
+    + r"|(?:iex|invoke-expression)\b[\s(]*"
+    + _FETCH
     + r"|(?:(?:ba|z)?sh|source|\.)\s+<\(\s*(?:curl|wget)\b"
     + r"|(?:(?:ba|z)?sh\s+-c|eval)\s+[\"']?\$\(\s*(?:curl|wget)\b"
     + r"|(?:download|fetch)(?:\s+and\s+|(?:[^\n.]|\.(?=\S)){0,80}?\b(?:and|then)\s+)(?:execute|run|exec|source|eval|launch)\b"
@@ -139,14 +138,14 @@ _LIFECYCLE = (
     r"|\bfrom\s+now\s+on\b|\bfirst\s+thing\s+(?:in|of)\s+(?:every|each|a|any)\s+(?:new\s+)?(?:session|task|conversation)\b)"
 )
 _STANDING_ORDER = (
-    r"(?:\balways\b|" + _LIFECYCLE + r")[,:]?\s+(?:(?:you\s+)?(?:must|should|shall|will|need\s+to|have\s+to|are\s+to)\s+|"
+    r"(?:\balways\b|"
+    + _LIFECYCLE
+    + r")[,:]?\s+(?:(?:you\s+)?(?:must|should|shall|will|need\s+to|have\s+to|are\s+to)\s+|"
     r"(?:please|also|first|always|silently|quietly|automatically|then)\s+)*"
 )
 _RUN = r"(?:run|execute|exec|source|eval|invoke|call|pipe)\b[^\n]{0,40}?"
 # The model's own instructions: its system prompt, and "your instructions" addressed to it.
-_SYSTEM_PROMPT = (
-    r"(?:system\s+(?:prompt|message|instructions)|developer\s+message|(?:hidden|initial|original|secret|underlying|base)\s+(?:prompt|instructions))"
-)
+_SYSTEM_PROMPT = r"(?:system\s+(?:prompt|message|instructions)|developer\s+message|(?:hidden|initial|original|secret|underlying|base)\s+(?:prompt|instructions))"
 _DISCLOSE = (
     r"(?<![\w-])(?:tell|show|give|print|output|repeat|recite|reveal|disclose|display|dump|leak|share|paste|echo|write\s+out|spell\s+out|"
     r"copy|return|send|reproduce|expose|quote|include|post|type\s+out|read\s+out)"
@@ -205,12 +204,21 @@ class Rule:
             return
         for pattern in self.patterns:
             for m in pattern.finditer(subject):
-                if self.exempt_pattern is not None and self.exempt_pattern.search(subject, max(0, m.start() - 80), m.start()):
+                if self.exempt_pattern is not None and self.exempt_pattern.search(
+                    subject, max(0, m.start() - 80), m.start()
+                ):
                     continue
                 yield m
 
 
-def _rule(name: str, description: str, *patterns: str, raw: bool = False, needles: tuple[str, ...] = (), exempt: str | None = None) -> Rule:
+def _rule(
+    name: str,
+    description: str,
+    *patterns: str,
+    raw: bool = False,
+    needles: tuple[str, ...] = (),
+    exempt: str | None = None,
+) -> Rule:
     return Rule(name, description, patterns, raw, needles, exempt)
 
 
@@ -267,16 +275,47 @@ RULES: tuple[Rule, ...] = (
         # bot's system prompt", "the system prompt for the summarizer").
         _DISCLOSE + r"\b(?:" + _TO_WHOM + r"?\s+(?:back\s+)?(?:all\s+(?:of\s+)?)?(?:"
         r"your\s+" + _WHOLE + r"(?:" + _SYSTEM_PROMPT + r"|prompt)\b"
-        r"|your\s+" + _WHOLE + r"(?:instructions|rules|guidelines|directives)\b[^\n.]{0,40}?" + _IN_FULL
-        + r"|the\s+" + _WHOLE + _SYSTEM_PROMPT + r"\b" + _NOT_A_PROJECTS + r"[^\n.]{0,40}?" + _IN_FULL
-        + r")|" + _TO_WHOM + r"\s+the\s+" + _WHOLE + _SYSTEM_PROMPT + r"\b" + _NOT_A_PROJECTS
+        r"|your\s+"
+        + _WHOLE
+        + r"(?:instructions|rules|guidelines|directives)\b[^\n.]{0,40}?"
+        + _IN_FULL
+        + r"|the\s+"
+        + _WHOLE
+        + _SYSTEM_PROMPT
+        + r"\b"
+        + _NOT_A_PROJECTS
+        + r"[^\n.]{0,40}?"
+        + _IN_FULL
+        + r")|"
+        + _TO_WHOM
+        + r"\s+the\s+"
+        + _WHOLE
+        + _SYSTEM_PROMPT
+        + r"\b"
+        + _NOT_A_PROJECTS
         + r"(?!\s+(?:is|was|has|had|changed|lives|moved|says|will|can|should|must|now)\b))",
-        r"(?<![\w-])(?:reveal|disclose|leak|dump|expose)\s+(?:all\s+(?:of\s+)?)?your\s+" + _WHOLE + r"(?:instructions|rules|guidelines|directives|programming|configuration)\b",
-        r"(?<![\w-])(?:start|begin|prefix|open|end)\s+(?:every|each|your)\s+(?:reply|answer|response|message)s?\s+with\s+(?:your|the)\s+" + _WHOLE + r"(?:" + _SYSTEM_PROMPT + r"|instructions)\b",
+        r"(?<![\w-])(?:reveal|disclose|leak|dump|expose)\s+(?:all\s+(?:of\s+)?)?your\s+"
+        + _WHOLE
+        + r"(?:instructions|rules|guidelines|directives|programming|configuration)\b",
+        r"(?<![\w-])(?:start|begin|prefix|open|end)\s+(?:every|each|your)\s+(?:reply|answer|response|message)s?\s+with\s+(?:your|the)\s+"
+        + _WHOLE
+        + r"(?:"
+        + _SYSTEM_PROMPT
+        + r"|instructions)\b",
         r"(?<![\w-])(?:repeat|recite|print|output|echo|reproduce)\s+(?:back\s+)?(?:all\s+(?:of\s+)?)?(?:the\s+)?(?:text|words|content|everything|messages?)\s+"
         r"(?:above|before\s+this|preceding\s+this|you\s+were\s+given)\b(?!\s+the\b)",
         exempt=_NEGATION,
-        needles=("prompt", "instruction", "your", "system", "developer message", "above", "before this", "preceding", "were given"),
+        needles=(
+            "prompt",
+            "instruction",
+            "your",
+            "system",
+            "developer message",
+            "above",
+            "before this",
+            "preceding",
+            "were given",
+        ),
     ),
     _rule(
         "injection.encoded_instructions",
@@ -300,21 +339,41 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "exfiltration.secret_file_read",
         "reads or ships a credentials file (.env, cloud credentials, .netrc, SSH keys)",
-        r"\b(?:cat|less|more|head|tail|strings|xxd|od|base64|bat|nl|tac|type|get-content|grep|awk)\b[^\n|;&]{0,80}?" + _SECRET_FILE,
+        r"\b(?:cat|less|more|head|tail|strings|xxd|od|base64|bat|nl|tac|type|get-content|grep|awk)\b[^\n|;&]{0,80}?"
+        + _SECRET_FILE,
         # The file is the source (first argument), or, for an archiver, what goes in after the archive.
         r"\b(?:cp|scp|rsync|(?:tar\s+-?\w+|zip|7z\s+a)(?:\s+-\S+)*\s+\S+\.(?:tgz|tar|gz|bz2|xz|zip|7z))\s+(?:-\S+\s+)*"
         r"(?:[~\w.${}-]*/)?" + _SECRET_FILE,
         r"(?:@|<\s*)\S{0,40}?" + _SECRET_FILE,
         r"\b(?:read|print|dump|display|output|reveal|exfiltrate|upload|leak|attach|share|paste|include|embed|send|post|"
-        r"forward|email|e-mail|transmit|publish|copy|commit|push|echo|show|append|insert|put)\s+(?:out\s+)?" + _FILE_OBJECT
-        + r"(?:[~\w.${}-]*/)?" + _SECRET_FILE
+        r"forward|email|e-mail|transmit|publish|copy|commit|push|echo|show|append|insert|put)\s+(?:out\s+)?"
+        + _FILE_OBJECT
+        + r"(?:[~\w.${}-]*/)?"
+        + _SECRET_FILE
         # "include .env in .dockerignore" names the file to leave out.
         + r"(?![^\n]{0,12}?\s(?:in|to|into|from)\s+(?:the\s+|your\s+)?\S*ignore\b)",
         # Stated as a fact: "the contents of ~/.ssh/id_rsa belong in the team channel".
-        _SECRET_FILE + r"[^\n.]{0,40}?\b(?:belongs?|goes|go|should\s+(?:go|be\s+\w+ed)|must\s+(?:go|be\s+\w+ed)|is\s+to\s+be\s+\w+ed)\s+"
+        _SECRET_FILE
+        + r"[^\n.]{0,40}?\b(?:belongs?|goes|go|should\s+(?:go|be\s+\w+ed)|must\s+(?:go|be\s+\w+ed)|is\s+to\s+be\s+\w+ed)\s+"
         r"(?:in|into|to|on|with)\s+" + _DESTINATION,
         exempt=_NEGATION,
-        needles=(".ssh", "id_", ".env", ".aws", "netrc", ".pgpass", ".git-credentials", ".docker", ".kube", "credentials.json", ".npmrc", ".pypirc", "gcloud", "/etc/shadow", ".gnupg"),
+        needles=(
+            ".ssh",
+            "id_",
+            ".env",
+            ".aws",
+            "netrc",
+            ".pgpass",
+            ".git-credentials",
+            ".docker",
+            ".kube",
+            "credentials.json",
+            ".npmrc",
+            ".pypirc",
+            "gcloud",
+            "/etc/shadow",
+            ".gnupg",
+        ),
     ),
     _rule(
         "exfiltration.send_secrets",
@@ -367,7 +426,12 @@ RULES: tuple[Rule, ...] = (
         r"\bchmod\s+(?:-\w+\s+)*(?:(?:u|ug|ugo|a)?\+s\b|[4-7][0-7]{3}\b)",  # setuid; g+s on shared dirs is fine
         needles=("nc", "cat", "/dev/", "chmod"),
     ),
-    _rule("unicode.invisible", "contains invisible characters (zero-width, BOM, tag characters)", _INVISIBLE_RE.pattern, raw=True),
+    _rule(
+        "unicode.invisible",
+        "contains invisible characters (zero-width, BOM, tag characters)",
+        _INVISIBLE_RE.pattern,
+        raw=True,
+    ),
     _rule("unicode.bidi", "contains bidirectional overrides or isolates", _BIDI_RE.pattern, raw=True),
 )
 
@@ -454,7 +518,9 @@ class MemoryGuardError(MemlaneError):
 # Letters of scripts that hold look-alikes of Latin ones (IPA, Greek, Cyrillic, Armenian,
 # Cherokee, small capitals, Coptic, Lisu, Cherokee supplement): only a text with one of
 # them pays for loading the confusables table.
-_LOOKALIKE_SCRIPTS = re.compile("[\u0250-\u02af\u0370-\u058f\u13a0-\u13ff\u1d00-\u1dbf\u2c80-\u2cff\ua4d0-\ua4ff\uab70-\uabbf]")
+_LOOKALIKE_SCRIPTS = re.compile(
+    "[\u0250-\u02af\u0370-\u058f\u13a0-\u13ff\u1d00-\u1dbf\u2c80-\u2cff\ua4d0-\ua4ff\uab70-\uabbf]"
+)
 
 
 @functools.cache
@@ -522,14 +588,18 @@ def _decoded_payloads(text: str) -> list[str]:
 _HEX_RE = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){12,}(?![0-9a-fA-F])")
 # Characters spaced out one by one ("i g n o r e   a l l"): at least six in a row.
 _SPACED_RE = re.compile(r"(?<!\S)(?:\S[ \t]+){5,}\S(?!\S)")
-_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM")
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
 # Rules a rot13 or reversed reading of a text is scanned with: phrases that ordinary text so
 # turned never spells (command rules match short words such as "nc" or "cat" that it does).
 _READING_RULES = ("injection.",)
 # English's commonest words: a reading holding more of them than the text itself is English
 # hidden by rot13 or written backwards (an ordinary note reads the other way round, and skips
 # the rescan).
-_COMMON_WORDS = re.compile(r"\b(?:the|and|all|you|your|to|of|in|is|it|that|for|on|with|as|are|be|this|not|or|from|any|now|what|was|were)\b")
+_COMMON_WORDS = re.compile(
+    r"\b(?:the|and|all|you|your|to|of|in|is|it|that|for|on|with|as|are|be|this|not|or|from|any|now|what|was|were)\b"
+)
 
 
 def _as_text(raw: bytes) -> str | None:
@@ -596,7 +666,9 @@ class MemoryGuard:
         hidden = [("base64", p) for p in _decoded_payloads(text)] + [("hex", p) for p in _hex_payloads(text)]
         hidden += [("spaced out", p) for p in _spaced_payloads(text)]
         for how, payload in hidden:
-            out += [Finding(f.rule, _show(f"{how}: " + f.excerpt)) for f in self._scan_rules(secrets.mask(payload), first)]
+            out += [
+                Finding(f.rule, _show(f"{how}: " + f.excerpt)) for f in self._scan_rules(secrets.mask(payload), first)
+            ]
             if first and out:
                 return out
         english = len(_COMMON_WORDS.findall(norm))

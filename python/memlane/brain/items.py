@@ -38,7 +38,16 @@ from memlane.brain.scopes import entry_project, in_project
 
 TYPES = ("decision", "entity", "claim", "task", "note")
 """The item types, as ``memlane search --type`` takes them."""
-_BY_SECTION = {"KD": "decision", "RC": "entity", "OT": "task", "LL": "claim", "COE": "claim", "CR": "claim", "CP": "claim", "FA": "claim"}
+_BY_SECTION = {
+    "KD": "decision",
+    "RC": "entity",
+    "OT": "task",
+    "LL": "claim",
+    "COE": "claim",
+    "CR": "claim",
+    "CP": "claim",
+    "FA": "claim",
+}
 
 
 @dataclass(frozen=True)
@@ -64,11 +73,29 @@ class Item:
 
 def _from_entry(e: Entry, score: float | None = None) -> Item:
     where = "EVOLUTION.md" if Path(e.source).name.startswith("EVOLUTION") else "MEMORY.md"
-    return Item(e.key, _BY_SECTION[e.prefix], e.text, e.detail or f"{where} [{e.key}]", entry_project(e), e.meta.get("confidence"), e.date, score)
+    return Item(
+        e.key,
+        _BY_SECTION[e.prefix],
+        e.text,
+        e.detail or f"{where} [{e.key}]",
+        entry_project(e),
+        e.meta.get("confidence"),
+        e.date,
+        score,
+    )
 
 
 def _from_task(t: task_memory.Task, score: float | None = None) -> Item:
-    return Item(t.id, "task", f"[{t.status}] {t.description}", f"session {t.session_id} ({t.path})", t.project or None, None, t.updated, score)
+    return Item(
+        t.id,
+        "task",
+        f"[{t.status}] {t.description}",
+        f"session {t.session_id} ({t.path})",
+        t.project or None,
+        None,
+        t.updated,
+        score,
+    )
 
 
 def brain_items(
@@ -85,8 +112,16 @@ def brain_items(
 
     Superseded, resolved and withheld entries are not items: what is current is.
     """
-    entries = [e for e in brain.entries(evolution=True) if e.prefix in _BY_SECTION and _BY_SECTION[e.prefix] in types
-               and e.active and not e.resolved and not e.withheld and (project is None or in_project(e, [project]))]
+    entries = [
+        e
+        for e in brain.entries(evolution=True)
+        if e.prefix in _BY_SECTION
+        and _BY_SECTION[e.prefix] in types
+        and e.active
+        and not e.resolved
+        and not e.withheld
+        and (project is None or in_project(e, [project]))
+    ]
     found = [] if "task" not in types or home is None else task_memory.open_tasks(home, project)
     # The tasks are scored as entries are (their words, IDF-weighted), so both rank together.
     as_entries = [Entry(t.id, t.updated[:10], t.description) for t in found]

@@ -139,7 +139,13 @@ def check(brain_dir: Path) -> list[tuple[str, str, str]]:
         for n, line in statements(read_text(path)):
             found = refs(line)
             if not found:
-                problems.append(("missing_provenance", f"{rel}:{n} states something without its source: {line.strip()[:80]!r}", str(path)))
+                problems.append(
+                    (
+                        "missing_provenance",
+                        f"{rel}:{n} states something without its source: {line.strip()[:80]!r}",
+                        str(path),
+                    )
+                )
             for ref in found:
                 if not resolves(ref, brain_dir, cache):
                     problems.append(("dangling_provenance", f"{rel}:{n} cites {ref}, which does not exist", str(path)))

@@ -43,6 +43,7 @@ class Entry(Protocol):
     @property
     def meta(self) -> Mapping[str, str]: ...
 
+
 TYPES = ("user", "feedback", "project", "reference")
 """Memory types, as Claude Code sorts its own memory."""
 
@@ -98,7 +99,9 @@ def in_project(entry: Entry, keys: Sequence[str]) -> bool:
     return bound is None or any(bound in (key, project_name(key)) for key in keys)
 
 
-def classify(prefix: str, type: str | None = None, scope: str | None = None, project: str | None = None) -> dict[str, str]:  # noqa: A002 - the field's name
+def classify(
+    prefix: str, type: str | None = None, scope: str | None = None, project: str | None = None
+) -> dict[str, str]:
     """The metadata of a new entry of section ``prefix``: what was asked, checked against the rules.
 
     Raises:

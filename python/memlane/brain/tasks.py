@@ -128,7 +128,10 @@ def load(home: str | PathLike[str]) -> list[Task]:
 
 
 def _save(home: Path, tasks: Iterable[Task]) -> None:
-    doc = {"version": _SCHEMA_VERSION, "tasks": [t.to_dict() for t in sorted(tasks, key=lambda t: (t.project, t.created, t.id))]}
+    doc = {
+        "version": _SCHEMA_VERSION,
+        "tasks": [t.to_dict() for t in sorted(tasks, key=lambda t: (t.project, t.created, t.id))],
+    }
     atomic_write(_path(home), json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
@@ -154,11 +157,17 @@ def record(home: str | PathLike[str], files: Iterable[dict[str, Any]]) -> int:
             seen = [(str(i["text"]), _status(str(i.get("status") or "")), i.get("priority")) for i in plan["items"]]
             # Rewritten out of the plan (in these turns, or since an earlier run): closed.
             kept = {task_id(project, text) for text, _, _ in seen}
-            earlier = [t.description for t in tasks.values() if t.session_id == session and t.project == project and t.is_open and t.id not in kept]
+            earlier = [
+                t.description
+                for t in tasks.values()
+                if t.session_id == session and t.project == project and t.is_open and t.id not in kept
+            ]
             # What was done stays done; the rest the agent gave up on.
             for item in plan.get("dropped", []):
                 status = _status(str(item.get("status") or ""))
-                seen.append((str(item["text"]), "completed" if status == "completed" else "dropped", item.get("priority")))
+                seen.append(
+                    (str(item["text"]), "completed" if status == "completed" else "dropped", item.get("priority"))
+                )
             seen += [(text, "dropped", None) for text in earlier]
             for text, status, priority in seen:
                 tid = task_id(project, text)
@@ -170,8 +179,15 @@ def record(home: str | PathLike[str], files: Iterable[dict[str, Any]]) -> int:
                 changed += 1
                 closed = status in ("completed", "dropped")
                 tasks[tid] = Task(
-                    id=tid, project=project, description=text, status=status, priority=priority or (old.priority if old else None),
-                    session_id=session, path=path, created=old.created if old else when, updated=when,
+                    id=tid,
+                    project=project,
+                    description=text,
+                    status=status,
+                    priority=priority or (old.priority if old else None),
+                    session_id=session,
+                    path=path,
+                    created=old.created if old else when,
+                    updated=when,
                     completed=((old.completed if old and old.completed else None) or when) if closed else None,
                 )
         if changed:
@@ -222,9 +238,18 @@ def export(home: str | PathLike[str], project: str | None, *, include_closed: bo
     return {
         "project": project,
         "tasks": [
-            {"id": t.id, "priority": t.priority, "status": t.status, "description": t.description,
-             "acceptance_criteria": [], "created": t.created, "completed": t.completed, "blocked_by": t.blocked_by,
-             "session_id": t.session_id, "source": t.path}
+            {
+                "id": t.id,
+                "priority": t.priority,
+                "status": t.status,
+                "description": t.description,
+                "acceptance_criteria": [],
+                "created": t.created,
+                "completed": t.completed,
+                "blocked_by": t.blocked_by,
+                "session_id": t.session_id,
+                "source": t.path,
+            }
             for t in tasks_of(home, project, include_closed=include_closed)
         ],
     }
@@ -241,4 +266,3 @@ def forget_session(home: str | PathLike[str], session_id: str) -> int:
         if len(kept) != len(tasks):
             _save(home, kept)
     return len(tasks) - len(kept)
-

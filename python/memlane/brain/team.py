@@ -61,7 +61,9 @@ _HEADER = re.compile(r"^# Team memory · (?P<name>[A-Za-z0-9_.-]+)-(?P<id>[0-9a-
 HEADER_EXAMPLE = "# Team memory · NAME-0123abcd"
 # A merge git could not finish leaves these in the file: its entries cannot be trusted.
 _CONFLICT = re.compile(r"^(?:<{7}|={7}|>{7})(?:[ \t]|$)")
-_LINE = re.compile(r"^- \[(?P<key>[A-Z]{1,5}\d{1,5}-[0-9a-f]{8})\][ \t]*(?:(?P<date>\d{4}-\d{2}-\d{2})[ \t]*)?(?:—[ \t]*)?(?P<text>.*?)\s*$")
+_LINE = re.compile(
+    r"^- \[(?P<key>[A-Z]{1,5}\d{1,5}-[0-9a-f]{8})\][ \t]*(?:(?P<date>\d{4}-\d{2}-\d{2})[ \t]*)?(?:—[ \t]*)?(?P<text>.*?)\s*$"
+)
 _HEADING = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t#]*$")
 # Metadata that is about this machine's copy, not the memory: not shared.
 _LOCAL_META = ("team", "author", "archived")
@@ -263,7 +265,9 @@ def read_team_export(path: Path, schema: Schema, evolution: Schema) -> tuple[str
             if not section:
                 raise NotATeamFileError(f"line {n}: unknown section {m.group('name')!r}")
         elif line.startswith("- [") and not (section and _LINE.match(line)):
-            raise NotATeamFileError(f"line {n} is not a team entry ('- [KD07-3f9a2c1d] YYYY-MM-DD — text' under a section)")
+            raise NotATeamFileError(
+                f"line {n} is not a team entry ('- [KD07-3f9a2c1d] YYYY-MM-DD — text' under a section)"
+            )
     return header.group("id"), read_team_file(text, schema, evolution)
 
 
@@ -300,7 +304,9 @@ def import_team(brain: Brain, folder: str | Path) -> ImportReport:
         if owner == me:
             continue  # this brain's own export
         if owner in owners:
-            report.skipped.append({"path": str(path), "reason": f"a second file of {owner} (the first: {owners[owner]})"})
+            report.skipped.append(
+                {"path": str(path), "reason": f"a second file of {owner} (the first: {owners[owner]})"}
+            )
             continue
         owners[owner] = str(path)
         if entries:
@@ -310,7 +316,9 @@ def import_team(brain: Brain, folder: str | Path) -> ImportReport:
                 report.refused.append(f"{e.key} ({rule})")
             elif (m := _TEAM_KEY.match(e.key)) is None or m.group("id") != owner:
                 # Only its owner writes a file: a key of someone else's would overwrite their entry here.
-                report.skipped_entries.append({"path": str(path), "key": e.key, "reason": f"not keyed with the file owner's id {owner}"})
+                report.skipped_entries.append(
+                    {"path": str(path), "key": e.key, "reason": f"not keyed with the file owner's id {owner}"}
+                )
             elif e.meta.get("scope") != "team":
                 report.private_skipped += 1
                 scope = e.meta.get("scope")
@@ -346,7 +354,13 @@ def _merge(brain: Brain, txn: Transaction, incoming: list[Entry], report: Import
         new = Entry(mine.key, theirs.date, theirs.text, theirs.detail, meta, list(theirs.extra))
         if theirs.key in fresh:
             report.added += 1
-        elif (mine.date, mine.text, mine.detail, mine.meta, mine.extra) == (new.date, new.text, new.detail, new.meta, new.extra):
+        elif (mine.date, mine.text, mine.detail, mine.meta, mine.extra) == (
+            new.date,
+            new.text,
+            new.detail,
+            new.meta,
+            new.extra,
+        ):
             report.unchanged += 1
             continue
         else:

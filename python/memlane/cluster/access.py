@@ -92,14 +92,18 @@ def parse_tokens(text: str, name: str) -> list[tuple[str, Grant]]:
             continue
         where = f"{name}:{number}"
         if len(fields) != 2:
-            raise InvalidArgumentError(f"{where}: expected TOKEN ROLE (e.g. 7f3c… project:billing), got {len(fields)} field{'s' if len(fields) != 1 else ''}")
+            raise InvalidArgumentError(
+                f"{where}: expected TOKEN ROLE (e.g. 7f3c… project:billing), got {len(fields)} field{'s' if len(fields) != 1 else ''}"
+            )
         token, role_text = fields
         try:
             role = Role.parse(role_text)
         except ValueError as exc:
             raise InvalidArgumentError(f"{where}: {exc}") from None
         if role.kind == "skill":
-            raise InvalidArgumentError(f"{where}: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME")
+            raise InvalidArgumentError(
+                f"{where}: a skill agent reads the project its session runs in, which a server cannot see: give its token the role project:NAME"
+            )
         if token in seen:
             raise InvalidArgumentError(f"{where}: the same token as line {seen[token]}: each token stands for one role")
         seen[token] = number
@@ -137,7 +141,9 @@ class Access:
     allow_show_secrets: bool = False
 
     @classmethod
-    def build(cls, token: str | None = None, pairs: list[tuple[str, Grant]] | None = None, allow_show_secrets: bool = False) -> Access:
+    def build(
+        cls, token: str | None = None, pairs: list[tuple[str, Grant]] | None = None, allow_show_secrets: bool = False
+    ) -> Access:
         """``token`` as an admin token, then the pairs of a tokens file.
 
         Raises:
@@ -146,7 +152,9 @@ class Access:
         every = [(token, Grant(Role(), "--token"))] if token else []
         for value, grant in pairs or []:
             if value == token:
-                raise InvalidArgumentError(f"{grant.source}: the same token as --token/MEMLANE_TOKEN (an admin token): each token stands for one role")
+                raise InvalidArgumentError(
+                    f"{grant.source}: the same token as --token/MEMLANE_TOKEN (an admin token): each token stands for one role"
+                )
             every.append((value, grant))
         return cls(tuple((value.encode(), grant) for value, grant in every), allow_show_secrets)
 
@@ -175,7 +183,9 @@ class Access:
                     "(`memlane serve --allow-show-secrets` lets admin tokens ask, each request logged)"
                 )
             if grant.role.kind != "admin":
-                raise Forbidden(f"show_secrets refused: agent {grant.role} gets texts with secrets masked (only admin tokens may ask)")
+                raise Forbidden(
+                    f"show_secrets refused: agent {grant.role} gets texts with secrets masked (only admin tokens may ask)"
+                )
         if grant.role.kind == "admin":
             return body
         asked = _check.optional_text("project", body.get("project"))

@@ -48,7 +48,16 @@ from memlane.cluster import catalog as cat
 from memlane.cluster.storage import Location, location
 from memlane.embed.batch_backfill import BatchBackfillReport, BatchRun, pending_texts
 
-__all__ = ["CacheOnlyEmbedder", "ClusterBatchReport", "FillJob", "embed_index_batch", "fill_shard", "packs_dir", "saved_embedder", "shard_pending"]
+__all__ = [
+    "CacheOnlyEmbedder",
+    "ClusterBatchReport",
+    "FillJob",
+    "embed_index_batch",
+    "fill_shard",
+    "packs_dir",
+    "saved_embedder",
+    "shard_pending",
+]
 
 PLAN_FILE = "cluster-batch.json"
 _PENDING_FILE = "pending.sqlite"
@@ -124,7 +133,9 @@ def _materialize(out: Location, shard: int, record: dict[str, Any], work: Path) 
     return home
 
 
-def shard_pending(out_uri: str, shard: int, record: dict[str, Any], embedder_id: str) -> tuple[int, list[tuple[str, str]]]:
+def shard_pending(
+    out_uri: str, shard: int, record: dict[str, Any], embedder_id: str
+) -> tuple[int, list[tuple[str, str]]]:
     """A Ray task: the shard's chunks without a vector (a count) and the ``(content_hash, text)``
     of those whose vector neither the shard's cache nor the index's vector cache has."""
     from memlane import _core
@@ -174,7 +185,9 @@ def fill_shard(job: FillJob) -> dict[str, Any]:
         mem.close()
         with _core.Store(str(home)).writer() as writer:
             pending = len(writer.pending_vectors())
-        info = shard_info(home, job.base.get("partitions", []), {"chunks_embedded": embedded, "chunks_pending": pending})
+        info = shard_info(
+            home, job.base.get("partitions", []), {"chunks_embedded": embedded, "chunks_pending": pending}
+        )
         return cat.upload_home(home, out, job.shard, job.version, info)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -210,7 +223,9 @@ class _Plan:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(f"{folder / PLAN_FILE}: unreadable batch plan ({exc}); delete {folder} to abandon the run") from None
+            raise ValueError(
+                f"{folder / PLAN_FILE}: unreadable batch plan ({exc}); delete {folder} to abandon the run"
+            ) from None
 
 
 def saved_embedder(folder: Path) -> str | None:
@@ -222,12 +237,16 @@ def saved_embedder(folder: Path) -> str | None:
 def _wanted(folder: Path) -> sqlite3.Connection:
     """Which content hashes each shard waits for, on disk: a backfill's hashes outgrow memory."""
     db = sqlite3.connect(folder / _PENDING_FILE, isolation_level=None)
-    db.execute("CREATE TABLE IF NOT EXISTS wanted (shard INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (shard, hash)) WITHOUT ROWID")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS wanted (shard INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (shard, hash)) WITHOUT ROWID"
+    )
     db.execute("CREATE INDEX IF NOT EXISTS wanted_hash ON wanted (hash)")
     return db
 
 
-def _collect(ray: Any, out: Location, catalog: cat.Catalog, plan: _Plan, folder: Path, cache: Any) -> Iterator[tuple[str, str]]:
+def _collect(
+    ray: Any, out: Location, catalog: cat.Catalog, plan: _Plan, folder: Path, cache: Any
+) -> Iterator[tuple[str, str]]:
     """Every shard's pending texts (one Ray task a shard), recorded in ``plan`` and on disk;
     yields each distinct text to embed once, one shard at a time (a shard's texts in memory,
     not the index's)."""
@@ -347,24 +366,34 @@ def embed_index_batch(
     out = location(uri)
     catalog = cat.load(out)
     if catalog is None:
-        raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
+        raise FileNotFoundError(
+            f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one"
+        )
     if not str(getattr(embedder, "id", "")).startswith("bedrock/"):
-        raise ValueError(f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}")
+        raise ValueError(
+            f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}"
+        )
     if catalog.embedder_id and catalog.embedder_id != embedder.id:
-        raise EmbedderMismatchError(f"{out.uri} holds vectors of {catalog.embedder_id}; a batch of {embedder.id} cannot go in it")
+        raise EmbedderMismatchError(
+            f"{out.uri} holds vectors of {catalog.embedder_id}; a batch of {embedder.id} cannot go in it"
+        )
     folder = Path(state_dir) if state_dir else local_root(out.uri) / "batch"
     folder.mkdir(parents=True, exist_ok=True)
     start_options = {k: options.pop(k) for k in ("max_records_per_job", "min_records_per_job") if k in options}
     ray_init = options.pop("ray_init", {})
     plan = _Plan.load(folder)
     if plan is not None and (plan.index, plan.embedder_id) != (out.uri, embedder.id):
-        raise ValueError(f"{folder} holds a batch run of {plan.embedder_id} for {plan.index}: resume it there, or delete {folder} to abandon it")
+        raise ValueError(
+            f"{folder} holds a batch run of {plan.embedder_id} for {plan.index}: resume it there, or delete {folder} to abandon it"
+        )
     report = ClusterBatchReport(resumed=plan is not None and plan.started)
     cache = EmbeddingCache(folder / _RUN_CACHE)
     try:
         fresh = plan is None or not plan.started  # nothing saved, or saved before its jobs were
         if fresh and not (s3_uri and role_arn):
-            raise ValueError("no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one")
+            raise ValueError(
+                "no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one"
+            )
         ray = init_ray(ray_address, **ray_init)
         if s3 is None or bedrock is None:
             built_s3, built_bedrock = make_batch_clients(embedder.region)
@@ -378,7 +407,11 @@ def embed_index_batch(
         run = BatchRun.load(folder)  # None once every job was read
         if run is not None:
             batch = run.wait(cache=cache, s3=s3, bedrock=bedrock, **options)
-            plan.batch = {k: v for k, v in asdict(batch).items() if k in ("jobs", "records", "embedded", "failed", "leftover", "input_tokens")}
+            plan.batch = {
+                k: v
+                for k, v in asdict(batch).items()
+                if k in ("jobs", "records", "embedded", "failed", "leftover", "input_tokens")
+            }
             plan.save(folder)
         for name, value in plan.batch.items():
             setattr(report, name, value)
@@ -406,7 +439,9 @@ def embed_index_batch(
         for n, version in sorted(fills.items()):
             if cat.version_record(out, n, version) is not None:
                 report.shards_resumed += 1
-            refs[task.remote(FillJob(n, version, out.uri, cat.version_record(out, n, plan.bases[str(n)]), described))] = n
+            refs[
+                task.remote(FillJob(n, version, out.uri, cat.version_record(out, n, plan.bases[str(n)]), described))
+            ] = n
         records: dict[int, dict[str, Any]] = {}
         for ref, shard in refs.items():
             records[shard] = ray.get(ref)

@@ -30,7 +30,17 @@ from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
 from memlane.memory import DEFAULT_QUANTIZATION
 
-__all__ = ["EmbedWorker", "PoolEmbedder", "RateLimiter", "ShardJob", "build_shard", "local_spec", "may_be_bedrock", "shard_info", "stage_path"]
+__all__ = [
+    "EmbedWorker",
+    "PoolEmbedder",
+    "RateLimiter",
+    "ShardJob",
+    "build_shard",
+    "local_spec",
+    "may_be_bedrock",
+    "shard_info",
+    "stage_path",
+]
 
 # Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
 # spread one shard's backlog over every actor.
@@ -116,7 +126,11 @@ def build_shard(job: ShardJob, embedder: Any = "none") -> dict[str, Any]:
             if path != Path(uri):
                 staged.append(path)
         embed = embedder != "none"
-        report = mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed) if job.index else IndexReport()
+        report = (
+            mem.index([str(stage_path(job.stage_root, u)) for u in job.index], embed=embed)
+            if job.index
+            else IndexReport()
+        )
         mem.close()
         info = shard_info(home, job.partitions, {
             "files_indexed": report.files_indexed,
@@ -258,7 +272,9 @@ class EmbedWorker:
     batches Bedrock throttled.
     """
 
-    def __init__(self, spec: Any, threads: int | None = None, limiter: Any = None, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, spec: Any, threads: int | None = None, limiter: Any = None, options: dict[str, Any] | None = None
+    ) -> None:
         if isinstance(spec, str):
             from memlane.embed import make_embedder
 

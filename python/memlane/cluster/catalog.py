@@ -45,7 +45,7 @@ from typing import Any
 
 from memlane.cluster.storage import Location
 
-__all__ = ["Catalog", "Partition", "ShardRef", "Source", "load", "publish", "shard_dir", "upload_home", "materialize"]
+__all__ = ["Catalog", "Partition", "ShardRef", "Source", "load", "materialize", "publish", "shard_dir", "upload_home"]
 
 POINTER = "CURRENT"
 FORMAT = 1

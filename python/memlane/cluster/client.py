@@ -123,7 +123,9 @@ class RemoteMemory:
         user, password = urllib.parse.unquote(self._proxy.username), urllib.parse.unquote(self._proxy.password or "")
         return {"Proxy-Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
-    def _send(self, conn: http.client.HTTPConnection, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, str, bytes]:
+    def _send(
+        self, conn: http.client.HTTPConnection, method: str, path: str, data: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, str, bytes]:
         try:
             conn.request(method, path, body=data, headers=headers)
             response = conn.getresponse()
@@ -147,7 +149,9 @@ class RemoteMemory:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            status, reason, raw = self._exchange("POST" if body is not None else "GET", f"{self._base}/{route}", data, headers)
+            status, reason, raw = self._exchange(
+                "POST" if body is not None else "GET", f"{self._base}/{route}", data, headers
+            )
         except (OSError, http.client.HTTPException) as exc:  # refused, unknown host, timeout, a broken answer
             via = ""
             if self._proxy is not None:
@@ -270,7 +274,9 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
         return None
     parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"the {scheme} proxy {proxy!r} from the environment is not http://HOST:PORT, the only kind memlane speaks to")
+        raise ValueError(
+            f"the {scheme} proxy {proxy!r} from the environment is not http://HOST:PORT, the only kind memlane speaks to"
+        )
     return parts
 
 

@@ -24,7 +24,15 @@ from typing import Any
 
 from memlane import _check, _core
 from memlane.cluster import catalog as cat
-from memlane.cluster.build import EmbedWorker, PoolEmbedder, RateLimiter, ShardJob, build_shard, local_spec, may_be_bedrock
+from memlane.cluster.build import (
+    EmbedWorker,
+    PoolEmbedder,
+    RateLimiter,
+    ShardJob,
+    build_shard,
+    local_spec,
+    may_be_bedrock,
+)
 from memlane.cluster.storage import location
 from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
 
@@ -99,7 +107,9 @@ def shard_ref(shard: int, record: dict[str, Any]) -> cat.ShardRef:
     )  # fmt: skip
 
 
-def _version_id(shard: int, base: str | None, index: list[tuple[str, str]], remove: list[str], embedder: str | None) -> str:
+def _version_id(
+    shard: int, base: str | None, index: list[tuple[str, str]], remove: list[str], embedder: str | None
+) -> str:
     """A shard version's id: a hash of everything that decides its content."""
     what = json.dumps([_BUILD_FORMAT, shard, base, sorted(index), sorted(remove), embedder], separators=(",", ":"))
     return hashlib.sha256(what.encode()).hexdigest()[:20]
@@ -121,7 +131,15 @@ def _listing(roots: Sequence[str], format: str | None) -> dict[str, tuple[str, i
     return found
 
 
-def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actors: int | None, threads: int, requests_per_second: float | None, index_embedder_id: str | None = None) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
+def _embedding(
+    ray: Any,
+    embed: Any,
+    embed_options: dict[str, Any] | None,
+    actors: int | None,
+    threads: int,
+    requests_per_second: float | None,
+    index_embedder_id: str | None = None,
+) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
     """The embedding actors, what they write (embedder id, dimension, window; None for
     keyword-only) and the Bedrock rate limiter they share (None when not Bedrock)."""
     if embed == "none" or embed is None:
@@ -132,7 +150,11 @@ def _embedding(ray: Any, embed: Any, embed_options: dict[str, Any] | None, actor
         embed = local_spec(embed, index_embedder_id, gpu=bool(gpus))
     limiter = None
     if may_be_bedrock(embed):
-        limiter = ray.remote(RateLimiter).options(num_cpus=0, max_restarts=-1, max_task_retries=-1).remote(requests_per_second or 20.0)
+        limiter = (
+            ray.remote(RateLimiter)
+            .options(num_cpus=0, max_restarts=-1, max_task_retries=-1)
+            .remote(requests_per_second or 20.0)
+        )
     options: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
     if gpus and isinstance(embed, str) and embed.startswith("local"):
         # One actor per GPU; each runs onnxruntime's CUDA provider (EmbedWorker).
@@ -222,9 +244,13 @@ def index_sources(
     previous = cat.load(out_loc)
     if previous is not None:
         if shards is not None and shards != previous.partition.shards:
-            raise ValueError(f"{out} has {previous.partition.shards} shards: run with --shards {previous.partition.shards} (or a new --out)")
+            raise ValueError(
+                f"{out} has {previous.partition.shards} shards: run with --shards {previous.partition.shards} (or a new --out)"
+            )
         if partition_depth is not None and partition_depth != previous.partition.depth:
-            raise ValueError(f"{out} is partitioned at depth {previous.partition.depth}: keep it, or index into a new --out")
+            raise ValueError(
+                f"{out} is partitioned at depth {previous.partition.depth}: keep it, or index into a new --out"
+            )
         partition = previous.partition
     else:
         if shards is not None and not 1 <= shards <= 9999:
@@ -267,7 +293,9 @@ def index_sources(
         if old[uri].duplicate_of is None:
             remove.setdefault(old[uri].shard, []).append(uri)
             report.files_removed += 1
-    report.files_removed += sum(1 for u, now in sources_now.items() if now.duplicate_of and u in old and not old[u].duplicate_of)
+    report.files_removed += sum(
+        1 for u, now in sources_now.items() if now.duplicate_of and u in old and not old[u].duplicate_of
+    )
     all_sources = {**{u: s for u, s in old.items() if u not in gone}, **sources_now}
     report.files_seen = len(listing)
     report.list_seconds = time.perf_counter() - started
@@ -281,11 +309,19 @@ def index_sources(
 
     ray = init_ray(ray_address, **ray_init)
     actors, described, limiter = _embedding(
-        ray, embed, embed_options, embed_actors, embed_threads, requests_per_second, previous.embedder_id if previous else None
+        ray,
+        embed,
+        embed_options,
+        embed_actors,
+        embed_threads,
+        requests_per_second,
+        previous.embedder_id if previous else None,
     )
     embedder_id = described[0] if described else None
     if previous is not None and previous.embedder_id and embedder_id and embedder_id != previous.embedder_id:
-        raise ValueError(f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)")
+        raise ValueError(
+            f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)"
+        )
     shard_embedder = PoolEmbedder(actors, described) if described else "none"
     task = ray.remote(build_shard).options(num_cpus=1, max_retries=5, retry_exceptions=False)
     pending = {}
@@ -302,7 +338,17 @@ def index_sources(
             records[shard] = committed
             report.shards_resumed += 1
             continue
-        job = ShardJob(shard, version, out_loc.uri, stage, base_record, [u for u, _ in index.get(shard, [])], remove.get(shard, []), parts, quantization)
+        job = ShardJob(
+            shard,
+            version,
+            out_loc.uri,
+            stage,
+            base_record,
+            [u for u, _ in index.get(shard, [])],
+            remove.get(shard, []),
+            parts,
+            quantization,
+        )
         pending[task.remote(job, shard_embedder)] = shard
     done = len(records)
     while pending:
@@ -339,7 +385,8 @@ def index_sources(
         shards=refs,
         partition=partition,
         embedder_id=(previous.embedder_id if previous else None) or (ids.pop() if ids else None),
-        dim=(previous.dim if previous else None) or next((r.get("dim") for r in records.values() if r.get("dim")), None),
+        dim=(previous.dim if previous else None)
+        or next((r.get("dim") for r in records.values() if r.get("dim")), None),
         stage_root=stage,
         roots=sorted({*(previous.roots if previous else ()), *named_roots}),
         sources=all_sources,

@@ -123,7 +123,9 @@ class ShardSet:
     asked about are kept: a query whose tokens were all seen skips the statistics round.
     """
 
-    def __init__(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, Any], call: Call) -> None:
+    def __init__(
+        self, catalog: cat.Catalog, records: dict[int, dict[str, Any]], shards: dict[int, Any], call: Call
+    ) -> None:
         self.catalog = catalog
         self.records = records
         self.shards = shards
@@ -131,7 +133,12 @@ class ShardSet:
         self._stats: dict[str, Any] | None = None
 
     def select(
-        self, sources: Sequence[str] | None, session_id: str | None, since: int | None, until: int | None, projects: Sequence[str] | None = None
+        self,
+        sources: Sequence[str] | None,
+        session_id: str | None,
+        since: int | None,
+        until: int | None,
+        projects: Sequence[str] | None = None,
     ) -> list[int]:
         """The shards that can hold a chunk passing these filters (catalog facts: kinds of
         chunk, session ids, time range, projects), in shard order."""
@@ -175,8 +182,17 @@ class ShardSet:
         search; a sharded index names none (:meth:`libraries`), so it is always empty here.
         """
         if libraries:
-            raise InvalidArgumentError("a sharded index does not tell the user's global libraries apart: search it without libraries")
-        filters = {"sources": sources, "session_id": session_id, "since": since, "until": until, "projects": projects, "branch": branch}
+            raise InvalidArgumentError(
+                "a sharded index does not tell the user's global libraries apart: search it without libraries"
+            )
+        filters = {
+            "sources": sources,
+            "session_id": session_id,
+            "since": since,
+            "until": until,
+            "projects": projects,
+            "branch": branch,
+        }
         selected = self.select(sources, session_id, since, until, projects)
         request = {"k": k, "vector": vector, "embedder_id": embedder_id, "candidates": candidates, **filters}
         hits = self._ranked(selected, query, request, fusion, vector_weight, threshold)
@@ -185,14 +201,26 @@ class ShardSet:
         return hits
 
     def _ranked(
-        self, selected: list[int], query: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+        self,
+        selected: list[int],
+        query: str,
+        request: dict[str, Any],
+        fusion: str,
+        vector_weight: float,
+        threshold: float,
     ) -> list[dict[str, Any]]:
         """The hits of the selected shards, fused as one home's: a round of candidates from
         every shard, then a round that reads each hit's chunk from its shard (a shard that
         does not answer, None from ``call``, is left out)."""
         # Statistics come from every shard, matching or not: one home's BM25 counts every chunk.
         stats = self.term_stats(query)
-        answered = [(n, p) for n, p in zip(selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])) if p is not None]
+        answered = [
+            (n, p)
+            for n, p in zip(
+                selected, self.call([self._bound(n, "candidates", query, request, stats) for n in selected])
+            )
+            if p is not None
+        ]
         chosen, parts = [n for n, _ in answered], [p for _, p in answered]
         k, candidates = request["k"], request["candidates"]
         fused = _core.fuse_candidates(parts, k, candidates, fusion, vector_weight, threshold)
@@ -205,7 +233,9 @@ class ShardSet:
         for _, key, score, bm25, vec, coverage, relevance in fused:
             chunk = chunks.get(key)
             if chunk is not None:
-                hits.append({**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance})
+                hits.append(
+                    {**chunk, "score": score, "bm25": bm25, "vector": vec, "coverage": coverage, "relevance": relevance}
+                )
         return hits
 
     def term_stats(self, query: str) -> str:
@@ -247,7 +277,12 @@ class ShardSet:
     def get(self, keys: list[int]) -> list[dict[str, Any]]:
         """Stored chunks by key, from whichever shard holds them."""
         every = sorted(self.shards)
-        found = {c["key"]: c for batch in self.call([self._bound(n, "get", keys) for n in every]) if batch is not None for c in batch}
+        found = {
+            c["key"]: c
+            for batch in self.call([self._bound(n, "get", keys) for n in every])
+            if batch is not None
+            for c in batch
+        }
         return [found[k] for k in keys if k in found]
 
     def windows(self, embedder_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -316,11 +351,19 @@ class LocalShardSet(ShardSet):
             shard.store.prefetch_vectors()
 
     def _ranked(
-        self, selected: list[int], query: str, request: dict[str, Any], fusion: str, vector_weight: float, threshold: float
+        self,
+        selected: list[int],
+        query: str,
+        request: dict[str, Any],
+        fusion: str,
+        vector_weight: float,
+        threshold: float,
     ) -> list[dict[str, Any]]:
         stores = [self.shards[n].store for n in selected]
         every = [self.shards[n].store for n in sorted(self.shards)]
-        return _core.search_across(stores, query, corpus=every, fusion=fusion, vector_weight=vector_weight, threshold=threshold, **request)
+        return _core.search_across(
+            stores, query, corpus=every, fusion=fusion, vector_weight=vector_weight, threshold=threshold, **request
+        )
 
 
 def local_root(uri: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -340,7 +383,9 @@ def shard_records(uri: str, catalog: cat.Catalog) -> dict[int, dict[str, Any]]:
             continue
         record = cat.version_record(out, ref.shard, ref.version)
         if record is None:
-            raise FileNotFoundError(f"{uri}: catalog {catalog.generation} names shard {ref.shard} version {ref.version}, which is missing")
+            raise FileNotFoundError(
+                f"{uri}: catalog {catalog.generation} names shard {ref.shard} version {ref.version}, which is missing"
+            )
         records[ref.shard] = record
     return records
 
@@ -366,8 +411,12 @@ class ShardedIndex(Memory):
         self._root = local_root(self.uri, cache_dir)
         self._shards = self._load()
         if self._shards is None:
-            raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
-        super().__init__(self._root / "home", embedder=embedder if self._shards.catalog.embedder_id else "none", cache_dir=cache_dir)
+            raise FileNotFoundError(
+                f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one"
+            )
+        super().__init__(
+            self._root / "home", embedder=embedder if self._shards.catalog.embedder_id else "none", cache_dir=cache_dir
+        )
         self.events = NoEventLog()
 
     def _load(self) -> ShardSet | None:
@@ -379,7 +428,9 @@ class ShardedIndex(Memory):
     def _open_shards(self, catalog: cat.Catalog, records: dict[int, dict[str, Any]]) -> ShardSet:
         """The shards of ``catalog``, downloaded and opened in this process (a served index
         opens them in shard actors instead)."""
-        shards = {n: LocalShard(shard_home(self.uri, r, self._root, self._root / "objects")) for n, r in records.items()}
+        shards = {
+            n: LocalShard(shard_home(self.uri, r, self._root, self._root / "objects")) for n, r in records.items()
+        }
         return LocalShardSet(catalog, records, shards)
 
     def _open_store(self, quantization: str) -> ShardSet:
@@ -422,7 +473,9 @@ class ShardedIndex(Memory):
         return status
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError(f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`")
+        raise ValueError(
+            f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`"
+        )
 
     index = embed_pending = embed_batch = remove_sources = forget = repair = verify = secrets = _read_only  # type: ignore[assignment]
 

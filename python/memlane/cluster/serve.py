@@ -79,7 +79,17 @@ from memlane.cluster.search import LocalShard, ShardedIndex, ShardSet, local_roo
 from memlane.cluster.storage import location
 from memlane.errors import InvalidArgumentError
 
-__all__ = ["Router", "ServedIndex", "ShardActor", "ShardPool", "Server", "check_binding", "direct_ingress", "start", "tls_options"]
+__all__ = [
+    "Router",
+    "ServedIndex",
+    "Server",
+    "ShardActor",
+    "ShardPool",
+    "check_binding",
+    "direct_ingress",
+    "start",
+    "tls_options",
+]
 
 NAMESPACE = "memlane"
 _LOG = logging.getLogger(__name__)
@@ -89,8 +99,30 @@ _AUDIT = logging.getLogger("ray.serve")
 # Versions of a shard a shard actor keeps open: the current one and the one queries started
 # before the last switch may still be reading.
 _KEEP_VERSIONS = 2
-_SEARCH_FIELDS = {"k", "sources", "session_id", "since", "until", "fusion", "vector_weight", "threshold", "recency", "temporal", "hierarchy", "project", "branch"}
-_RECALL_FIELDS = {"max_tokens", "half_life_days", "include_brain", "show_secrets", "project", "branch", "label_projects"}
+_SEARCH_FIELDS = {
+    "k",
+    "sources",
+    "session_id",
+    "since",
+    "until",
+    "fusion",
+    "vector_weight",
+    "threshold",
+    "recency",
+    "temporal",
+    "hierarchy",
+    "project",
+    "branch",
+}
+_RECALL_FIELDS = {
+    "max_tokens",
+    "half_life_days",
+    "include_brain",
+    "show_secrets",
+    "project",
+    "branch",
+    "label_projects",
+}
 # Hits one search may ask for over HTTP: one request cannot make the server read and send a
 # whole index (a recall's pool is bounded by its own rules).
 MAX_K = 1000
@@ -198,7 +230,7 @@ class ShardPool:
                 return False
             try:
                 ray.get(probe)
-            except Exception:  # noqa: BLE001 - still dead: probe again
+            except Exception:
                 self._probes[group] = self.actor(group).ping.remote()
                 return False
             del self._probes[group]
@@ -218,7 +250,9 @@ class ShardPool:
         for i, c in enumerate(wanted):
             by_group.setdefault(self.group(c.shard), []).append(i)
         sent = {
-            g: self.actor(g).call_many.remote([(wanted[i].shard, wanted[i].version, wanted[i].method, wanted[i].args) for i in idx])
+            g: self.actor(g).call_many.remote(
+                [(wanted[i].shard, wanted[i].version, wanted[i].method, wanted[i].args) for i in idx]
+            )
             for g, idx in by_group.items()
             if self.up(g)
         }
@@ -303,7 +337,12 @@ class ServedIndex(ShardedIndex):
             if g in down:
                 continue
             try:
-                counts.update({str(n): c for n, c in ray.get(self.actors.actor(g).counts.remote(), timeout=self.actors.timeout).items()})
+                counts.update(
+                    {
+                        str(n): c
+                        for n, c in ray.get(self.actors.actor(g).counts.remote(), timeout=self.actors.timeout).items()
+                    }
+                )
             except _UNANSWERED:
                 self.actors.mark_down(g)
                 down.add(g)
@@ -342,10 +381,20 @@ class Router:
     """The HTTP ingress, one Ray Serve deployment: ``POST /search``, ``POST /recall``, ``GET /status``."""
 
     def __init__(
-        self, uri: str, names: list[str], embedder: Any, access: Access, refresh_seconds: float, cache_dir: str | None, timeout: float, ingress: str
+        self,
+        uri: str,
+        names: list[str],
+        embedder: Any,
+        access: Access,
+        refresh_seconds: float,
+        cache_dir: str | None,
+        timeout: float,
+        ingress: str,
     ) -> None:
         if names:
-            self.index: ServedIndex | ReplicaIndex = ServedIndex(uri, embedder, ShardPool(names, timeout), cache_dir=cache_dir)
+            self.index: ServedIndex | ReplicaIndex = ServedIndex(
+                uri, embedder, ShardPool(names, timeout), cache_dir=cache_dir
+            )
         else:
             self.index = ReplicaIndex(uri, embedder, cache_dir=cache_dir)
         self.access = access
@@ -360,17 +409,25 @@ class Router:
             try:
                 if self.index.refresh():
                     _LOG.info("now serving catalog version %s", self.index.catalog.generation)
-            except Exception as exc:  # noqa: BLE001 - the old version keeps answering; try again
-                _LOG.warning("catalog refresh failed (still serving version %s): %s", self.index.catalog.generation, exc)
+            except Exception as exc:
+                _LOG.warning(
+                    "catalog refresh failed (still serving version %s): %s", self.index.catalog.generation, exc
+                )
 
     async def __call__(self, request: Any) -> Any:
         grant = self.access.grant(request.headers.get("authorization", ""))
         if grant is None:
-            return _json_response({"error": "unauthorized: send Authorization: Bearer <token> (MEMLANE_TOKEN)"}, 401, {"WWW-Authenticate": "Bearer"})
+            return _json_response(
+                {"error": "unauthorized: send Authorization: Bearer <token> (MEMLANE_TOKEN)"},
+                401,
+                {"WWW-Authenticate": "Bearer"},
+            )
         route = request.url.path.rstrip("/").rsplit("/", 1)[-1]
         expected = {"search": "POST", "recall": "POST", "status": "GET"}.get(route)
         if expected is None:
-            return _json_response({"error": f"no such endpoint {request.url.path}: POST /search, POST /recall, GET /status"}, 404)
+            return _json_response(
+                {"error": f"no such endpoint {request.url.path}: POST /search, POST /recall, GET /status"}, 404
+            )
         if request.method != expected:
             return _json_response({"error": f"/{route} takes {expected}"}, 405)
         body: Any = {}
@@ -405,14 +462,22 @@ class Router:
         generation = index.catalog.generation
         if route == "status":
             status = index.status()
-            return {**status, "ingress": self.ingress, "replica": self.replica, "partial": bool(status["missing_shards"]), "role": str(grant.role)}
+            return {
+                **status,
+                "ingress": self.ingress,
+                "replica": self.replica,
+                "partial": bool(status["missing_shards"]),
+                "role": str(grant.role),
+            }
         query = body.get("query")
         if not isinstance(query, str):
             raise ValueError("the body needs a query (a string)")
         allowed = _SEARCH_FIELDS | {"show_secrets", "snippet_chars"} if route == "search" else _RECALL_FIELDS
         unknown = sorted(set(body) - allowed - {"query"})
         if unknown:
-            raise ValueError(f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}")
+            raise ValueError(
+                f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}"
+            )
         if route == "search" and "k" in body:
             _check.integer("k", body["k"], minimum=1, maximum=MAX_K)
         body = self.access.narrow(grant, body, index.project_keys)
@@ -488,7 +553,9 @@ def _direct_on(port: int) -> bool:
         return False
     served = os.environ.get("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT")
     if served != str(port):
-        raise ValueError(f"this Ray cluster serves HTTP from its router replica on port {served} (direct ingress): serve on --port {served}")
+        raise ValueError(
+            f"this Ray cluster serves HTTP from its router replica on port {served} (direct ingress): serve on --port {served}"
+        )
     return True
 
 
@@ -504,7 +571,12 @@ def _check_running_serve(host: str, port: int, tls: dict[str, str]) -> None:
     if client is None:
         return
     http = client.http_config
-    if (http.host, http.port, http.ssl_certfile or None, http.ssl_keyfile or None) != (host, port, tls.get("ssl_certfile"), tls.get("ssl_keyfile")):
+    if (http.host, http.port, http.ssl_certfile or None, http.ssl_keyfile or None) != (
+        host,
+        port,
+        tls.get("ssl_certfile"),
+        tls.get("ssl_keyfile"),
+    ):
         scheme = "https" if http.ssl_certfile else "http"
         raise ValueError(
             f"Ray Serve already runs on this cluster at {scheme}://{http.host}:{http.port} and keeps the HTTP options it started with: "
@@ -522,7 +594,9 @@ def check_binding(host: str, token: str | None, insecure: bool, token_file: str 
         memlane.errors.InvalidArgumentError: refusing to serve on 0.0.0.0 (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure
     """
     if not loopback(host) and not token and not token_file and not insecure:
-        raise InvalidArgumentError(f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure")
+        raise InvalidArgumentError(
+            f"refusing to serve on {host} (beyond loopback) without a token: set --token, MEMLANE_TOKEN or --token-file, or pass --insecure"
+        )
 
 
 def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
@@ -630,14 +704,18 @@ def start(
         raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
     catalog = cat.load(location(uri))
     if catalog is None:
-        raise FileNotFoundError(f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one")
+        raise FileNotFoundError(
+            f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one"
+        )
     uri = location(uri).uri
     if ray_address == "local" and replicas == 1 and not ray.is_initialized():
         os.environ.update(direct_ingress(port))  # the cluster's processes inherit it
     init_ray(ray_address, **ray_init)
     direct = _direct_on(port)
     if direct and replicas > 1:
-        raise ValueError(f"this Ray cluster serves port {port} from one router replica (direct ingress): --replicas 1, or a cluster started without it")
+        raise ValueError(
+            f"this Ray cluster serves port {port} from one router replica (direct ingress): --replicas 1, or a cluster started without it"
+        )
     if not direct:
         _check_running_serve(host, port, tls)
     from ray import serve
@@ -658,8 +736,15 @@ def start(
     actor = ray.remote(ShardActor)
     # Owned by this process (their handles live in the Server): they go when it goes.
     handles = [
-        actor.options(name=name, namespace=NAMESPACE, max_restarts=-1, max_task_retries=0, max_concurrency=32, num_cpus=0, get_if_exists=True)
-        .remote(uri, root, g)
+        actor.options(
+            name=name,
+            namespace=NAMESPACE,
+            max_restarts=-1,
+            max_task_retries=0,
+            max_concurrency=32,
+            num_cpus=0,
+            get_if_exists=True,
+        ).remote(uri, root, g)
         for g, name in enumerate(names)
     ]
     ray.get([h.ping.remote() for h in handles])
@@ -674,7 +759,13 @@ def start(
         graceful_shutdown_wait_loop_s=0.2, graceful_shutdown_timeout_s=5,
     )  # fmt: skip
     ingress = "direct" if direct else "proxy"
-    serve.run(deployment.bind(uri, names, embedder, access, refresh_seconds, cache_dir, timeout, ingress), name=app, route_prefix=route_prefix)
+    serve.run(
+        deployment.bind(uri, names, embedder, access, refresh_seconds, cache_dir, timeout, ingress),
+        name=app,
+        route_prefix=route_prefix,
+    )
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     scheme = "https" if tls else "http"
-    return Server(f"{scheme}://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles, ingress)
+    return Server(
+        f"{scheme}://{shown}:{port}{route_prefix.rstrip('/')}", app, names, catalog.generation, handles, ingress
+    )

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["Location", "LocalLocation", "Object", "S3Location", "location"]
+__all__ = ["LocalLocation", "Location", "Object", "S3Location", "location"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,9 @@ class LocalLocation(Location):
                     st = p.stat()
                 except OSError:  # gone since the walk saw it
                     continue
-                found.append(Object(p.relative_to(self.root).as_posix(), f"{st.st_size:x}-{st.st_mtime_ns:x}", st.st_size))
+                found.append(
+                    Object(p.relative_to(self.root).as_posix(), f"{st.st_size:x}-{st.st_mtime_ns:x}", st.st_size)
+                )
         yield from sorted(found, key=lambda o: o.key)
 
     def read_bytes(self, key: str) -> bytes | None:

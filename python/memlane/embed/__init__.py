@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "Placement", "check_device", "check_spec", "is_bundled_model", "make_embedder", "place", "spec_for_home"]
+__all__ = [
+    "Embedder",
+    "Placement",
+    "check_device",
+    "check_spec",
+    "is_bundled_model",
+    "make_embedder",
+    "place",
+    "spec_for_home",
+]
 
 # Ids of the bundled all-MiniLM-L6-v2's vectors start so, whatever the mode (q8, fp32, int8).
 _BUNDLED_PREFIX = "local/all-MiniLM-L6-v2/"
@@ -149,7 +158,9 @@ def check_spec(spec: str) -> None:
     if spec.startswith("local:"):
         path = spec.removeprefix("local:")
         if not os.path.isdir(os.path.expanduser(path)):
-            raise InvalidArgumentError(f"unknown embedder spec {spec!r}: {path!r} is neither q8, fp32, int8 nor a model directory")
+            raise InvalidArgumentError(
+                f"unknown embedder spec {spec!r}: {path!r} is neither q8, fp32, int8 nor a model directory"
+            )
         return
     raise InvalidArgumentError(f"unknown embedder spec {spec!r}; accepted: {', '.join(_FACTORIES)}, local:DIR")
 
@@ -237,7 +248,9 @@ def check_device(spec: object, device: object) -> str:
     _check.choice("device", device, devices.DEVICE_CHOICES)
     if device != "auto" and not (isinstance(spec, str) and spec.startswith("local")):
         what = repr(spec) if isinstance(spec, str) else f"object {type(spec).__name__}"
-        raise InvalidArgumentError(f"device {device!r} applies to the local model, not to embedder {what}: leave it at auto")
+        raise InvalidArgumentError(
+            f"device {device!r} applies to the local model, not to embedder {what}: leave it at auto"
+        )
     if device == "gpu" and (why := devices.gpu_unusable()):
         raise InvalidArgumentError(f"device gpu: no GPU can be used here: {why}; device auto or cpu embeds on the CPU")
     return str(device)

@@ -170,7 +170,9 @@ class _Graph:
         return name
 
 
-def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False):  # -> onnx.ModelProto
+def build_bert_onnx(
+    tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False
+):  # -> onnx.ModelProto
     """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state``.
 
     All three inputs are int64 ``[batch, sequence]``; the output is float32
@@ -212,7 +214,9 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         return g.op("MatMul", [x, g.const(f"{prefix}.weight_t", weight(f"{prefix}.weight").T)], out)
 
     def linear(x: str, prefix: str, out: str) -> str:
-        return g.op("Add", [matmul(x, prefix, f"{out}/matmul"), g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))], out)
+        return g.op(
+            "Add", [matmul(x, prefix, f"{out}/matmul"), g.const(f"{prefix}.bias", weight(f"{prefix}.bias"))], out
+        )
 
     def to_heads(x: str, prefix: str, out: str, perm: list[int]) -> str:
         split = g.op("Reshape", [linear(x, prefix, out), split_heads], f"{out}/split")
@@ -250,7 +254,13 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
             bias = g.const(f"{norm}.bias", weight(f"{norm}.bias"))
             dense_bias = g.const(f"{dense}.bias", weight(f"{dense}.bias"))
             projected = matmul(x, dense, f"{out}/matmul")
-            return g.op("SkipLayerNormalization", [projected, residual, scale, bias, dense_bias], out, domain=_CONTRIB, epsilon=eps)
+            return g.op(
+                "SkipLayerNormalization",
+                [projected, residual, scale, bias, dense_bias],
+                out,
+                domain=_CONTRIB,
+                epsilon=eps,
+            )
         return layer_norm(g.op("Add", [linear(x, dense, f"{out}/dense"), residual], f"{out}/residual"), norm, out)
 
     def gelu(x: str, dense: str, out: str) -> str:
@@ -299,7 +309,9 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         p = f"encoder.layer.{i}"
         n = f"layer{i}"
         context = attention(x, f"{p}.attention.self", f"{n}/attn")
-        x = dense_residual_norm(context, f"{p}.attention.output.dense", x, f"{p}.attention.output.LayerNorm", f"{n}/attn_out")
+        x = dense_residual_norm(
+            context, f"{p}.attention.output.dense", x, f"{p}.attention.output.LayerNorm", f"{n}/attn_out"
+        )
         inter = gelu(x, f"{p}.intermediate.dense", f"{n}/inter")
         is_last = i == config.num_hidden_layers - 1
         x = dense_residual_norm(

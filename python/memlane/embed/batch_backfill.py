@@ -217,7 +217,9 @@ class BatchRun:
         """
         bucket, prefix = _split_s3_uri(s3_uri)
         if not role_arn.startswith("arn:"):
-            raise ValueError(f"--batch-role needs an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {role_arn!r}")
+            raise ValueError(
+                f"--batch-role needs an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {role_arn!r}"
+            )
         jobs, partial = prepare_jobs(
             s3, texts, bucket=bucket, prefix=prefix, dimensions=embedder.dim, normalize=embedder.normalize,
             max_records_per_job=max_records_per_job, min_records_per_job=min_records_per_job,

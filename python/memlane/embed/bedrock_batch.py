@@ -495,8 +495,13 @@ def prepare_jobs(
         digest = hashlib.sha256("\n".join(h for h, _ in chunk).encode()).hexdigest()[:8]
         jobs.append(
             write_job_input(
-                s3, chunk, bucket=bucket, prefix=prefix, job_name=f"memlane-{run_id}-{digest}-{n:03d}",
-                dimensions=dimensions, normalize=normalize,
+                s3,
+                chunk,
+                bucket=bucket,
+                prefix=prefix,
+                job_name=f"memlane-{run_id}-{digest}-{n:03d}",
+                dimensions=dimensions,
+                normalize=normalize,
             )
         )
     return jobs, result
@@ -635,13 +640,28 @@ def run_batch_embedding(
         built_s3, built_bedrock = make_batch_clients(region, profile)
         s3, bedrock = s3 or built_s3, bedrock or built_bedrock
     jobs, result = prepare_jobs(
-        s3, texts, bucket=bucket, prefix=prefix, dimensions=dimensions, normalize=normalize, run_id=run_id,
-        max_records_per_job=max_records_per_job, min_records_per_job=min_records_per_job,
+        s3,
+        texts,
+        bucket=bucket,
+        prefix=prefix,
+        dimensions=dimensions,
+        normalize=normalize,
+        run_id=run_id,
+        max_records_per_job=max_records_per_job,
+        min_records_per_job=min_records_per_job,
     )
     result.merge(
         run_jobs(
-            jobs, role_arn=role_arn, s3=s3, bedrock=bedrock, max_concurrent_jobs=max_concurrent_jobs,
-            poll_seconds=poll_seconds, timeout_seconds=timeout_seconds, sink=sink, sleep=sleep, on_status=on_status,
+            jobs,
+            role_arn=role_arn,
+            s3=s3,
+            bedrock=bedrock,
+            max_concurrent_jobs=max_concurrent_jobs,
+            poll_seconds=poll_seconds,
+            timeout_seconds=timeout_seconds,
+            sink=sink,
+            sleep=sleep,
+            on_status=on_status,
         )
     )
     if sink is not None and result.vectors:

@@ -114,7 +114,12 @@ class EmbeddingCache:
             if part.exists():
                 part.rename(aside.with_name(aside.name + suffix))
         self.set_aside_to = aside
-        log.warning("the embedding cache at %s is unreadable (%s): set aside as %s, starting a fresh one", self.path, exc, aside.name)
+        log.warning(
+            "the embedding cache at %s is unreadable (%s): set aside as %s, starting a fresh one",
+            self.path,
+            exc,
+            aside.name,
+        )
         self._db = self._connect()
         return aside
 
@@ -202,7 +207,9 @@ class EmbeddingCache:
         def count() -> dict[str, int]:
             marks = ",".join("?" * len(wanted))
             with self._lock:
-                rows = self._db.execute(f"SELECT embedder, COUNT(*) FROM vectors WHERE hash IN ({marks}) GROUP BY embedder", wanted)
+                rows = self._db.execute(
+                    f"SELECT embedder, COUNT(*) FROM vectors WHERE hash IN ({marks}) GROUP BY embedder", wanted
+                )
                 return dict(rows.fetchall())
 
         return self._guard(count) if wanted else {}
@@ -224,9 +231,7 @@ class EmbeddingCache:
 
     def _count(self, hits: int, misses: int) -> None:
         """Add one lookup batch to the machine-wide counters (caller holds ``_lock``)."""
-        self._db.executemany(
-            "UPDATE counters SET n = n + ? WHERE name = ?", [(hits, "hits"), (misses, "misses")]
-        )
+        self._db.executemany("UPDATE counters SET n = n + ? WHERE name = ?", [(hits, "hits"), (misses, "misses")])
 
     def put_many(self, embedder_id: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Store vectors (one transaction; existing entries are kept)."""
@@ -234,6 +239,7 @@ class EmbeddingCache:
             (embedder_id, h, v.shape[0], v.shape[1], np.ascontiguousarray(v, dtype=np.float16).tobytes())
             for h, v in vectors.items()
         ]
+
         def put() -> None:
             with self._lock:
                 self._db.execute("BEGIN")
@@ -249,6 +255,7 @@ class EmbeddingCache:
 
     def totals(self) -> CacheStats:
         """Hits and misses of every process that ever used this cache file."""
+
         def read() -> dict[str, int]:
             with self._lock:
                 return dict(self._db.execute("SELECT name, n FROM counters").fetchall())
@@ -258,6 +265,7 @@ class EmbeddingCache:
 
     def summary(self) -> dict[str, int | str]:
         """Entries and bytes on disk, and the lifetime hits and misses of all processes."""
+
         def count() -> int:
             with self._lock:
                 return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])

@@ -42,7 +42,7 @@ CPU_PROVIDER = "CPUExecutionProvider"
 # y = x + x on a float tensor, serialised with onnx.helper (opset 13, IR 8): the smallest model
 # whose session proves the CUDA provider starts, kept as bytes so the probe needs no onnx import.
 _PROBE_MODEL = (
-    b"\x08\x08:9\n\x0e\n\x01x\n\x01x\x12\x01y\"\x03Add\x12\x05probeZ\x0f\n\x01x\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01"
+    b'\x08\x08:9\n\x0e\n\x01x\n\x01x\x12\x01y"\x03Add\x12\x05probeZ\x0f\n\x01x\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01'
     b"b\x0f\n\x01y\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01B\x04\n\x00\x10\r"
 )
 # CUDA_ERROR_NO_DEVICE: the driver runs but shows this process no device.
@@ -126,7 +126,15 @@ def cuda_libraries_hint(ort: Any = None) -> str:
     major = str(getattr(ort, "cuda_version", "") or "").split(".")[0]
     if not major.isdigit():
         return "it needs the CUDA runtime libraries and cuDNN 9 its onnxruntime-gpu was built for (pip install 'onnxruntime-gpu[cuda,cudnn]')"
-    missing = _first_missing([f"libcudart.so.{major}", f"libcublasLt.so.{major}", f"libcublas.so.{major}", "libcurand.so.10", "libcudnn.so.9"])
+    missing = _first_missing(
+        [
+            f"libcudart.so.{major}",
+            f"libcublasLt.so.{major}",
+            f"libcublas.so.{major}",
+            "libcurand.so.10",
+            "libcudnn.so.9",
+        ]
+    )
     return (
         f"this onnxruntime-gpu is a CUDA {major} build: it needs the CUDA {major} runtime libraries and cuDNN 9 "
         f"(pip install 'onnxruntime-gpu[cuda,cudnn]', or CUDA {major} and cuDNN 9 on the library path)"

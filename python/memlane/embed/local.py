@@ -143,14 +143,19 @@ def _no_gpu(why: str) -> None:
 _WARNED: set[str] = set()
 
 
-def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int, providers: Sequence[str] = (_CPU,)) -> tuple[Any, Any]:
+def _runtime(
+    tokenizer_path: Path, onnx_path: Path, threads: int, providers: Sequence[str] = (_CPU,)
+) -> tuple[Any, Any]:
     """The process's one ``(tokenizer, InferenceSession)`` for a model, loaded on first use.
 
     Every embedder of the same model shares them (a session is thread-safe and holds the
     weights once), so opening several homes, or one per benchmark conversation, loads nothing twice.
     """
     # Size and mtime in the key: a model file replaced on disk is loaded afresh, never served stale.
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (tokenizer_path, onnx_path)) + (threads, tuple(providers))
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (tokenizer_path, onnx_path)) + (
+        threads,
+        tuple(providers),
+    )
     with _RUNTIMES_LOCK:
         if key not in _RUNTIMES:
             # Imported here so that importing memlane stays fast for code that never embeds.
@@ -175,7 +180,9 @@ def _runtime(tokenizer_path: Path, onnx_path: Path, threads: int, providers: Seq
             try:
                 session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=list(providers))
             except Exception as exc:  # onnxruntime's load errors have no common base class
-                raise ValueError(f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
+                raise ValueError(
+                    f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})"
+                ) from None
             if _CUDA in providers and _CUDA not in session.get_providers():
                 # onnxruntime-gpu without the CUDA or cuDNN libraries it needs falls back on its own.
                 _no_gpu(f"onnxruntime could not start CUDA ({cuda_libraries_hint(ort)})")
@@ -302,14 +309,20 @@ class LocalEmbedder:
                 from memlane.embed._bert_onnx import ensure_bert_onnx
 
                 quantize = mode == "q8"
-                onnx_path = ensure_bert_onnx(model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ())
-        tokenizer, session = _runtime(model.tokenizer, onnx_path, threads or _available_cores(), execution_providers(device))
+                onnx_path = ensure_bert_onnx(
+                    model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ()
+                )
+        tokenizer, session = _runtime(
+            model.tokenizer, onnx_path, threads or _available_cores(), execution_providers(device)
+        )
         self._tokenizer = tokenizer
         self._session = session
         self._prefix, self._suffix = _special_tokens(tokenizer)
         self._input_names = {i.name for i in session.get_inputs()}
         if unfed := sorted(self._input_names - _FED_INPUTS):
-            raise ValueError(f"{onnx_path}: the model wants inputs {', '.join(unfed)}; the local embedder feeds {', '.join(sorted(_FED_INPUTS))}")
+            raise ValueError(
+                f"{onnx_path}: the model wants inputs {', '.join(unfed)}; the local embedder feeds {', '.join(sorted(_FED_INPUTS))}"
+            )
         self._output, dim = _token_output(session)
         if not isinstance(dim, int):  # a symbolic width: ask the model
             dim = int(session.run([self._output], self._feed([[*self._prefix, *self._suffix]])[0])[0].shape[-1])
@@ -413,8 +426,7 @@ class LocalEmbedder:
         """Token ids of every window of every text, special tokens included."""
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [
-            [[*self._prefix, *enc.ids[s:e], *self._suffix] for s, e in self._plan(len(enc.ids))]
-            for enc in encodings
+            [[*self._prefix, *enc.ids[s:e], *self._suffix] for s, e in self._plan(len(enc.ids))] for enc in encodings
         ]
 
     def _feed(self, windows: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:

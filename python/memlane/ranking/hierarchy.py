@@ -154,7 +154,14 @@ def place_evidence(hits: Sequence[Hit], k: int, *, fetch: Fetch) -> list[Hit]:
             own = placed[kid.id].score if kid.id in placed else None
             lifted = round(hit.score - rank * 1e-6, 6)
             score = lifted if own is None else max(own, lifted)
-            put(replace(kid, score=score, relevance=_lifted_relevance(kid, hit), meta={**kid.meta, "context": hit.heading, "via": hit.id}))
+            put(
+                replace(
+                    kid,
+                    score=score,
+                    relevance=_lifted_relevance(kid, hit),
+                    meta={**kid.meta, "context": hit.heading, "via": hit.id},
+                )
+            )
     # Stable: equal scores keep their order of arrival (the evidence came before its summary).
     ranked = sorted(order, key=lambda i: -placed[i].score)
     return [placed[i] for i in ranked[:k]]

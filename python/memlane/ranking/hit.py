@@ -98,8 +98,12 @@ class Hit:
             relevance=None if d.get("relevance") is None else round(float(d["relevance"]), 6),
             project=d.get("project", ""),
             branch=d.get("branch", ""),
-            meta={**(d.get("meta") or {}), "format": d["format"], "role": d["role"],
-                  "timestamp_end": _iso(d["timestamp_end"])},
+            meta={
+                **(d.get("meta") or {}),
+                "format": d["format"],
+                "role": d["role"],
+                "timestamp_end": _iso(d["timestamp_end"]),
+            },
         )
         return hit
 

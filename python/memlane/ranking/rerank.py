@@ -101,9 +101,75 @@ TIME_LAG = timedelta(days=7)
 TIME_SCALE = timedelta(days=14)
 
 _STOP = frozenset(
-    "a an and are as at be been but by can did do does for from had has have how i in is it its me my "
-    "no not now of on or our so that the their there these this to us was we were what when where which "
-    "who why will with you your user assistant yes ok currently current moment present today days still".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "now",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "user",
+        "assistant",
+        "yes",
+        "ok",
+        "currently",
+        "current",
+        "moment",
+        "present",
+        "today",
+        "days",
+        "still",
+    ]
 )
 _NUMBER_WORDS = {word: str(n) for word, n in NUMBER_WORDS.items()} | {"single": "1"}
 
@@ -146,7 +212,12 @@ class _Features(NamedTuple):
 @lru_cache(maxsize=1024)
 def _features(text: str) -> _Features:
     stems, identifiers, change, quantities = _reader().features(text)
-    return _Features(frozenset(stems), frozenset(identifiers), float(change), {unit: frozenset(numbers) for unit, numbers in quantities})
+    return _Features(
+        frozenset(stems),
+        frozenset(identifiers),
+        float(change),
+        {unit: frozenset(numbers) for unit, numbers in quantities},
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -291,18 +362,32 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
         if best in grouped or not hit.timestamp:
             continue
         # Hits ranked above this one had their turn: it is the best of any group it starts.
-        free = [j for j in range(best + 1, len(hits)) if j not in grouped and hits[j].timestamp and hits[j].score >= RELEVANCE_RATIO * hit.score]
+        free = [
+            j
+            for j in range(best + 1, len(hits))
+            if j not in grouped and hits[j].timestamp and hits[j].score >= RELEVANCE_RATIO * hit.score
+        ]
         chain, project = [best], _repository(hit)
         while True:
             tip = chain[-1]
-            newer = [j for j in free if (hits[j].timestamp or "") > (hits[tip].timestamp or "") and not _elsewhere(hits[j], project)
-                     and _joins(evidence[tip][j], _ratio(hits[j], hit))]
+            newer = [
+                j
+                for j in free
+                if (hits[j].timestamp or "") > (hits[tip].timestamp or "")
+                and not _elsewhere(hits[j], project)
+                and _joins(evidence[tip][j], _ratio(hits[j], hit))
+            ]
             if not newer:
                 break
             chain.append(max(newer, key=lambda j: (hits[j].score, -j)))
             project = project or _repository(hits[chain[-1]])
-        older = [j for j in free if (hits[j].timestamp or "") < (hit.timestamp or "") and not _elsewhere(hits[j], project)
-                 and _joins(evidence[j][best], _ratio(hits[j], hit))]
+        older = [
+            j
+            for j in free
+            if (hits[j].timestamp or "") < (hit.timestamp or "")
+            and not _elsewhere(hits[j], project)
+            and _joins(evidence[j][best], _ratio(hits[j], hit))
+        ]
         group = chain + older
         if len(group) < 2:
             continue
@@ -318,7 +403,9 @@ def _current_first(hits: list[Hit], query: str, vectors: np.ndarray | None) -> l
             # Value slots only reorder: a new identifier or number is too weak a sign to tell an
             # agent that a memory is outdated, so the pair must be one subject's without them.
             alike = max(plain[j][newest], plain[newest][j])
-            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top and _joins(alike, _ratio(hits[newest], hits[j])):
+            if min(hits[j].score, hits[newest].score) >= MARK_RATIO * top and _joins(
+                alike, _ratio(hits[newest], hits[j])
+            ):
                 superseded[j] = hits[newest].id
     return [replace(hits[i], score=scores[i], superseded_by=superseded.get(i)) for i in order]
 
@@ -332,7 +419,9 @@ def _time_affinity(hits: list[Hit], query: str) -> list[Hit]:
     boosted = []
     for hit, when in zip(hits, whens):
         near = affinity(when, window, TIME_LAG, TIME_SCALE)
-        boosted.append(replace(hit, score=round(hit.score + TIME_BONUS * near, 6), scores={**hit.scores, "time": round(near, 3)}))
+        boosted.append(
+            replace(hit, score=round(hit.score + TIME_BONUS * near, 6), scores={**hit.scores, "time": round(near, 3)})
+        )
     # Equal scores by chunk id (hex of the key, zero-padded): the order fusion gives ties.
     return sorted(boosted, key=lambda h: (-h.score, h.id))
 
@@ -351,7 +440,9 @@ def needs_rerank(query: str, *, recency: bool = True, temporal: bool = True) -> 
     return temporal and time_window(query, datetime.now(timezone.utc)) is not None
 
 
-def rerank(hits: list[Hit], query: str, vectors: np.ndarray | None, *, recency: bool = True, temporal: bool = True) -> list[Hit]:
+def rerank(
+    hits: list[Hit], query: str, vectors: np.ndarray | None, *, recency: bool = True, temporal: bool = True
+) -> list[Hit]:
     """Reorder fused hits (best first) for the time the query is about.
 
     Args:

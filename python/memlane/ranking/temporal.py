@@ -32,9 +32,20 @@ __all__ = ["NUMBER_WORDS", "TimeWindow", "affinity", "asks_present_state", "time
 _MONTHS = {
     name: n
     for n, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-         ("november", "nov"), ("december", "dec")],
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
         start=1,
     )
     for name in names
@@ -42,8 +53,20 @@ _MONTHS = {
 _MONTH = r"\b(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
 # Number words, here in relative times ("three weeks ago") and in memlane.rerank in restated
 # quantities ("two approving reviews").
-NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
 _NUMBERS = {"a": 1, "an": 1, **NUMBER_WORDS, "couple of": 2, "few": 3}
 _COUNT = r"(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?P<unit>day|week|weekend|month|year)s?"
@@ -52,11 +75,15 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 # A date written out: "May 7, 2023", "7 May 2023", "on 1 February, 2023", "2023-05-07".
 _ISO_DATE = re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
 _MONTH_DAY = re.compile(_MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?\b(?:(?:\s*,\s*|\s+)(?P<year>(?:19|20)\d\d)\b)?")
-_DAY_MONTH = re.compile(r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"(?:(?:\s*,\s*|\s+)(?P<year>(?:19|20)\d\d)\b)?")
+_DAY_MONTH = re.compile(
+    r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"(?:(?:\s*,\s*|\s+)(?P<year>(?:19|20)\d\d)\b)?"
+)
 _MONTH_YEAR = re.compile(_MONTH + r"(?:(?:\s*,\s*|\s+)(?P<year>(?:19|20)\d\d)\b)?")
 _YEAR = re.compile(r"\b(?:in|during|of|since|from)\s+(?P<year>(?:19|20)\d\d)\b|\b(?P<bare>(?:19|20)\d\d)\b")
 # "two weeks before <date>", "the week after <date>", "the weekend before <date>".
-_OFFSET = re.compile(r"\b(?:(?:the\s+)?" + _COUNT + r"\s+|the\s+|a\s+)?" + _UNIT + r"\s+(?P<dir>before|after|prior to)\s+")
+_OFFSET = re.compile(
+    r"\b(?:(?:the\s+)?" + _COUNT + r"\s+|the\s+|a\s+)?" + _UNIT + r"\s+(?P<dir>before|after|prior to)\s+"
+)
 _AGO = re.compile(r"\b" + _COUNT + r"\s+" + _UNIT + r"\s+ago\b")
 _LAST_MONTH_NAME = re.compile(r"\blast\s+" + _MONTH + r"(?!\s+\d)")
 _LAST_UNIT = re.compile(r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b")
@@ -67,8 +94,12 @@ _PRESENT_MARKERS = re.compile(
     r"\b(now|currently|current|nowadays|these days|at the moment|at present|as of today|today|still|anymore|"
     r"latest|most recent|up to date|right now)\b"
 )
-_PAST_MARKERS = re.compile(r"\b(did|was|were|had|used to|previously|before|originally|formerly|at first|initially|ago|last)\b")
-_PRESENT_AUX = re.compile(r"\b(is|are|does|do|has|have|am|can|may|must|uses?|runs?|lives?|works?|what's|who's|where's|how's)\b")
+_PAST_MARKERS = re.compile(
+    r"\b(did|was|were|had|used to|previously|before|originally|formerly|at first|initially|ago|last)\b"
+)
+_PRESENT_AUX = re.compile(
+    r"\b(is|are|does|do|has|have|am|can|may|must|uses?|runs?|lives?|works?|what's|who's|where's|how's)\b"
+)
 # A verb in the third person present right after the question word or a short noun phrase:
 # "who leads payments on-call?", "which object storage holds the uploads?".
 _PRESENT_VERB = re.compile(r"^\s*(?:who|what|which)(?:\s+[a-z-]+){0,3}?\s+[a-z]+[^\Ws]s\b")
@@ -147,7 +178,15 @@ def _absolute(q: str, original: str, ref: datetime) -> tuple[TimeWindow, re.Matc
     if not found:
         for m in _YEAR.finditer(q):
             year = int(m.group("year") or m.group("bare"))
-            found.append((m.start(), TimeWindow(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)), m))
+            found.append(
+                (
+                    m.start(),
+                    TimeWindow(
+                        datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
+                    ),
+                    m,
+                )
+            )
     if not found:
         return None
     _, window, match = min(found, key=lambda f: f[0])
@@ -213,9 +252,13 @@ def time_window(query: str, reference: datetime) -> TimeWindow | None:
         week_start = today - timedelta(days=today.weekday())
         if which == "this":
             return TimeWindow(week_start, week_start + timedelta(days=7))
-        return TimeWindow(week_start - timedelta(days=7), week_start + (timedelta(days=1) if unit == "weekend" else timedelta(0)))
+        return TimeWindow(
+            week_start - timedelta(days=7), week_start + (timedelta(days=1) if unit == "weekend" else timedelta(0))
+        )
     if m := _DAY_WORD.search(q):
-        back = {"today": 0, "tonight": 0, "yesterday": 1, "last night": 1, "the day before yesterday": 2}[m.group("word")]
+        back = {"today": 0, "tonight": 0, "yesterday": 1, "last night": 1, "the day before yesterday": 2}[
+            m.group("word")
+        ]
         day = today - timedelta(days=back)
         return TimeWindow(day, day + timedelta(days=1))
     if m := _LAST_WEEKDAY.search(q):

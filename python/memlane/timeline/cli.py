@@ -44,7 +44,9 @@ def _questions(path: str | None) -> list[Any] | None:
         try:
             out.append(Question.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError):
-            raise ValueError(f"{path}:{n}: not a question line ({{\"query\": …, \"gold\": [\"DailyActivity/….md › HH:MM\"]}})") from None
+            raise ValueError(
+                f'{path}:{n}: not a question line ({{"query": …, "gold": ["DailyActivity/….md › HH:MM"]}})'
+            ) from None
     return out
 
 
@@ -62,21 +64,39 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     brain = _existing_brain(args)
     engine = make_engine(args.engine, model_id=args.model, region=args.region)
     jobs = Jobs(args.home)
-    with jobs.lease("compact", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run, _memory(args) as mem:
+    with (
+        jobs.lease("compact", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run,
+        _memory(args) as mem,
+    ):
         run.engine = engine.name
-        report = compact(mem, brain, level=args.level, engine=engine, dry_run=args.dry_run, force=args.force, today=args.today,
-                         budget=args.budget, questions=_questions(args.questions), before_publish=run.check)
+        report = compact(
+            mem,
+            brain,
+            level=args.level,
+            engine=engine,
+            dry_run=args.dry_run,
+            force=args.force,
+            today=args.today,
+            budget=args.budget,
+            questions=_questions(args.questions),
+            before_publish=run.check,
+        )
         u = engine.usage
         run.spend(calls=u.calls, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd)
         run.detail = report.refused or _compact_outcome(report, args.dry_run, brain.dir)
-    lines = [_compact_outcome(report, args.dry_run, brain.dir) + (f" with the {report.engine} engine" if report.summaries else "")]
+    lines = [
+        _compact_outcome(report, args.dry_run, brain.dir)
+        + (f" with the {report.engine} engine" if report.summaries else "")
+    ]
     for s in report.summaries:
         dropped = f"; {len(s['dropped'])} lines dropped" if s["dropped"] else ""
         lines.append(f"  {s['path']}: {s['statements']} statements ({s['reason']}){dropped}")
         lines += [f"    dropped: {d['text'][:100]!r}: {d['reason']}" for d in s["dropped"][:5]]
     if g := report.gate:
-        lines.append(f"gate: recall@{g['k']} {g['before']:.3f} -> {g['after']:.3f} on {g['questions']} questions; "
-                     f"summary above its evidence {g['summary_above_evidence_before']} -> {g['summary_above_evidence_after']}")
+        lines.append(
+            f"gate: recall@{g['k']} {g['before']:.3f} -> {g['after']:.3f} on {g['questions']} questions; "
+            f"summary above its evidence {g['summary_above_evidence_before']} -> {g['summary_above_evidence_after']}"
+        )
     if report.refused:
         lines.append(f"refused: {report.refused} (--force publishes anyway)")
     elif report.forced and report.gate and report.gate["lowers"]:
@@ -84,7 +104,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     if report.stopped_by_budget:
         lines.append(f"left for a later run (token budget): {', '.join(report.stopped_by_budget)}")
     if report.usage.get("calls"):
-        lines.append(f"engine: {report.usage['calls']} calls, {report.usage['input_tokens'] + report.usage['output_tokens']:,} tokens, ${report.usage['cost_usd']:.4f}")
+        lines.append(
+            f"engine: {report.usage['calls']} calls, {report.usage['input_tokens'] + report.usage['output_tokens']:,} tokens, ${report.usage['cost_usd']:.4f}"
+        )
     emit(args, report.to_dict(), "\n".join(lines))
     return 1 if report.refused else 0
 
@@ -101,8 +123,10 @@ def _compact_outcome(report: Any, dry_run: bool, brain_dir: Path) -> str:
     if n == 0 and report.stopped_by_budget:
         return f"nothing written: the token budget leaves {len(report.stopped_by_budget)} periods for a later run ({fresh})"
     if n == 0:
-        return (f"nothing due ({len(notes.dailies(brain_dir))} dailies, {fresh}): a week is compacted once it is over with "
-                f"{MIN_DAILIES} dailies, a month once it is over with {MIN_WEEKLIES} weeklies")
+        return (
+            f"nothing due ({len(notes.dailies(brain_dir))} dailies, {fresh}): a week is compacted once it is over with "
+            f"{MIN_DAILIES} dailies, a month once it is over with {MIN_WEEKLIES} weeklies"
+        )
     verb = "would write" if dry_run else "wrote" if report.published else "did not write"
     return f"{verb} {summaries(n)} ({fresh})"
 
@@ -119,33 +143,72 @@ def _cmd_wiki(args: argparse.Namespace) -> int:
     action = args.wiki_command
     if action == "list":
         pages = wiki.pages()
-        emit(args, [{"slug": p.slug, "name": p.name, "category": p.category, "status": p.status, "sources": len(p.sources),
-                     "confidence": p.confidence, "current": p.current} for p in pages],
-             "\n".join(_page_line(p) for p in pages) or f"no wiki pages yet in {wiki.dir}: `memlane dream` or `memlane wiki stub` makes them")
+        emit(
+            args,
+            [
+                {
+                    "slug": p.slug,
+                    "name": p.name,
+                    "category": p.category,
+                    "status": p.status,
+                    "sources": len(p.sources),
+                    "confidence": p.confidence,
+                    "current": p.current,
+                }
+                for p in pages
+            ],
+            "\n".join(_page_line(p) for p in pages)
+            or f"no wiki pages yet in {wiki.dir}: `memlane dream` or `memlane wiki stub` makes them",
+        )
         return 0
     if action == "show":
         page = wiki.get(args.name)
         if args.as_of:
             answer = page.as_of(args.as_of.isoformat())
-            payload = {"page": page.slug, "as_of": args.as_of.isoformat(), "value": answer.value if answer else None,
-                       "source": answer.source if answer else None, "since": answer.since if answer else None}
-            text = (f"{page.name} as of {args.as_of}: {answer.value} (since {answer.since}, {answer.source})" if answer
-                    else f"{page.name} as of {args.as_of}: nothing recorded yet")
+            payload = {
+                "page": page.slug,
+                "as_of": args.as_of.isoformat(),
+                "value": answer.value if answer else None,
+                "source": answer.source if answer else None,
+                "since": answer.since if answer else None,
+            }
+            text = (
+                f"{page.name} as of {args.as_of}: {answer.value} (since {answer.since}, {answer.source})"
+                if answer
+                else f"{page.name} as of {args.as_of}: nothing recorded yet"
+            )
             emit(args, payload, text)
             return 0
-        emit(args, {"page": page.slug, "text": wiki.path(page.name).read_text(encoding="utf-8")}, wiki.path(page.name).read_text(encoding="utf-8").rstrip("\n"))
+        emit(
+            args,
+            {"page": page.slug, "text": wiki.path(page.name).read_text(encoding="utf-8")},
+            wiki.path(page.name).read_text(encoding="utf-8").rstrip("\n"),
+        )
         return 0
     if action == "stub":
         page = wiki.stub(args.name, args.category, args.source)
-        emit(args, {"page": page.slug, "facts": len(page.facts)}, f"wrote {wiki.path(page.name)} ({len(page.facts)} facts from {args.source})")
+        emit(
+            args,
+            {"page": page.slug, "facts": len(page.facts)},
+            f"wrote {wiki.path(page.name)} ({len(page.facts)} facts from {args.source})",
+        )
         return 0
     if action == "lint":
         problems = wiki.lint(args.today)
-        emit(args, {"problems": problems}, "\n".join(f"{p['problem']:<14} {p['message']}" for p in problems) or "ok: no stale, orphan or contradicting page")
+        emit(
+            args,
+            {"problems": problems},
+            "\n".join(f"{p['problem']:<14} {p['message']}" for p in problems)
+            or "ok: no stale, orphan or contradicting page",
+        )
         return 1 if problems else 0
     if action == "merge":
         page = wiki.merge(args.into, args.other)
-        emit(args, {"page": page.slug, "merged": slugify(args.other)}, f"merged {slugify(args.other)} into {page.slug} ({len(page.sources)} sources)")
+        emit(
+            args,
+            {"page": page.slug, "merged": slugify(args.other)},
+            f"merged {slugify(args.other)} into {page.slug} ({len(page.sources)} sources)",
+        )
         return 0
     page = wiki.rename(args.old, args.new)
     emit(args, {"page": page.slug}, f"renamed {slugify(args.old)} to {page.slug}")
@@ -161,22 +224,41 @@ def _cmd_dream(args: argparse.Namespace) -> int:
     if args.action == "status":
         status = dream_status(Path(args.home).expanduser(), brain.dir)
         st = status["state"]
-        lines = [f"lease       {'held by ' + st['held_by'] if st['held_by'] else 'free'}",
-                 f"last run    {_when(st['last_success'])} ok; {st['failures']} failures since" + (f", next try {_when(st['retry_after'])}" if st["retry_after"] else ""),
-                 f"watermark   {st['watermark'] or 'none (the next run reads everything)'}"]
-        lines += [f"run {r['run']} {r['status']:<9} {_when(r['started'])} {r['engine'] or '-'}: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.4f}"
-                  + (f" (budget {r['budget_tokens']:,})" if r["budget_tokens"] else "") for r in status["ledger"]]
+        lines = [
+            f"lease       {'held by ' + st['held_by'] if st['held_by'] else 'free'}",
+            f"last run    {_when(st['last_success'])} ok; {st['failures']} failures since"
+            + (f", next try {_when(st['retry_after'])}" if st["retry_after"] else ""),
+            f"watermark   {st['watermark'] or 'none (the next run reads everything)'}",
+        ]
+        lines += [
+            f"run {r['run']} {r['status']:<9} {_when(r['started'])} {r['engine'] or '-'}: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.4f}"
+            + (f" (budget {r['budget_tokens']:,})" if r["budget_tokens"] else "")
+            for r in status["ledger"]
+        ]
         if status["last_entry"]:
             lines.append(status["last_entry"])
         emit(args, status, "\n".join(lines))
         return 0
     engine = make_engine(args.engine, model_id=args.model, region=args.region)
     jobs = Jobs(args.home)
-    with jobs.lease("dream", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run, _memory(args) as mem:
+    with (
+        jobs.lease("dream", cooldown=None if args.if_due else 0.0, force=args.force, budget=args.budget) as run,
+        _memory(args) as mem,
+    ):
         run.engine = engine.name
         mark = json.loads(run.watermark) if run.watermark else None
-        report = dream(mem, brain, engine=engine, dry_run=args.dry_run, force=args.force, today=args.today, watermark=mark,
-                       budget=args.budget, questions=_questions(args.questions), before_publish=run.check)
+        report = dream(
+            mem,
+            brain,
+            engine=engine,
+            dry_run=args.dry_run,
+            force=args.force,
+            today=args.today,
+            watermark=mark,
+            budget=args.budget,
+            questions=_questions(args.questions),
+            before_publish=run.check,
+        )
         u = engine.usage
         run.spend(calls=u.calls, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd)
         if not args.dry_run and not report.refused:
@@ -185,8 +267,11 @@ def _cmd_dream(args: argparse.Namespace) -> int:
             run.watermark = json.dumps(mark, sort_keys=True) if mark else None
         run.detail = report.refused or f"{len(report.operations)} operations"
     verb = "would apply" if args.dry_run else "applied" if report.published else "did not apply"
-    lines = [f"{verb} {len(report.operations)} wiki operations {report.counts() or ''}".rstrip() if report.operations or report.published
-             else "nothing to apply: no daily or search since the last run calls for a wiki change"]
+    lines = [
+        f"{verb} {len(report.operations)} wiki operations {report.counts() or ''}".rstrip()
+        if report.operations or report.published
+        else "nothing to apply: no daily or search since the last run calls for a wiki change"
+    ]
     lines += [f"  contradiction: {c}" for c in report.contradictions[:10]]
     lines += [f"  unanswered: {q}" for q in report.unanswered[:10]]
     if g := report.gate:
@@ -213,7 +298,9 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         parents: Parsers carrying the global ``--home`` and ``--json`` options.
     """
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)")
+    where.add_argument(
+        "--brain", default=argparse.SUPPRESS, help="brain folder (default: $MEMLANE_BRAIN_DIR or <home>/brain)"
+    )
     common = [*parents, where]
 
     def run_options(p: argparse.ArgumentParser, force: str, today: str) -> None:
@@ -222,23 +309,50 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         p.add_argument("--dry-run", action="store_true", help="only say what would be done")
         p.add_argument("--force", action="store_true", help=force)
         p.add_argument("--today", type=_date, help=today)
-        p.add_argument("--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)")
+        p.add_argument(
+            "--questions", metavar="FILE", help="the gate's questions (JSON lines; default: the home's fixed probe set)"
+        )
 
     def engine_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--engine", choices=ENGINES, default="offline", help="offline (extractive, default), bedrock, claude or codex (the agent CLI)")
+        p.add_argument(
+            "--engine",
+            choices=ENGINES,
+            default="offline",
+            help="offline (extractive, default), bedrock, claude or codex (the agent CLI)",
+        )
         p.add_argument("--model", help="Bedrock model id (default $MEMLANE_BEDROCK_MODEL or a Claude Haiku model)")
         p.add_argument("--region", help="AWS region for Bedrock")
-        p.add_argument("--budget", type=int, metavar="TOKENS", help="tokens the LLM calls may spend (what does not fit waits for a later run)")
-        p.add_argument("--embed", default="local", help="embedder of the home the results are indexed into: local (default), none, …")
-        p.add_argument("--if-due", action="store_true", help="honour the cooldown after the last success (what the hooks use)")
+        p.add_argument(
+            "--budget",
+            type=int,
+            metavar="TOKENS",
+            help="tokens the LLM calls may spend (what does not fit waits for a later run)",
+        )
+        p.add_argument(
+            "--embed",
+            default="local",
+            help="embedder of the home the results are indexed into: local (default), none, …",
+        )
+        p.add_argument(
+            "--if-due", action="store_true", help="honour the cooldown after the last success (what the hooks use)"
+        )
 
-    p = sub.add_parser("compact", parents=common, help="roll dailies up into weekly, monthly and WISDOM.md summaries (dailies are never touched)")
+    p = sub.add_parser(
+        "compact",
+        parents=common,
+        help="roll dailies up into weekly, monthly and WISDOM.md summaries (dailies are never touched)",
+    )
     p.add_argument("--level", choices=["weekly", "monthly", "wisdom"], help="only this level (default: all three)")
-    run_options(p, force="rewrite up-to-date summaries and publish even if the gate measures a loss",
-                today="periods ending before this day are complete (default today)")
+    run_options(
+        p,
+        force="rewrite up-to-date summaries and publish even if the gate measures a loss",
+        today="periods ending before this day are complete (default today)",
+    )
     p.set_defaults(func=_cmd_compact)
 
-    wiki = sub.add_parser("wiki", parents=common, help="topical pages kept by dreaming: list, show, stub, lint, merge, rename")
+    wiki = sub.add_parser(
+        "wiki", parents=common, help="topical pages kept by dreaming: list, show, stub, lint, merge, rename"
+    )
     actions = wiki.add_subparsers(dest="wiki_command", required=True, metavar="ACTION")
     p = actions.add_parser("list", parents=common, help="every page with its category, sources and current value")
     p.set_defaults(func=_key_errors(_cmd_wiki))
@@ -251,7 +365,9 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--category", choices=["entity", "concept", "project", "reference", "theme"], default="concept")
     p.add_argument("--source", required=True, help="a daily entry: 'DailyActivity/YYYY-MM-DD.md › HH:MM'")
     p.set_defaults(func=_key_errors(_cmd_wiki))
-    p = actions.add_parser("lint", parents=common, help="stale (90 days), orphan and contradicting pages (exit 1 if any)")
+    p = actions.add_parser(
+        "lint", parents=common, help="stale (90 days), orphan and contradicting pages (exit 1 if any)"
+    )
     p.add_argument("--today", type=_date, help="staleness is counted to this day (default today)")
     p.set_defaults(func=_key_errors(_cmd_wiki))
     p = actions.add_parser("merge", parents=common, help="merge the second page into the first")
@@ -263,8 +379,15 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("new")
     p.set_defaults(func=_key_errors(_cmd_wiki))
 
-    p = sub.add_parser("dream", parents=common, help="update the wiki from new dailies and the search log; `dream status` shows the last runs")
+    p = sub.add_parser(
+        "dream",
+        parents=common,
+        help="update the wiki from new dailies and the search log; `dream status` shows the last runs",
+    )
     p.add_argument("action", nargs="?", choices=["run", "status"], default="run", help="run (default) or status")
-    run_options(p, force="run despite the cooldown and publish even if the gate measures a loss",
-                today="staleness is counted to this day (default today)")
+    run_options(
+        p,
+        force="run despite the cooldown and publish even if the gate measures a loss",
+        today="staleness is counted to this day (default today)",
+    )
     p.set_defaults(func=_cmd_dream)

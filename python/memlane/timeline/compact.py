@@ -51,8 +51,8 @@ from memlane.brain.guard import MemoryGuard
 from memlane.brain.provenance import Ref
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
-from memlane.timeline.publish import index_summaries, publish
 from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, dropped_for_details, make_engine
+from memlane.timeline.publish import index_summaries, publish
 
 if TYPE_CHECKING:
     from memlane.brain import Brain
@@ -139,7 +139,9 @@ class CompactReport:
 
 def _markers(text: str) -> int:
     patterns = [p for p, _ in distill_engines._MARKERS["decision"]]
-    return sum(len(p.findall(text)) for p in patterns) + sum(distill_engines.reversal(s) is not None for s in distill_engines.sentences(text))
+    return sum(len(p.findall(text)) for p in patterns) + sum(
+        distill_engines.reversal(s) is not None for s in distill_engines.sentences(text)
+    )
 
 
 def salience(children: dict[str, str]) -> dict[str, float]:
@@ -181,8 +183,16 @@ def read_statements(text: str) -> list[tuple[str, str, list[Ref]]]:
 _TITLES = {"weekly": "Week", "monthly": "Month", "wisdom": "Wisdom"}
 
 
-def _render(level: str, period: str, title_extra: str, pointers: list[str], children: dict[str, str], engine: str,
-            inputs: dict[str, str], statements: Sequence[Statement]) -> str:
+def _render(
+    level: str,
+    period: str,
+    title_extra: str,
+    pointers: list[str],
+    children: dict[str, str],
+    engine: str,
+    inputs: dict[str, str],
+    statements: Sequence[Statement],
+) -> str:
     fields = {
         "type": level,
         "period": period,
@@ -205,7 +215,9 @@ def _render(level: str, period: str, title_extra: str, pointers: list[str], chil
 # ---------------------------------------------------------------------------- checking lines
 
 
-def _checked(statements: list[Statement], sources: Sequence[Source], guard: MemoryGuard, dropped: list[dict[str, str]]) -> list[Statement]:
+def _checked(
+    statements: list[Statement], sources: Sequence[Source], guard: MemoryGuard, dropped: list[dict[str, str]]
+) -> list[Statement]:
     """Statements whose details their sources state, secrets masked, guard-clean; the rest into ``dropped``."""
     by_ref: dict[Ref, list[str]] = {}
     for s in sources:
@@ -292,8 +304,16 @@ class _Run:
             return False
         return True
 
-    def _summarize(self, level: str, period: str, path: Path, title_extra: str, children: dict[str, str],
-                   sources: list[Source], inputs: dict[str, str]) -> None:
+    def _summarize(
+        self,
+        level: str,
+        period: str,
+        path: Path,
+        title_extra: str,
+        children: dict[str, str],
+        sources: list[Source],
+        inputs: dict[str, str],
+    ) -> None:
         reason = "forced" if self.force else _reason(self.view.frontmatter(path), inputs, self.engine.name)
         if reason is None:
             self.plan.up_to_date += 1
@@ -330,7 +350,15 @@ class _Run:
                 inputs[rel] = notes.file_hash(path)
                 _, sections = notes.read_note(path, self.dir)
                 sources += [Source(s.ref, s.text) for s in sections if s.text]
-            self._summarize("weekly", week, self.dir / notes.WEEKLY_DIR / f"{week}.md", f" ({monday} – {sunday})", children, sources, inputs)
+            self._summarize(
+                "weekly",
+                week,
+                self.dir / notes.WEEKLY_DIR / f"{week}.md",
+                f" ({monday} – {sunday})",
+                children,
+                sources,
+                inputs,
+            )
 
     def _summaries(self, folder: str) -> dict[str, tuple[Path, str]]:
         """Summaries of a folder by period: those on disk and those this run plans."""
@@ -342,8 +370,15 @@ class _Run:
                 found[path.stem] = (path, text)
         return found
 
-    def _from_summaries(self, level: str, period: str, path: Path, title_extra: str, parents: list[tuple[Path, str]],
-                        sections: tuple[str, ...] | None = None) -> None:
+    def _from_summaries(
+        self,
+        level: str,
+        period: str,
+        path: Path,
+        title_extra: str,
+        parents: list[tuple[Path, str]],
+        sections: tuple[str, ...] | None = None,
+    ) -> None:
         children: dict[str, str] = {}
         inputs: dict[str, str] = {}
         sources: list[Source] = []
@@ -367,10 +402,16 @@ class _Run:
             first, last = notes.month_days(month)
             if last >= self.today or len(weeklies) < MIN_WEEKLIES:
                 continue
-            self._from_summaries("monthly", month, self.dir / notes.MONTHLY_DIR / f"{month}.md", f" ({first} – {last})", weeklies)
+            self._from_summaries(
+                "monthly", month, self.dir / notes.MONTHLY_DIR / f"{month}.md", f" ({first} – {last})", weeklies
+            )
 
     def wisdom(self) -> None:
-        monthlies = [found for month, found in sorted(self._summaries(notes.MONTHLY_DIR).items()) if re.fullmatch(r"\d{4}-\d{2}", month)]
+        monthlies = [
+            found
+            for month, found in sorted(self._summaries(notes.MONTHLY_DIR).items())
+            if re.fullmatch(r"\d{4}-\d{2}", month)
+        ]
         if not monthlies:
             return
         period = f"{monthlies[0][0].stem}..{monthlies[-1][0].stem}"
@@ -384,6 +425,7 @@ def _without_reversed(statements: list[Statement]) -> list[Statement]:
     Later: from a later month, or from the same month and listed after it (the engines keep a
     month's statements in reading order).
     """
+
     def when(i: int) -> tuple[str, int]:
         return max(r.path for r in statements[i].refs), i
 
@@ -473,11 +515,15 @@ def compact(
     )  # fmt: skip
     for s in plan.summaries:
         for d in s.dropped:
-            brain.log("compact_dropped", path=s.path.relative_to(brain.dir).as_posix(), text=d["text"], reason=d["reason"])
+            brain.log(
+                "compact_dropped", path=s.path.relative_to(brain.dir).as_posix(), text=d["text"], reason=d["reason"]
+            )
     if dry_run or not plan.summaries:
         return report
     staged = {s.path: s.text for s in plan.summaries}
-    result: GateResult = gate.evaluate(mem, brain.dir, staged, questions if questions is not None else gate.questions_for(mem, brain.dir))
+    result: GateResult = gate.evaluate(
+        mem, brain.dir, staged, questions if questions is not None else gate.questions_for(mem, brain.dir)
+    )
     report.gate = result.to_dict()
     if result.lowers and not force:
         report.refused = f"recall@{result.k} would fall from {result.before:.3f} to {result.after:.3f} on {result.questions} questions"
@@ -488,6 +534,14 @@ def compact(
     publish(brain, staged, "compact")
     report.published = True
     report.indexed = index_summaries(mem, list(staged))
-    brain.log("compact", written=len(staged), engine=report.engine, forced=force, gate_before=result.before, gate_after=result.after,
-              tokens=plan.usage.tokens, cost_usd=plan.usage.cost_usd)
+    brain.log(
+        "compact",
+        written=len(staged),
+        engine=report.engine,
+        forced=force,
+        gate_before=result.before,
+        gate_after=result.after,
+        tokens=plan.usage.tokens,
+        cost_usd=plan.usage.cost_usd,
+    )
     return report

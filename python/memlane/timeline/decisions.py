@@ -18,10 +18,54 @@ from dataclasses import dataclass
 _NAME = r"[A-Za-z0-9][\w.+#/-]*(?: [A-Z][\w.+#-]*)?"
 _SUBJECT = r"(?:the |our )?(?P<subject>[a-z][\w -]{2,60}?)"
 _DECISION_PATTERNS = [
-    (re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+" + _SUBJECT + r"\s+from\s+(?P<old>" + _NAME + r")\s+(?:over\s+)?to\s+(?P<new>" + _NAME + r")", re.I), True),
-    (re.compile(r"\breplac(?:ed|ing|e)\s+(?P<old>" + _NAME + r")\s+(?:with|by)\s+(?P<new>" + _NAME + r")\s+(?:for|as|in)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), True),
-    (re.compile(r"\b(?:decided|agreed|chose|opted)\s+to\s+(?:use|go\s+with|adopt|keep)\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
-    (re.compile(r"\b(?:standardi[sz]ed?|settled)\s+on\s+(?P<new>" + _NAME + r")\s+(?:as|for)\s+" + _SUBJECT + r"\s*(?:[.;,]|$)", re.I), False),
+    (
+        re.compile(
+            r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+"
+            + _SUBJECT
+            + r"\s+from\s+(?P<old>"
+            + _NAME
+            + r")\s+(?:over\s+)?to\s+(?P<new>"
+            + _NAME
+            + r")",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        re.compile(
+            r"\breplac(?:ed|ing|e)\s+(?P<old>"
+            + _NAME
+            + r")\s+(?:with|by)\s+(?P<new>"
+            + _NAME
+            + r")\s+(?:for|as|in)\s+"
+            + _SUBJECT
+            + r"\s*(?:[.;,]|$)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?:decided|agreed|chose|opted)\s+to\s+(?:use|go\s+with|adopt|keep)\s+(?P<new>"
+            + _NAME
+            + r")\s+(?:as|for)\s+"
+            + _SUBJECT
+            + r"\s*(?:[.;,]|$)",
+            re.I,
+        ),
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?:standardi[sz]ed?|settled)\s+on\s+(?P<new>"
+            + _NAME
+            + r")\s+(?:as|for)\s+"
+            + _SUBJECT
+            + r"\s*(?:[.;,]|$)",
+            re.I,
+        ),
+        False,
+    ),
 ]
 
 

@@ -42,7 +42,7 @@ from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
 from memlane.events import EVENTS_NAME
 from memlane.timeline import notes
-from memlane.timeline.decisions import decisions
+from memlane.timeline.decisions import Decision, decisions
 from memlane.timeline.engines import Engine, Source, _sentences, dropped_for_details, make_engine
 from memlane.timeline.wiki import Page, Wiki, slugify
 
@@ -55,8 +55,41 @@ MAX_OPERATIONS = 60
 MIN_ENTITY_DAILIES = 3
 MAX_ENTITY_SOURCES = 12
 FREQUENT = 3
-_ENTITY = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{3,}[a-z]*\d*|[A-Z][A-Z0-9]+-\d+|[A-Z][a-z]{2,}(?: [A-Z][a-z]+)?)\b")
-_COMMON = frozenset("The We Our This That Set Added Opened Raised Capped Moved Replaced Reviewed Standup Paired Cleaned Read Triaged Updated Done Decisions Outcome Asked Files Commands Lunch Turns Nothing".split())
+_ENTITY = re.compile(
+    r"\b(?:[A-Z][a-z]+[A-Z]\w*|[A-Z]{3,}[a-z]*\d*|[A-Z][A-Z0-9]+-\d+|[A-Z][a-z]{2,}(?: [A-Z][a-z]+)?)\b"
+)
+_COMMON = frozenset(
+    [
+        "The",
+        "We",
+        "Our",
+        "This",
+        "That",
+        "Set",
+        "Added",
+        "Opened",
+        "Raised",
+        "Capped",
+        "Moved",
+        "Replaced",
+        "Reviewed",
+        "Standup",
+        "Paired",
+        "Cleaned",
+        "Read",
+        "Triaged",
+        "Updated",
+        "Done",
+        "Decisions",
+        "Outcome",
+        "Asked",
+        "Files",
+        "Commands",
+        "Lunch",
+        "Turns",
+        "Nothing",
+    ]
+)
 
 
 @dataclass
@@ -184,12 +217,26 @@ def dream(
             for sentence in _sentences(s.text):
                 if day in new_days:
                     for d in decisions(sentence):
+
                         def apply(d: Decision = d, ref: str = str(s.ref)) -> str | None:
                             p = page(d.subject, "concept")
                             outcome = p.set_value(d.value, ref, secrets.mask(d.sentence), change=d.change)
                             if outcome == "contradiction":
-                                report.contradictions.append(f"{p.name}: {ref} says {d.value}, the page says {p.current['value'] if p.current else '?'}")
-                            return None if outcome == "same" else ("supersede" if outcome == "superseded" else "value" if outcome == "first" else "flag")
+                                report.contradictions.append(
+                                    f"{p.name}: {ref} says {d.value}, the page says {p.current['value'] if p.current else '?'}"
+                                )
+                            return (
+                                None
+                                if outcome == "same"
+                                else (
+                                    "supersede"
+                                    if outcome == "superseded"
+                                    else "value"
+                                    if outcome == "first"
+                                    else "flag"
+                                )
+                            )
+
                         candidates.append((3.0 + d.change, len(candidates), f"{d.subject}: {d.value}", apply))
                 for m in _ENTITY.finditer(sentence):
                     name = m.group(0)
@@ -216,6 +263,7 @@ def dream(
                 p.add_source(r)
             p.facts = _facts(eng, name, [(r, refs[r]) for r in chosen], report, budget)
             return None if (p.sources, p.facts) == before else "entity"
+
         candidates.append((1.0 + len(files) / 10 + searched, len(candidates), name, make))
     chosen = sorted(candidates, key=lambda c: (-c[0], c[1]))[:MAX_OPERATIONS]
     for _, _, _, apply in sorted(chosen, key=lambda c: c[1]):
@@ -235,7 +283,9 @@ def dream(
         if not dry_run:
             _diary(brain, report, today)
         return report
-    result = gate.evaluate(mem, brain.dir, staged, questions if questions is not None else gate.questions_for(mem, brain.dir))
+    result = gate.evaluate(
+        mem, brain.dir, staged, questions if questions is not None else gate.questions_for(mem, brain.dir)
+    )
     report.gate = result.to_dict()
     if result.lowers and not force:
         report.refused = f"recall@{result.k} would fall from {result.before:.3f} to {result.after:.3f}"
@@ -252,7 +302,9 @@ def dream(
     return report
 
 
-def _facts(eng: Engine, name: str, sources: list[tuple[str, str]], report: DreamReport, budget: int | None) -> list[tuple[str, list[str]]]:
+def _facts(
+    eng: Engine, name: str, sources: list[tuple[str, str]], report: DreamReport, budget: int | None
+) -> list[tuple[str, list[str]]]:
     """A page's facts: the sentences naming it (a stub), or an engine's choice from them (three sources or more)."""
     srcs = [Source(Ref(*r.split(" › ", 1)) if " › " in r else Ref(r), text) for r, text in sources]
     if len(srcs) < 3 or (budget is not None and eng.usage.tokens + eng.estimate("wiki", name, srcs) > budget):
@@ -291,15 +343,21 @@ def _diary(brain: Brain, report: DreamReport, today: date) -> None:
     path = brain.dir / DREAMS_FILE
     stamp = datetime.now(timezone.utc).strftime("%H:%M")
     lines = [f"\n## {today.isoformat()} {stamp} run {report.run}\n"]
-    state = "published" if report.published else (f"refused: {report.refused}" if report.refused else "nothing to publish")
+    state = (
+        "published" if report.published else (f"refused: {report.refused}" if report.refused else "nothing to publish")
+    )
     lines.append(f"- Result: {state}; operations {report.counts() or 'none'}\n")
     if report.gate:
-        lines.append(f"- Gate: recall@{report.gate['k']} {report.gate['before']:.3f} -> {report.gate['after']:.3f} on {report.gate['questions']} questions\n")
+        lines.append(
+            f"- Gate: recall@{report.gate['k']} {report.gate['before']:.3f} -> {report.gate['after']:.3f} on {report.gate['questions']} questions\n"
+        )
     lines += [f"- Contradiction: {c}\n" for c in report.contradictions[:20]]
     lines += [f"- Unanswered: {secrets.mask(q)}\n" for q in report.unanswered[:20]]
     lines += [f"- Asked often: {secrets.mask(f['query'])} ({f['times']} times)\n" for f in report.frequent[:10]]
     lines += [f"- Stale: {s}\n" for s in report.stale[:20]]
-    lines.append(f"- Watermark: daily {report.watermark.get('daily')}, events offset {report.watermark.get('events')}\n")
+    lines.append(
+        f"- Watermark: daily {report.watermark.get('daily')}, events offset {report.watermark.get('events')}\n"
+    )
     with brain.transaction(today) as txn:
         old = txn.text(path) or "# DREAMS\n\nOne entry per `memlane dream` run: what it did, proposed and flagged.\n"
         txn.put(path, old + "".join(lines))
@@ -313,4 +371,3 @@ def dream_status(home: Path, brain_dir: Path) -> dict[str, Any]:
     text = (brain_dir / DREAMS_FILE).read_text(encoding="utf-8") if (brain_dir / DREAMS_FILE).exists() else ""
     last = text[text.rfind("\n## ") + 1 :] if "\n## " in text else ""
     return {"state": jobs.status("dream"), "ledger": jobs.ledger("dream", limit=5), "last_entry": last.strip()}
-

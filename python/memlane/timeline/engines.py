@@ -54,7 +54,9 @@ _MIN_SCORE = 1.5
 # A detail (number, date, identifier) in a sentence: the first is worth this much, the next less.
 _DETAIL_BONUS = (1.0, 0.5, 0.25)
 _DUPLICATE = 0.6
-_BOILERPLATE = re.compile(r"^(?:<!--.*-->|Transcript:|Files:\s*none|Commands:\s*none|Decisions:\s*none|Promoted:)", re.I)
+_BOILERPLATE = re.compile(
+    r"^(?:<!--.*-->|Transcript:|Files:\s*none|Commands:\s*none|Decisions:\s*none|Promoted:)", re.I
+)
 _LABEL = re.compile(r"^(?:Done|Decisions|Outcome|Files|Commands|Asked)\s*:\s*", re.I)
 
 
@@ -162,7 +164,10 @@ def dropped_for_details(statement: str, sources: str) -> dict[str, str] | None:
         return None
     from memlane import secrets
 
-    return {"text": secrets.mask(statement)[:200], "reason": f"states {', '.join(missing[:3])}, which its sources do not"}
+    return {
+        "text": secrets.mask(statement)[:200],
+        "reason": f"states {', '.join(missing[:3])}, which its sources do not",
+    }
 
 
 def _sentences(text: str) -> list[str]:
@@ -223,7 +228,14 @@ class OfflineEngine:
         for _, n, st in sorted(candidates, key=lambda c: (-c[0], c[1])):
             toks, facts = _tokens(st.text), set(details(st.text))
             # Alike words but another number, date or identifier is another fact, not a repeat.
-            dup = next((i for i, (s, f) in enumerate(seen) if f == facts and len(toks & s) >= _DUPLICATE * max(len(toks | s), 1)), None)
+            dup = next(
+                (
+                    i
+                    for i, (s, f) in enumerate(seen)
+                    if f == facts and len(toks & s) >= _DUPLICATE * max(len(toks | s), 1)
+                ),
+                None,
+            )
             if dup is not None:
                 # The same statement from another source: one line naming both.
                 at, prior = kept[dup]
@@ -271,14 +283,16 @@ def parse_answer(text: str, sources: Sequence[Source], limit: int) -> list[State
         raise EngineError(str(exc)) from None
     raw = data.get("statements")
     if not isinstance(raw, list):
-        raise EngineError("the model's answer has no \"statements\" list")
+        raise EngineError('the model\'s answer has no "statements" list')
     out: list[Statement] = []
     for item in raw:
         if not isinstance(item, dict):
             continue
         text_ = " ".join(str(item.get("text") or "").split())
         ids = item.get("sources") if isinstance(item.get("sources"), list) else []
-        refs = tuple(dict.fromkeys(sources[n - 1].ref for n in (_source_number(i) for i in ids) if n and 0 < n <= len(sources)))
+        refs = tuple(
+            dict.fromkeys(sources[n - 1].ref for n in (_source_number(i) for i in ids) if n and 0 < n <= len(sources))
+        )
         section = item.get("section") if item.get("section") in SECTIONS else "Facts"
         if text_ and refs:
             out.append(Statement(section, text_, refs))
@@ -311,7 +325,9 @@ class BedrockEngine:
 
     name = "bedrock"
 
-    def __init__(self, model_id: str | None = None, *, region: str | None = None, client: Any = None, max_tokens: int = 2_000) -> None:
+    def __init__(
+        self, model_id: str | None = None, *, region: str | None = None, client: Any = None, max_tokens: int = 2_000
+    ) -> None:
         self.model_id = model_id or os.environ.get("MEMLANE_BEDROCK_MODEL") or distill_engines.DEFAULT_BEDROCK_MODEL
         self.max_tokens = max_tokens
         self._distiller = distill_engines.BedrockEngine(self.model_id, region=region, client=client)
@@ -381,7 +397,9 @@ class AgentCliEngine:
     def command(self) -> list[str]:
         """The command line (the prompt goes on stdin)."""
         if not self.executable:
-            raise EngineError(f"the {self.name} engine needs the `{self.name}` CLI on PATH (or ${'MEMLANE_' + self.name.upper() + '_BIN'})")
+            raise EngineError(
+                f"the {self.name} engine needs the `{self.name}` CLI on PATH (or ${'MEMLANE_' + self.name.upper() + '_BIN'})"
+            )
         if self.name == "claude":
             return [self.executable, "-p", "--output-format", "json"]
         return [self.executable, "exec", "--json", "--skip-git-repo-check", "-"]
@@ -399,7 +417,14 @@ class AgentCliEngine:
         """
         system, prompt = _prompt(level, period, sources, limit)
         try:
-            done = subprocess.run(self.command(), input=f"{system}\n\n{prompt}", capture_output=True, text=True, timeout=self.timeout, check=False)
+            done = subprocess.run(
+                self.command(),
+                input=f"{system}\n\n{prompt}",
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             raise EngineError(f"{self.name} did not answer within {self.timeout:.0f}s") from None
         except OSError as exc:
@@ -420,10 +445,16 @@ class AgentCliEngine:
         except json.JSONDecodeError:
             raise EngineError("claude printed no JSON result (is it `claude -p --output-format json`?)") from None
         if not isinstance(data, dict) or data.get("is_error"):
-            raise EngineError(f"claude reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}")
+            raise EngineError(
+                f"claude reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}"
+            )
         u = data.get("usage") or {}
-        tokens_in = sum(int(u.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        return str(data.get("result") or ""), Usage(1, tokens_in, int(u.get("output_tokens") or 0), round(float(data.get("total_cost_usd") or 0.0), 6))
+        tokens_in = sum(
+            int(u.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        return str(data.get("result") or ""), Usage(
+            1, tokens_in, int(u.get("output_tokens") or 0), round(float(data.get("total_cost_usd") or 0.0), 6)
+        )
 
     @staticmethod
     def _codex(stdout: str) -> tuple[str, Usage]:

@@ -183,7 +183,9 @@ def _sync(src: Path, dst: Path, staged: dict[Path, str]) -> None:
         p.write_bytes(data)
 
 
-def measure(mem: Memory, brain_dir: Path, questions: Sequence[Question], *, k: int = K, hierarchy: bool = True) -> tuple[list[bool], int]:
+def measure(
+    mem: Memory, brain_dir: Path, questions: Sequence[Question], *, k: int = K, hierarchy: bool = True
+) -> tuple[list[bool], int]:
     """Recall and buried counts of ``questions`` on a brain folder indexed in ``mem`` (per question found, buried total)."""
     found, buried = [], 0
     for q in questions:
@@ -210,7 +212,9 @@ def scratch_home(mem: Memory, where: Path, brain_dir: Path) -> Memory:
     return scratch
 
 
-def evaluate(mem: Memory, brain_dir: Path, staged: dict[Path, str], questions: Sequence[Question], *, k: int = K) -> GateResult:
+def evaluate(
+    mem: Memory, brain_dir: Path, staged: dict[Path, str], questions: Sequence[Question], *, k: int = K
+) -> GateResult:
     """Recall@k of ``questions`` with the brain as it is and with ``staged`` written (nothing is published)."""
     result = GateResult(k, len(questions), 1.0, 1.0)
     if not questions:

@@ -89,7 +89,9 @@ def _owner() -> str:
 class Run:
     """A run holding a job's lease: renew it, spend within the budget, set the watermark."""
 
-    def __init__(self, jobs: Jobs, job: str, token: str, run_id: str, budget: int | None, watermark: str | None) -> None:
+    def __init__(
+        self, jobs: Jobs, job: str, token: str, run_id: str, budget: int | None, watermark: str | None
+    ) -> None:
         self.jobs = jobs
         self.job = job
         self.token = token
@@ -124,8 +126,10 @@ class Run:
         self.output_tokens += output_tokens
         self.cost_usd = round(self.cost_usd + cost_usd, 6)
         with self.jobs._db() as db:
-            db.execute("UPDATE ledger SET calls=?, input_tokens=?, output_tokens=?, cost_usd=? WHERE run=?",
-                       (self.calls, self.input_tokens, self.output_tokens, self.cost_usd, self.id))
+            db.execute(
+                "UPDATE ledger SET calls=?, input_tokens=?, output_tokens=?, cost_usd=? WHERE run=?",
+                (self.calls, self.input_tokens, self.output_tokens, self.cost_usd, self.id),
+            )
         if self.budget is not None and self.tokens > self.budget:
             raise BudgetExceededError(f"{self.job} spent {self.tokens:,} tokens, over its budget of {self.budget:,}")
 
@@ -137,11 +141,15 @@ class Run:
         """
         now = time.time()
         with self.jobs._db() as db:
-            changed = db.execute("UPDATE lease SET heartbeat=?, expires=? WHERE job=? AND token=?",
-                                 (now, now + self.jobs.ttl, self.job, self.token)).rowcount
+            changed = db.execute(
+                "UPDATE lease SET heartbeat=?, expires=? WHERE job=? AND token=?",
+                (now, now + self.jobs.ttl, self.job, self.token),
+            ).rowcount
         if not changed:
             self._lost.set()
-            raise LeaseLostError(f"the {self.job} lease expired and another process took it over: this run publishes nothing")
+            raise LeaseLostError(
+                f"the {self.job} lease expired and another process took it over: this run publishes nothing"
+            )
 
     def check(self) -> None:
         """Raise :class:`LeaseLostError` if the heartbeat found the lease gone (call before publishing)."""
@@ -196,7 +204,10 @@ class Jobs:
         """The job's lease holder (if any), last success, failures, retry time and watermark."""
         with self._db() as db:
             lease = db.execute("SELECT owner, acquired, heartbeat, expires FROM lease WHERE job=?", (job,)).fetchone()
-            state = db.execute("SELECT last_success, last_failure, failures, retry_after, watermark, last_error FROM state WHERE job=?", (job,)).fetchone()
+            state = db.execute(
+                "SELECT last_success, last_failure, failures, retry_after, watermark, last_error FROM state WHERE job=?",
+                (job,),
+            ).fetchone()
         now = time.time()
         held = lease is not None and lease[3] > now
         state = state or (None, None, 0, None, None, None)
@@ -221,7 +232,21 @@ class Jobs:
             args = (job,)
         with self._db() as db:
             rows = db.execute(query + " ORDER BY started DESC, run DESC LIMIT ?", (*args, limit)).fetchall()
-        keys = ("run", "job", "owner", "started", "finished", "status", "engine", "calls", "input_tokens", "output_tokens", "cost_usd", "budget_tokens", "detail")
+        keys = (
+            "run",
+            "job",
+            "owner",
+            "started",
+            "finished",
+            "status",
+            "engine",
+            "calls",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "budget_tokens",
+            "detail",
+        )
         return [{**dict(zip(keys, r)), "tokens": r[8] + r[9]} for r in rows]
 
     def _acquire(self, job: str, cooldown: float, force: bool, budget: int | None) -> Run:
@@ -233,41 +258,69 @@ class Jobs:
             state = db.execute("SELECT last_success, retry_after, watermark FROM state WHERE job=?", (job,)).fetchone()
             if state is not None and not force:
                 if state[0] is not None and now < state[0] + cooldown:
-                    raise CooldownError(f"{job} succeeded {(now - state[0]) / 60:.0f} min ago; it runs again after {cooldown / 3600:.1f} h (--force runs it now)")
+                    raise CooldownError(
+                        f"{job} succeeded {(now - state[0]) / 60:.0f} min ago; it runs again after {cooldown / 3600:.1f} h (--force runs it now)"
+                    )
                 if state[1] is not None and now < state[1]:
-                    raise CooldownError(f"{job} failed recently; its next try is in {state[1] - now:.0f}s (--force runs it now)")
+                    raise CooldownError(
+                        f"{job} failed recently; its next try is in {state[1] - now:.0f}s (--force runs it now)"
+                    )
             if lease is not None:
                 # The holder stopped renewing (a crash): its run is marked so in the ledger.
-                db.execute("UPDATE ledger SET status='abandoned', finished=? WHERE job=? AND status='running'", (now, job))
+                db.execute(
+                    "UPDATE ledger SET status='abandoned', finished=? WHERE job=? AND status='running'", (now, job)
+                )
             token, run_id = uuid.uuid4().hex, uuid.uuid4().hex[:12]
-            db.execute("INSERT OR REPLACE INTO lease VALUES (?, ?, ?, ?, ?, ?)", (job, _owner(), token, now, now, now + self.ttl))
-            db.execute("INSERT INTO ledger (run, job, owner, started, status, budget_tokens) VALUES (?, ?, ?, ?, 'running', ?)",
-                       (run_id, job, _owner(), now, budget))
+            db.execute(
+                "INSERT OR REPLACE INTO lease VALUES (?, ?, ?, ?, ?, ?)",
+                (job, _owner(), token, now, now, now + self.ttl),
+            )
+            db.execute(
+                "INSERT INTO ledger (run, job, owner, started, status, budget_tokens) VALUES (?, ?, ?, ?, 'running', ?)",
+                (run_id, job, _owner(), now, budget),
+            )
         return Run(self, job, token, run_id, budget, state[2] if state else None)
 
     def _finish(self, run: Run, error: BaseException | None) -> None:
         now = time.time()
         status = "ok" if error is None else ("lost" if isinstance(error, LeaseLostError) else "failed")
         with self._db() as db:
-            db.execute("UPDATE ledger SET finished=?, status=?, engine=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?, detail=? WHERE run=?",
-                       (now, status, run.engine, run.calls, run.input_tokens, run.output_tokens, run.cost_usd,
-                        run.detail if error is None else str(error)[:500], run.id))
+            db.execute(
+                "UPDATE ledger SET finished=?, status=?, engine=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?, detail=? WHERE run=?",
+                (
+                    now,
+                    status,
+                    run.engine,
+                    run.calls,
+                    run.input_tokens,
+                    run.output_tokens,
+                    run.cost_usd,
+                    run.detail if error is None else str(error)[:500],
+                    run.id,
+                ),
+            )
             mine = db.execute("SELECT 1 FROM lease WHERE job=? AND token=?", (run.job, run.token)).fetchone()
             if not mine:
                 return  # taken over: the new holder owns the state now
             db.execute("DELETE FROM lease WHERE job=? AND token=?", (run.job, run.token))
             db.execute("INSERT OR IGNORE INTO state (job) VALUES (?)", (run.job,))
             if error is None:
-                db.execute("UPDATE state SET last_success=?, failures=0, retry_after=NULL, watermark=?, last_error=NULL WHERE job=?",
-                           (now, run.watermark, run.job))
+                db.execute(
+                    "UPDATE state SET last_success=?, failures=0, retry_after=NULL, watermark=?, last_error=NULL WHERE job=?",
+                    (now, run.watermark, run.job),
+                )
             else:
                 failures = (db.execute("SELECT failures FROM state WHERE job=?", (run.job,)).fetchone()[0] or 0) + 1
                 delay = min(BACKOFF_BASE * 2 ** (failures - 1), BACKOFF_MAX)
-                db.execute("UPDATE state SET last_failure=?, failures=?, retry_after=?, last_error=? WHERE job=?",
-                           (now, failures, now + delay, str(error)[:500], run.job))
+                db.execute(
+                    "UPDATE state SET last_failure=?, failures=?, retry_after=?, last_error=? WHERE job=?",
+                    (now, failures, now + delay, str(error)[:500], run.job),
+                )
 
     @contextlib.contextmanager
-    def lease(self, job: str, *, cooldown: float | None = None, force: bool = False, budget: int | None = None) -> Iterator[Run]:
+    def lease(
+        self, job: str, *, cooldown: float | None = None, force: bool = False, budget: int | None = None
+    ) -> Iterator[Run]:
         """Hold ``job``'s lease for the block, renewing it in the background.
 
         The block's success records the watermark and starts the cooldown; an exception counts a

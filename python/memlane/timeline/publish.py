@@ -39,5 +39,9 @@ def index_summaries(mem: Memory, paths: list[Path]) -> dict[str, Any]:
     existing = [p for p in paths if p.exists()]
     seeded = seed_summary_vectors(mem, existing)
     report = mem.index(existing, embed=mem.embedder is not None, format="markdown")
-    return {"files": report.files_indexed, "chunks_added": report.chunks_added, "chunks_embedded": report.chunks_embedded,
-            "child_vectors": seeded}
+    return {
+        "files": report.files_indexed,
+        "chunks_added": report.chunks_added,
+        "chunks_embedded": report.chunks_embedded,
+        "child_vectors": seeded,
+    }

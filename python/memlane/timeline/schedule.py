@@ -48,8 +48,10 @@ def due(home: str | PathLike[str], brain_dir: str | PathLike[str], *, today: dat
     weeks: dict[str, int] = {}
     for day in days:
         weeks[notes.iso_week(day)] = weeks.get(notes.iso_week(day), 0) + 1
-    if any(n >= MIN_DAILIES and notes.week_days(w)[1] < today and not (brain_dir / notes.WEEKLY_DIR / f"{w}.md").exists()
-           for w, n in weeks.items()):
+    if any(
+        n >= MIN_DAILIES and notes.week_days(w)[1] < today and not (brain_dir / notes.WEEKLY_DIR / f"{w}.md").exists()
+        for w, n in weeks.items()
+    ):
         out.append("compact")
     state = Jobs(home).status("dream")
     last = (json.loads(state["watermark"]) if state["watermark"] else {}).get("daily")
@@ -69,7 +71,19 @@ def spawn(home: str | PathLike[str], brain_dir: str | PathLike[str], job: str, l
             kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
         else:
             kwargs["start_new_session"] = True
-        cmd = [sys.executable, "-m", "memlane.cli", job, "--if-due", "--home", os.fspath(home), "--brain", os.fspath(brain_dir), "--embed", embed]
+        cmd = [
+            sys.executable,
+            "-m",
+            "memlane.cli",
+            job,
+            "--if-due",
+            "--home",
+            os.fspath(home),
+            "--brain",
+            os.fspath(brain_dir),
+            "--embed",
+            embed,
+        ]
         _SPAWNED.append(subprocess.Popen(cmd, **kwargs))
 
 

@@ -47,7 +47,38 @@ STALE_DAYS = 90
 SYNTHESIZED_FROM = 3
 _SLUG = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the of for to in on at by as is was did does do use used uses which what who when where now our we as".split())
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "as",
+        "is",
+        "was",
+        "did",
+        "does",
+        "do",
+        "use",
+        "used",
+        "uses",
+        "which",
+        "what",
+        "who",
+        "when",
+        "where",
+        "now",
+        "our",
+        "we",
+        "as",
+    ]
+)
 
 
 def slugify(name: str) -> str:
@@ -132,16 +163,27 @@ class Page:
         if since < (self.current.get("since") or ""):
             # An older statement read late (a backfilled daily): history, not the current value;
             # it held until the next value on record.
-            later = [s.get("since") or "" for s in self.supersedes if (s.get("since") or "") > since] + [self.current.get("since") or ""]
-            self.supersedes.append({"fact": fact, "value": value, "source": ref, "since": since, "superseded_on": min(later)})
+            later = [s.get("since") or "" for s in self.supersedes if (s.get("since") or "") > since] + [
+                self.current.get("since") or ""
+            ]
+            self.supersedes.append(
+                {"fact": fact, "value": value, "source": ref, "since": since, "superseded_on": min(later)}
+            )
             self.supersedes.sort(key=lambda s: s.get("since") or "")
             return "superseded"
         if not change:
             self.contradictions.append({"value": value, "source": ref})
             return "contradiction"
         old = self.current
-        self.supersedes.append({"fact": old.get("fact") or f"{self.name}: {old['value']}", "value": old["value"], "source": old["source"],
-                                "since": old.get("since") or "", "superseded_on": since})
+        self.supersedes.append(
+            {
+                "fact": old.get("fact") or f"{self.name}: {old['value']}",
+                "value": old["value"],
+                "source": old["source"],
+                "since": old.get("since") or "",
+                "superseded_on": since,
+            }
+        )
         self.current = {"value": value, "source": ref, "since": since, "fact": fact}
         return "superseded"
 
@@ -164,13 +206,18 @@ class Page:
         out = [notes.render_frontmatter(fields), f"# {self.name}\n"]
         if self.current:
             out.append("\n## Current\n")
-            out.append(f"- {self.name}: {self.current['value']}, since {self.current['since']} {provenance.render([_ref(self.current['source'])])}\n")
+            out.append(
+                f"- {self.name}: {self.current['value']}, since {self.current['since']} {provenance.render([_ref(self.current['source'])])}\n"
+            )
         if self.facts:
             out.append("\n## Facts\n")
             out += [f"- {text} {provenance.render([_ref(r) for r in refs])}\n" for text, refs in self.facts]
         if self.supersedes:
             out.append("\n## History\n")
-            out += [f"- {s['since']} to {s['superseded_on']}: {s['value']} {provenance.render([_ref(s['source'])])}\n" for s in self.supersedes]
+            out += [
+                f"- {s['since']} to {s['superseded_on']}: {s['value']} {provenance.render([_ref(s['source'])])}\n"
+                for s in self.supersedes
+            ]
         return "".join(out)
 
     @classmethod
@@ -186,9 +233,15 @@ class Page:
             except yaml.YAMLError:
                 fm = {}
             body = text[end + 5 :]
-        page = cls(str(fm.get("name") or name), str(fm.get("category") or "concept"), [str(s) for s in fm.get("sources") or []],
-                   [str(r) for r in fm.get("related") or []], fm.get("current") or None, list(fm.get("supersedes") or []),
-                   list(fm.get("contradictions") or []))
+        page = cls(
+            str(fm.get("name") or name),
+            str(fm.get("category") or "concept"),
+            [str(s) for s in fm.get("sources") or []],
+            [str(r) for r in fm.get("related") or []],
+            fm.get("current") or None,
+            list(fm.get("supersedes") or []),
+            list(fm.get("contradictions") or []),
+        )
         section = None
         for line in body.splitlines():
             if line.startswith("## "):
@@ -227,8 +280,10 @@ def source_ref(source: str, brain_dir: Path) -> Ref:
     # An absolute path replaces the root in the join; a relative one is taken from the root.
     target = (root / Path(path).expanduser()).resolve()
     if target == root or not target.is_relative_to(root):
-        raise InvalidArgumentError(f"{path!r} is not a file in the brain folder {root}: name a daily in it, "
-                                   f"'DailyActivity/YYYY-MM-DD.md{provenance.SEP}HH:MM' (relative to the folder, or absolute)")
+        raise InvalidArgumentError(
+            f"{path!r} is not a file in the brain folder {root}: name a daily in it, "
+            f"'DailyActivity/YYYY-MM-DD.md{provenance.SEP}HH:MM' (relative to the folder, or absolute)"
+        )
     return Ref(target.relative_to(root).as_posix(), entry or None)
 
 
@@ -319,13 +374,30 @@ class Wiki:
         for page in self.pages():
             days = [d for d in (_day(s) for s in page.sources) if d]
             if not page.sources or not any(provenance.resolves(_ref(s), self.brain.dir, cache) for s in page.sources):
-                out.append({"page": page.slug, "problem": "orphan", "message": f"{page.name}: none of its {len(page.sources)} sources resolves"})
+                out.append(
+                    {
+                        "page": page.slug,
+                        "problem": "orphan",
+                        "message": f"{page.name}: none of its {len(page.sources)} sources resolves",
+                    }
+                )
             elif days and max(days) < (today - timedelta(days=STALE_DAYS)).isoformat():
-                out.append({"page": page.slug, "problem": "stale", "message": f"{page.name}: its newest source is from {max(days)}, over {STALE_DAYS} days ago"})
+                out.append(
+                    {
+                        "page": page.slug,
+                        "problem": "stale",
+                        "message": f"{page.name}: its newest source is from {max(days)}, over {STALE_DAYS} days ago",
+                    }
+                )
             for c in page.contradictions:
                 current = page.current["value"] if page.current else "?"
-                out.append({"page": page.slug, "problem": "contradiction",
-                            "message": f"{page.name}: {c['source']} says {c['value']} while the page says {current}, with no change stated"})
+                out.append(
+                    {
+                        "page": page.slug,
+                        "problem": "contradiction",
+                        "message": f"{page.name}: {c['source']} says {c['value']} while the page says {current}, with no change stated",
+                    }
+                )
         return out
 
     def merge(self, into: str, other: str) -> Page:
@@ -334,7 +406,9 @@ class Wiki:
         for s in b.sources:
             a.add_source(s)
         a.facts += [f for f in b.facts if f not in a.facts]
-        a.supersedes = sorted(a.supersedes + [s for s in b.supersedes if s not in a.supersedes], key=lambda s: s.get("since") or "")
+        a.supersedes = sorted(
+            a.supersedes + [s for s in b.supersedes if s not in a.supersedes], key=lambda s: s.get("since") or ""
+        )
         a.contradictions += [c for c in b.contradictions if c not in a.contradictions]
         a.related = sorted(set(a.related + b.related) - {a.name, b.name})
         if a.current is None:
@@ -346,10 +420,15 @@ class Wiki:
         """Rename a page (its file and name) and every ``related`` link to it."""
         page = self.get(old)
         if self.path(new).exists() and slugify(new) != page.slug:
-            raise ValueError(f"wiki page {new!r} exists: merge instead (`memlane wiki merge {slugify(new)} {page.slug}`)")
+            raise ValueError(
+                f"wiki page {new!r} exists: merge instead (`memlane wiki merge {slugify(new)} {page.slug}`)"
+            )
         former = page.name
         page.name = new
-        self.write([page, *self._relinked(former, new, skip={page.slug, slugify(former)})], remove=[former] if slugify(former) != slugify(new) else [])
+        self.write(
+            [page, *self._relinked(former, new, skip={page.slug, slugify(former)})],
+            remove=[former] if slugify(former) != slugify(new) else [],
+        )
         return page
 
     def _relinked(self, old: str, new: str, skip: set[str]) -> list[Page]:
