@@ -12,10 +12,11 @@ import pytest
 import memlane
 from memlane.brain import Brain, provenance
 from memlane.cli import main
+from memlane.llm import Usage
 from memlane.timeline import compact as compact_mod
 from memlane.timeline import gate, notes
 from memlane.timeline.compact import compact, plan_compaction, read_statements
-from memlane.timeline.engines import Source, Statement, Usage
+from memlane.timeline.engines import Source, Statement
 
 TODAY = date(2026, 5, 4)
 

@@ -6,6 +6,34 @@ Python's own :class:`FileNotFoundError`. A bad argument raises :class:`InvalidAr
 (a :class:`ValueError`) or :class:`ArgumentTypeError` (a :class:`TypeError`) at the call,
 naming the argument, so ``except ValueError`` / ``except TypeError`` keep working.
 
+The whole family, all :class:`MemlaneError` s (and where each lives):
+
+- here, from the Rust core: :class:`IndexLockedError` (another process writes to the home),
+  :class:`CorruptIndexError` (index state unreadable), :class:`EmbedderMismatchError` (vectors
+  from another embedder), :class:`DiskFullError` (commit ran out of disk), :class:`ParseError`
+  (a source file that cannot be parsed at all);
+- here: :class:`InvalidArgumentError` / :class:`ArgumentTypeError` (a caller's bad value / type),
+  :class:`InvalidDataError` (a malformed file or answer memlane was given to read, a
+  ``ValueError``), :class:`WeightsMismatchError` (a model file's sha256 differs from the pinned
+  one), :class:`LLMError` (a language-model call or its answer failed; also known as
+  ``memlane.brain.DistillError`` and ``memlane.timeline.engines.EngineError``);
+- :class:`memlane.embed.bedrock.BedrockError` (a Bedrock embedding call failed),
+  :class:`memlane.embed.bedrock_batch.BatchJobError` (a Bedrock batch job failed);
+- :class:`memlane.brain._fs.BrainLockedError` (another process writes to the brain),
+  :class:`memlane.brain.guard.MemoryGuardError` (MEMORY.md fails its guard),
+  :class:`memlane.brain.brain.CapError` (a section over its cap, a ``ValueError``),
+  :class:`memlane.brain.team.NotATeamFileError` (not a team memory file, a ``ValueError``);
+- :class:`memlane.timeline.lease.LeaseError` and its :class:`~memlane.timeline.lease.LeaseHeldError`,
+  :class:`~memlane.timeline.lease.CooldownError`, :class:`~memlane.timeline.lease.LeaseLostError`,
+  :class:`~memlane.timeline.lease.BudgetExceededError` (a scheduled job may not or did not run);
+- :class:`memlane.agents.hooks.HookInputError` (a hook's stdin is unusable, a ``ValueError``),
+  :class:`memlane.agents.hooks.HookUsageError` (a hook called wrongly, an InvalidArgumentError);
+- :class:`memlane.cluster.client.RemoteError` (a served index answered with an error),
+  :class:`memlane.cluster.access.Forbidden` (a caller without the role, a ``PermissionError``).
+
+:class:`IndexInterrupted` alone is not a MemlaneError: it is Ctrl-C's report, a
+:class:`KeyboardInterrupt`, so ``except Exception`` never swallows it.
+
 Example:
     >>> from memlane.errors import MemlaneError, IndexLockedError, InvalidArgumentError
     >>> issubclass(IndexLockedError, MemlaneError)
@@ -31,6 +59,8 @@ __all__ = [
     "IndexInterrupted",
     "IndexLockedError",
     "InvalidArgumentError",
+    "InvalidDataError",
+    "LLMError",
     "MemlaneError",
     "ParseError",
     "WeightsMismatchError",
@@ -43,6 +73,14 @@ class InvalidArgumentError(MemlaneError, ValueError):
 
 class ArgumentTypeError(MemlaneError, TypeError):
     """An argument of the wrong type (the message names it and the type it got)."""
+
+
+class InvalidDataError(MemlaneError, ValueError):
+    """Data memlane was given to read (a file, a dataset, a server's answer) is malformed (the message says where)."""
+
+
+class LLMError(MemlaneError):
+    """A language model failed: the Bedrock call, the agent CLI subprocess, or an answer that is not the JSON asked for."""
 
 
 class WeightsMismatchError(MemlaneError, ValueError):

@@ -55,6 +55,7 @@ from memlane.brain.capture import Capture, capture
 from memlane.brain.document import Entry
 from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session, near_duplicate
 from memlane.brain.scopes import classify
+from memlane.errors import InvalidArgumentError
 
 _KIND_SECTION = {"decision": "KD", "lesson": "LL", "thread": "OT", "incident": "COE"}
 _DAILY_HEADING = re.compile(r"^## (\d\d:\d\d) \|")
@@ -115,7 +116,7 @@ def make_engine(
         return ExtractiveEngine()
     if engine == "bedrock":
         return BedrockEngine(model_id, region=region)
-    raise ValueError(f"unknown distill engine {engine!r}: use extractive or bedrock")
+    raise InvalidArgumentError(f"unknown distill engine {engine!r}: use extractive or bedrock")
 
 
 def resolve_source(source: str | PathLike[str], home: str | PathLike[str] | None = None) -> Path:

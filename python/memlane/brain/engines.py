@@ -5,9 +5,11 @@ Two engines share one interface (:class:`Engine`):
 - :class:`ExtractiveEngine` (default, offline, no account): picks sentences carrying decision,
   reversal, lesson, open-thread and incident markers and ranks them by salience (named
   entities such as paths, identifiers, versions; length; how explicit the marker is).
-- :class:`BedrockEngine`: asks an LLM through the Amazon Bedrock Converse API (boto3) for the
-  same structure, in JSON. Model id from ``model_id``, ``$MEMLANE_BEDROCK_MODEL`` or
-  :data:`DEFAULT_BEDROCK_MODEL`; region and credentials from the usual AWS configuration.
+- :class:`BedrockEngine`: asks an LLM through the Amazon Bedrock Converse API
+  (:class:`memlane.llm.BedrockModel`) for the same structure, in JSON. Model id from
+  ``model_id``, ``$MEMLANE_BEDROCK_MODEL`` or :data:`memlane.llm.DEFAULT_BEDROCK_MODEL`; region
+  and credentials from the usual AWS configuration. This module holds what is specific to
+  distillation: the prompt and the reading of the answer.
 
 Both see the session as :class:`Session` and return a :class:`Distillation`; the pipeline in
 :mod:`memlane.brain.distill` writes it and decides what reaches MEMORY.md.
@@ -24,18 +26,14 @@ Example:
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from memlane.brain.document import Entry
-from memlane.errors import MemlaneError
-
-DEFAULT_BEDROCK_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
-"""Bedrock model used when neither ``model_id`` nor ``$MEMLANE_BEDROCK_MODEL`` is set."""
+from memlane.errors import LLMError
+from memlane.llm import BedrockModel, json_object
 
 KINDS = ("decision", "lesson", "thread", "incident")
 """Kinds of memory candidates; they go to KD, LL, OT and COE respectively."""
@@ -45,8 +43,8 @@ MAX_PER_KIND = {"decision": 3, "lesson": 3, "thread": 2, "incident": 1}
 MIN_SALIENCE = 2.0
 
 
-class DistillError(MemlaneError):
-    """The distillation engine failed (LLM call or unusable answer)."""
+DistillError = LLMError
+"""The distillation engine failed (LLM call or unusable answer): the name distillation callers know."""
 
 
 @dataclass
@@ -508,23 +506,6 @@ def render_transcript(session: Session, max_chars: int = 60_000, per_turn: int =
     return "\n\n".join([*head, f"[… {skipped} turns omitted …]", *tail])
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    text = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise DistillError("the model's answer holds no JSON object")
-    try:
-        data = json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise DistillError(f"the model's answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise DistillError("the model's answer is not a JSON object")
-    return data
-
-
 def _str_list(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
@@ -536,7 +517,7 @@ class BedrockEngine:
 
     Args:
         model_id: Bedrock model or inference-profile id (default ``$MEMLANE_BEDROCK_MODEL``
-            or :data:`DEFAULT_BEDROCK_MODEL`).
+            or :data:`memlane.llm.DEFAULT_BEDROCK_MODEL`).
         region: AWS region (default: the AWS configuration's).
         client: A ``bedrock-runtime`` client to use instead of creating one (tests pass a
             stubbed one).
@@ -555,40 +536,26 @@ class BedrockEngine:
         max_tokens: int = 2_000,
         max_chars: int = 60_000,
     ) -> None:
-        self.model_id = model_id or os.environ.get("MEMLANE_BEDROCK_MODEL") or DEFAULT_BEDROCK_MODEL
-        self.region = region
-        self._client = client
-        self.max_tokens = max_tokens
+        self.model = BedrockModel(model_id, region=region, client=client, max_tokens=max_tokens)
         self.max_chars = max_chars
 
     @property
-    def client(self) -> Any:
-        """The ``bedrock-runtime`` client, created on first use (boto3 is imported lazily)."""
-        if self._client is None:
-            try:
-                import boto3
-            except ImportError:
-                raise DistillError(
-                    "the bedrock engine needs boto3: pip install boto3 (or use --engine extractive)"
-                ) from None
-            self._client = boto3.client("bedrock-runtime", region_name=self.region)
-        return self._client
+    def model_id(self) -> str:
+        """The Bedrock model asked."""
+        return self.model.model_id
 
-    def request(self, session: Session, existing: Sequence[Entry]) -> dict[str, Any]:
-        """The Converse request for ``session`` (exposed for tests and debugging)."""
+    def _prompt(self, session: Session, existing: Sequence[Entry]) -> str:
         shown = [e for e in existing if e.active][:60]
         known = "\n".join(f"{e.key}: {e.text}" for e in shown) or "(none)"
-        prompt = (
+        return (
             f"EXISTING entries (key: text):\n{known}\n\n"
             f"SESSION {session.id} ({session.format}; cwd {session.cwd or 'unknown'}; title {session.title or 'none'}):\n"
             f"{render_transcript(session, self.max_chars)}"
         )
-        return {
-            "modelId": self.model_id,
-            "system": [{"text": _SYSTEM_PROMPT}],
-            "messages": [{"role": "user", "content": [{"text": prompt}]}],
-            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": 0.0},
-        }
+
+    def request(self, session: Session, existing: Sequence[Entry]) -> dict[str, Any]:
+        """The Converse request for ``session`` (exposed for tests and debugging)."""
+        return self.model.request(_SYSTEM_PROMPT, self._prompt(session, existing))
 
     def distill(self, session: Session, existing: Sequence[Entry]) -> Distillation:
         """See :class:`Engine`.
@@ -596,14 +563,7 @@ class BedrockEngine:
         Raises:
             DistillError: The call failed or the answer is not the JSON asked for.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response = self.client.converse(**self.request(session, existing))
-        except (ClientError, BotoCoreError) as exc:
-            raise DistillError(f"Bedrock converse with {self.model_id} failed: {exc}") from None
-        blocks = response.get("output", {}).get("message", {}).get("content", [])
-        data = _json_object("".join(b.get("text", "") for b in blocks))
+        data = json_object(self.model.complete(_SYSTEM_PROMPT, self._prompt(session, existing)))
         known = {e.key for e in existing}
         items = []
         for raw in data.get("items") or []:

@@ -49,9 +49,10 @@ from memlane.brain import engines as distill_engines
 from memlane.brain import provenance
 from memlane.brain.guard import MemoryGuard
 from memlane.brain.provenance import Ref
+from memlane.llm import Usage
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
-from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, Usage, dropped_for_details, make_engine
+from memlane.timeline.engines import SECTIONS, Engine, Source, Statement, dropped_for_details, make_engine
 from memlane.timeline.publish import index_summaries, publish
 
 if TYPE_CHECKING:

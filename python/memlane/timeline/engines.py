@@ -5,9 +5,12 @@
   (:mod:`memlane.brain.engines`) plus a bonus for numbers, dates and identifiers — the details
   LLM summaries are known to drop — and keeps the best, verbatim, deduplicated. No network; the
   same sources give the same statements, byte for byte.
-* :class:`BedrockEngine` (``bedrock``): Amazon Bedrock Converse (boto3, lazily).
+* :class:`BedrockEngine` (``bedrock``): Amazon Bedrock Converse (:class:`memlane.llm.BedrockModel`).
 * :class:`AgentCliEngine` (``claude`` / ``codex``): the user's coding-agent CLI as a
-  subprocess (``claude -p --output-format json``, ``codex exec --json``), for users without AWS.
+  subprocess (:class:`memlane.llm.AgentCli`), for users without AWS.
+
+The LLM engines are one :class:`LLMEngine` over a :class:`memlane.llm.LanguageModel`; this
+module holds what is specific to summaries: the prompt and the reading of the answer.
 
 Every engine returns :class:`Statement` s citing the :class:`Source` s it was given; LLM
 engines count calls, tokens and cost in :attr:`Engine.usage`. What an LLM states is checked by
@@ -25,18 +28,15 @@ Example:
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memlane.brain import engines as distill_engines
 from memlane.brain.provenance import Ref
-from memlane.errors import MemlaneError
+from memlane.errors import InvalidArgumentError, LLMError
+from memlane.llm import AgentCli, BedrockModel, LanguageModel, Usage, estimate_tokens, json_object
 
 ENGINES = ("offline", "bedrock", "claude", "codex")
 """Engine names ``memlane compact --engine`` and ``memlane dream`` accept."""
@@ -60,8 +60,8 @@ _BOILERPLATE = re.compile(
 _LABEL = re.compile(r"^(?:Done|Decisions|Outcome|Files|Commands|Asked)\s*:\s*", re.I)
 
 
-class EngineError(MemlaneError):
-    """A summary engine failed: the call, the subprocess, or an unusable answer."""
+EngineError = LLMError
+"""A summary engine failed (the call, the subprocess, or an unusable answer): the name summary callers know."""
 
 
 @dataclass(frozen=True)
@@ -92,32 +92,6 @@ class Statement:
     text: str
     refs: tuple[Ref, ...]
     salience: float = 0.0
-
-
-@dataclass
-class Usage:
-    """What an engine spent: calls, tokens and the cost estimate at list prices."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        """Add another usage to this one."""
-        self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost_usd = round(self.cost_usd + other.cost_usd, 6)
-
-    @property
-    def tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return asdict(self)
 
 
 class Engine(Protocol):
@@ -267,20 +241,13 @@ def _prompt(level: str, period: str, sources: Sequence[Source], limit: int) -> t
     return system, f"SOURCES for {period}:\n\n{body}"
 
 
-def _estimate_tokens(text: str) -> int:
-    return (len(text.encode("utf-8")) + 3) // 4
-
-
 def parse_answer(text: str, sources: Sequence[Source], limit: int) -> list[Statement]:
     """Statements from an LLM's JSON answer; statements citing no known source are left out.
 
     Raises:
         EngineError: The answer holds no JSON object with a ``statements`` list.
     """
-    try:
-        data = distill_engines._json_object(text)
-    except distill_engines.DistillError as exc:
-        raise EngineError(str(exc)) from None
+    data = json_object(text)
     raw = data.get("statements")
     if not isinstance(raw, list):
         raise EngineError('the model\'s answer has no "statements" list')
@@ -304,49 +271,22 @@ def _source_number(value: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
-# List prices in USD per 1,000 tokens (input, output); they may change. Unknown models: 0.
-_BEDROCK_PRICES = {
-    "anthropic.claude-3-5-haiku-20241022-v1:0": (0.0008, 0.004),
-    "anthropic.claude-3-haiku-20240307-v1:0": (0.00025, 0.00125),
-    "amazon.nova-lite-v1:0": (0.00006, 0.00024),
-    "amazon.nova-micro-v1:0": (0.000035, 0.00014),
-}
-
-
-class BedrockEngine:
-    """Summaries through the Amazon Bedrock Converse API.
+class LLMEngine:
+    """Summaries written by a language model: the prompt asks for statements citing source ids.
 
     Args:
-        model_id: Model or inference profile (default ``$MEMLANE_BEDROCK_MODEL`` or the distiller's default).
-        region: AWS region (default: the AWS configuration's).
-        client: A ``bedrock-runtime`` client (tests pass one with botocore's Stubber).
-        max_tokens: Answer budget per call.
+        model: The model asked (its :attr:`~memlane.llm.LanguageModel.usage` is this engine's).
     """
 
-    name = "bedrock"
-
-    def __init__(
-        self, model_id: str | None = None, *, region: str | None = None, client: Any = None, max_tokens: int = 2_000
-    ) -> None:
-        self.model_id = model_id or os.environ.get("MEMLANE_BEDROCK_MODEL") or distill_engines.DEFAULT_BEDROCK_MODEL
-        self.max_tokens = max_tokens
-        self._distiller = distill_engines.BedrockEngine(self.model_id, region=region, client=client)
-        self.usage = Usage()
-
-    def request(self, level: str, period: str, sources: Sequence[Source], limit: int) -> dict[str, Any]:
-        """The Converse request (exposed for tests)."""
-        system, prompt = _prompt(level, period, sources, limit)
-        return {
-            "modelId": self.model_id,
-            "system": [{"text": system}],
-            "messages": [{"role": "user", "content": [{"text": prompt}]}],
-            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": 0.0},
-        }
+    def __init__(self, model: LanguageModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.usage = model.usage
 
     def estimate(self, level: str, period: str, sources: Sequence[Source]) -> int:
-        """Prompt tokens (4 bytes each) plus the answer budget."""
+        """Prompt tokens (4 bytes each) plus the model's answer budget."""
         system, prompt = _prompt(level, period, sources, 0)
-        return _estimate_tokens(system + prompt) + self.max_tokens
+        return estimate_tokens(system + prompt) + self.model.max_tokens
 
     def summarize(self, level: str, period: str, sources: Sequence[Source], *, limit: int) -> list[Statement]:
         """See :class:`Engine`.
@@ -354,130 +294,54 @@ class BedrockEngine:
         Raises:
             EngineError: The call failed or the answer is not the JSON asked for.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response = self._distiller.client.converse(**self.request(level, period, sources, limit))
-        except (ClientError, BotoCoreError) as exc:
-            raise EngineError(f"Bedrock converse with {self.model_id} failed: {exc}") from None
-        except distill_engines.DistillError as exc:
-            raise EngineError(str(exc)) from None
-        tokens = response.get("usage") or {}
-        used = Usage(1, int(tokens.get("inputTokens") or 0), int(tokens.get("outputTokens") or 0))
-        price_in, price_out = _BEDROCK_PRICES.get(self.model_id, (0.0, 0.0))
-        used.cost_usd = round(used.input_tokens / 1000 * price_in + used.output_tokens / 1000 * price_out, 6)
-        self.usage.add(used)
-        blocks = response.get("output", {}).get("message", {}).get("content", [])
-        return parse_answer("".join(b.get("text", "") for b in blocks), sources, limit)
+        system, prompt = _prompt(level, period, sources, limit)
+        return parse_answer(self.model.complete(system, prompt), sources, limit)
 
 
-class AgentCliEngine:
-    """Summaries through the user's coding-agent CLI, run as a subprocess.
+class BedrockEngine(LLMEngine):
+    """Summaries through the Amazon Bedrock Converse API.
 
-    ``claude``: ``claude -p --output-format json`` with the prompt on stdin; its JSON result
-    carries the answer, ``usage`` and ``total_cost_usd``. ``codex``: ``codex exec --json -``
-    with the prompt on stdin; its JSONL events carry the answer (the last ``agent_message``)
-    and the usage (``turn.completed``). The executable is ``$MEMLANE_CLAUDE_BIN`` /
-    ``$MEMLANE_CODEX_BIN`` or found on ``PATH``.
+    Args:
+        model_id: Model or inference profile (default ``$MEMLANE_BEDROCK_MODEL`` or
+            :data:`memlane.llm.DEFAULT_BEDROCK_MODEL`).
+        region: AWS region (default: the AWS configuration's).
+        client: A ``bedrock-runtime`` client (tests pass one with botocore's Stubber).
+        max_tokens: Answer budget per call.
+    """
+
+    def __init__(
+        self, model_id: str | None = None, *, region: str | None = None, client: Any = None, max_tokens: int = 2_000
+    ) -> None:
+        self.bedrock = BedrockModel(model_id, region=region, client=client, max_tokens=max_tokens)
+        super().__init__(self.bedrock)
+
+    @property
+    def model_id(self) -> str:
+        """The Bedrock model asked."""
+        return self.bedrock.model_id
+
+    def request(self, level: str, period: str, sources: Sequence[Source], limit: int) -> dict[str, Any]:
+        """The Converse request (exposed for tests)."""
+        return self.bedrock.request(*_prompt(level, period, sources, limit))
+
+
+class AgentCliEngine(LLMEngine):
+    """Summaries through the user's coding-agent CLI, run as a subprocess (:class:`memlane.llm.AgentCli`).
 
     Args:
         name: ``claude`` or ``codex``.
-        executable: Path of the CLI (default as above).
+        executable: Path of the CLI (default ``$MEMLANE_CLAUDE_BIN`` / ``$MEMLANE_CODEX_BIN``
+            or found on ``PATH``).
         timeout: Seconds one call may take.
     """
 
     def __init__(self, name: str, *, executable: str | None = None, timeout: float = 600.0) -> None:
-        if name not in ("claude", "codex"):
-            raise ValueError(f"unknown agent CLI {name!r}: use claude or codex")
-        self.name = name
-        self.executable = executable or os.environ.get(f"MEMLANE_{name.upper()}_BIN") or shutil.which(name)
-        self.timeout = timeout
-        self.usage = Usage()
+        self.cli = AgentCli(name, executable=executable, timeout=timeout)
+        super().__init__(self.cli)
 
     def command(self) -> list[str]:
         """The command line (the prompt goes on stdin)."""
-        if not self.executable:
-            raise EngineError(
-                f"the {self.name} engine needs the `{self.name}` CLI on PATH (or ${'MEMLANE_' + self.name.upper() + '_BIN'})"
-            )
-        if self.name == "claude":
-            return [self.executable, "-p", "--output-format", "json"]
-        return [self.executable, "exec", "--json", "--skip-git-repo-check", "-"]
-
-    def estimate(self, level: str, period: str, sources: Sequence[Source]) -> int:
-        """Prompt tokens (4 bytes each) plus a 2,000-token answer."""
-        system, prompt = _prompt(level, period, sources, 0)
-        return _estimate_tokens(system + prompt) + 2_000
-
-    def summarize(self, level: str, period: str, sources: Sequence[Source], *, limit: int) -> list[Statement]:
-        """See :class:`Engine`.
-
-        Raises:
-            EngineError: The CLI is missing, failed, timed out or answered something unusable.
-        """
-        system, prompt = _prompt(level, period, sources, limit)
-        try:
-            done = subprocess.run(
-                self.command(),
-                input=f"{system}\n\n{prompt}",
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise EngineError(f"{self.name} did not answer within {self.timeout:.0f}s") from None
-        except OSError as exc:
-            raise EngineError(f"cannot run {self.executable}: {exc.strerror}") from None
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise EngineError(f"{self.name} exited with status {done.returncode}: {tail[0][:200]}")
-        answer, used = (self._claude if self.name == "claude" else self._codex)(done.stdout)
-        if not used.input_tokens and not used.output_tokens:
-            used.input_tokens, used.output_tokens = _estimate_tokens(system + prompt), _estimate_tokens(answer)
-        self.usage.add(used)
-        return parse_answer(answer, sources, limit)
-
-    @staticmethod
-    def _claude(stdout: str) -> tuple[str, Usage]:
-        try:
-            data = json.loads(stdout)
-        except json.JSONDecodeError:
-            raise EngineError("claude printed no JSON result (is it `claude -p --output-format json`?)") from None
-        if not isinstance(data, dict) or data.get("is_error"):
-            raise EngineError(
-                f"claude reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}"
-            )
-        u = data.get("usage") or {}
-        tokens_in = sum(
-            int(u.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        return str(data.get("result") or ""), Usage(
-            1, tokens_in, int(u.get("output_tokens") or 0), round(float(data.get("total_cost_usd") or 0.0), 6)
-        )
-
-    @staticmethod
-    def _codex(stdout: str) -> tuple[str, Usage]:
-        answer, used = "", Usage(1)
-        for line in stdout.splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            item = event.get("item") or {}
-            if event.get("type") == "item.completed" and item.get("type") in ("agent_message", "assistant_message"):
-                answer = str(item.get("text") or "")
-            elif event.get("type") == "turn.completed":
-                u = event.get("usage") or {}
-                used.input_tokens += int(u.get("input_tokens") or 0)
-                used.output_tokens += int(u.get("output_tokens") or 0)
-            elif event.get("type") in ("turn.failed", "error"):
-                raise EngineError(f"codex failed: {str(event.get('error') or event.get('message'))[:200]}")
-        if not answer:
-            raise EngineError("codex gave no answer (no agent_message in its --json events)")
-        return answer, used
+        return self.cli.command()
 
 
 def make_engine(name: str | Engine = "offline", *, model_id: str | None = None, region: str | None = None) -> Engine:
@@ -495,7 +359,7 @@ def make_engine(name: str | Engine = "offline", *, model_id: str | None = None, 
         return BedrockEngine(model_id, region=region)
     if name in ("claude", "codex"):
         return AgentCliEngine(name)
-    raise ValueError(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
+    raise InvalidArgumentError(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
 
 
 __all__ = [
@@ -505,10 +369,10 @@ __all__ = [
     "BedrockEngine",
     "Engine",
     "EngineError",
+    "LLMEngine",
     "OfflineEngine",
     "Source",
     "Statement",
-    "Usage",
     "details",
     "make_engine",
     "parse_answer",
