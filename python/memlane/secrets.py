@@ -105,7 +105,7 @@ class Kind:
 
     def __post_init__(self) -> None:
         if len(self.starts) != len(self.sources) or not all(isinstance(s, tuple) and s for s in self.starts):
-            raise ValueError(f"{self.name}: starts needs a non-empty tuple of literals for each pattern")
+            raise InvalidArgumentError(f"{self.name}: starts needs a non-empty tuple of literals for each pattern")
         if self.behind and len(self.behind) != len(self.sources):
             raise InvalidArgumentError(f"{self.name}: behind needs one distance for each pattern")
 

@@ -24,6 +24,7 @@ from typing import Any
 from memlane.bench.datasets import DATASETS, GRANULARITIES, load_dataset
 from memlane.bench.metrics import METRICS
 from memlane.bench.runner import DEFAULT_KS, run_benchmark, save_result
+from memlane.errors import InvalidArgumentError
 
 __all__ = ["add_parser", "format_markdown", "run_cli"]
 
@@ -122,11 +123,11 @@ def run_cli(args: argparse.Namespace) -> int:
     """Run ``memlane bench`` from parsed arguments; returns the exit code.
 
     Raises:
-        ValueError: A user error (bad split for the dataset, bad limit, checksum mismatch).
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: A user error (bad split for the dataset, bad limit, checksum mismatch).
         FileNotFoundError: The data path does not exist.
     """
     if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be at least 1")
+        raise InvalidArgumentError("--limit must be at least 1")
     dataset = load_dataset(args.dataset, args.file, args.split, allow_unverified=args.allow_unverified)
     search = {
         name: value

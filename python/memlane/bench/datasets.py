@@ -36,6 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memlane.errors import InvalidArgumentError, InvalidDataError
+
 __all__ = [
     "DATASETS",
     "LOCOMO_SPLITS",
@@ -300,11 +302,13 @@ def _question_skip(
 
 def _check_split(name: str, split: str) -> None:
     if split not in ("dev", "test", "all"):
-        raise ValueError(f"unknown split {split!r}: use dev, test or all")
+        raise InvalidArgumentError(f"unknown split {split!r}: use dev, test or all")
     if name != "locomo" and split != "all":
         if split == "dev":
-            raise ValueError(f"tuning is only allowed on LoCoMo dev: {name} is report-only, run it without --split")
-        raise ValueError(f"{name} has no dev/test split (it is report-only): run it without --split")
+            raise InvalidArgumentError(
+                f"tuning is only allowed on LoCoMo dev: {name} is report-only, run it without --split"
+            )
+        raise InvalidArgumentError(f"{name} has no dev/test split (it is report-only): run it without --split")
 
 
 def _require(path: str | Path, what: str) -> Path:
@@ -335,7 +339,7 @@ def load_locomo(path: str | Path, split: str = "test") -> Dataset:
 
     Raises:
         FileNotFoundError: No such file.
-        ValueError: Unknown split, or the file is not LoCoMo-shaped.
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Unknown split, or the file is not LoCoMo-shaped.
 
     Example:
         >>> ds = load_locomo("tests/fixtures/bench/locomo_mini.json", split="dev")  # doctest: +SKIP
@@ -350,9 +354,9 @@ def load_locomo(path: str | Path, split: str = "test") -> Dataset:
     try:
         samples = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{p} is not valid JSON: {exc}") from None
+        raise InvalidDataError(f"{p} is not valid JSON: {exc}") from None
     if not isinstance(samples, list) or not all(isinstance(s, dict) and "conversation" in s for s in samples):
-        raise ValueError(f"{p} is not a LoCoMo file (expected a list of samples with 'conversation')")
+        raise InvalidDataError(f"{p} is not a LoCoMo file (expected a list of samples with 'conversation')")
     digest = sha256_file(p)
     notes = [
         "split fixed in code: dev = conversations 0-4, test = 5-9 of the file (tune on dev only)",
@@ -431,7 +435,7 @@ def _realtalk_files(p: Path) -> list[Path]:
         return [p]
     files = [f for f in p.glob("*.json") if f.is_file()]
     if not files:
-        raise ValueError(f"no REALTALK Chat_*.json files in {p}")
+        raise InvalidDataError(f"no REALTALK Chat_*.json files in {p}")
 
     def order(f: Path) -> tuple[int, str]:
         m = re.match(r"Chat_(\d+)_", f.name)
@@ -468,7 +472,7 @@ def load_realtalk(path: str | Path, split: str = "all") -> Dataset:
 
     Raises:
         FileNotFoundError: No such path.
-        ValueError: ``split`` is not ``all``, or a file is not REALTALK-shaped.
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: ``split`` is not ``all``, or a file is not REALTALK-shaped.
 
     Example:
         >>> ds = load_realtalk("tests/fixtures/bench/realtalk")  # doctest: +SKIP
@@ -499,9 +503,9 @@ def _realtalk_conversation(path: Path) -> Conversation:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        raise InvalidDataError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or "qa" not in doc:
-        raise ValueError(f"{path} is not a REALTALK chat (expected an object with 'qa' and session_<n> lists)")
+        raise InvalidDataError(f"{path} is not a REALTALK chat (expected an object with 'qa' and session_<n> lists)")
     cid = path.stem
     names = doc.get("name") or {}
     assistant_name = names.get("speaker_2")
@@ -558,7 +562,7 @@ def _beam_dirs(p: Path) -> list[Path]:
         return [p]
     dirs = [d for d in p.iterdir() if d.is_dir() and (d / "chat.json").is_file()]
     if not dirs:
-        raise ValueError(
+        raise InvalidDataError(
             f"no BEAM conversations in {p}: expected <n>/chat.json and <n>/probing_questions.json (e.g. beam/100K)"
         )
     return sorted(dirs, key=lambda d: (0, int(d.name)) if d.name.isdigit() else (1, d.name))
@@ -602,7 +606,7 @@ def load_beam(path: str | Path, split: str = "all") -> Dataset:
 
     Raises:
         FileNotFoundError: No such path.
-        ValueError: ``split`` is not ``all``, or no conversations are found.
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: ``split`` is not ``all``, or no conversations are found.
 
     Example:
         >>> ds = load_beam("tests/fixtures/bench/beam")  # doctest: +SKIP
@@ -612,7 +616,7 @@ def load_beam(path: str | Path, split: str = "all") -> Dataset:
     _check_split("beam", split)
     p = _require(path, "BEAM data")
     if not p.is_dir():
-        raise ValueError(f"BEAM is a folder of conversations (e.g. beam/100K), not a file: {p}")
+        raise InvalidArgumentError(f"BEAM is a folder of conversations (e.g. beam/100K), not a file: {p}")
     dirs = _beam_dirs(p)
     files = [f for d in dirs for f in (d / "chat.json", d / "probing_questions.json") if f.is_file()]
     root = p if len(dirs) > 1 or dirs[0] != p else p.parent
@@ -638,7 +642,7 @@ def _beam_conversation(d: Path, cid: str) -> Conversation:
         probing_path = d / "probing_questions.json"
         probing = json.loads(probing_path.read_text(encoding="utf-8")) if probing_path.is_file() else {}
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{d} holds invalid JSON: {exc}") from None
+        raise InvalidDataError(f"{d} holds invalid JSON: {exc}") from None
     records: list[dict[str, Any]] = []
     turn_session: dict[str, str] = {}
     conversion: Counter[str] = Counter()
@@ -710,7 +714,7 @@ def iter_json_array(path: str | Path, block: int = 16 << 20) -> Iterator[Any]:
         Each decoded item.
 
     Raises:
-        ValueError: The file is not a JSON array or is truncated.
+        memlane.errors.InvalidDataError: The file is not a JSON array or is truncated.
 
     Example:
         >>> import tempfile, pathlib
@@ -745,7 +749,7 @@ def iter_json_array(path: str | Path, block: int = 16 << 20) -> Iterator[Any]:
 
         skip_ws()
         if pos >= len(buf) or buf[pos] != "[":
-            raise ValueError(f"{path} is not a JSON array")
+            raise InvalidDataError(f"{path} is not a JSON array")
         pos += 1
         skip_ws()
         if pos < len(buf) and buf[pos] == "]":
@@ -762,17 +766,17 @@ def iter_json_array(path: str | Path, block: int = 16 << 20) -> Iterator[Any]:
                     break
                 except json.JSONDecodeError:
                     if not more():
-                        raise ValueError(f"{path}: invalid or truncated JSON in array item {count + 1}") from None
+                        raise InvalidDataError(f"{path}: invalid or truncated JSON in array item {count + 1}") from None
             count += 1
             yield item
             pos = end
             skip_ws()
             if pos >= len(buf):
-                raise ValueError(f"{path}: truncated JSON array")
+                raise InvalidDataError(f"{path}: truncated JSON array")
             if buf[pos] == "]":
                 return
             if buf[pos] != ",":
-                raise ValueError(f"{path}: expected ',' between array items")
+                raise InvalidDataError(f"{path}: expected ',' between array items")
             pos += 1
             skip_ws()
 
@@ -801,7 +805,7 @@ def load_longmemeval(path: str | Path, split: str = "all", *, allow_unverified: 
 
     Raises:
         FileNotFoundError: No such file.
-        ValueError: Checksum mismatch (without ``allow_unverified``) or ``split`` is not ``all``.
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Checksum mismatch (without ``allow_unverified``) or ``split`` is not ``all``.
 
     Example:
         >>> ds = load_longmemeval("tests/fixtures/bench/longmemeval_mini.json", allow_unverified=True)  # doctest: +SKIP
@@ -813,7 +817,7 @@ def load_longmemeval(path: str | Path, split: str = "all", *, allow_unverified: 
     digest = sha256_file(p)
     variant = LONGMEMEVAL_SHA256.get(digest)
     if variant is None and not allow_unverified:
-        raise ValueError(
+        raise InvalidDataError(
             f"{p.name}: sha256 {digest[:16]}… is not a published LongMemEval checksum "
             "(oracle or S cleaned; see ../shared/data/longmemeval/README.md); pass --allow-unverified to run it anyway"
         )
@@ -895,16 +899,16 @@ def load_dataset(name: str, path: str | Path, split: str | None = None, *, allow
         The dataset.
 
     Raises:
-        ValueError: Unknown dataset or split.
+        memlane.errors.InvalidArgumentError: Unknown dataset or split.
         FileNotFoundError: ``path`` does not exist.
 
     Example:
         >>> load_dataset("beam", "/nonexistent", split="dev")
         Traceback (most recent call last):
-        ValueError: tuning is only allowed on LoCoMo dev: beam is report-only, run it without --split
+        memlane.errors.InvalidArgumentError: tuning is only allowed on LoCoMo dev: beam is report-only, run it without --split
     """
     if name not in DATASETS:
-        raise ValueError(f"unknown benchmark {name!r}: use one of {', '.join(DATASETS)}")
+        raise InvalidArgumentError(f"unknown benchmark {name!r}: use one of {', '.join(DATASETS)}")
     if name == "locomo":
         return load_locomo(path, split or "test")
     _check_split(name, split or "all")

@@ -33,6 +33,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from memlane.errors import InvalidArgumentError
+
 __all__ = [
     "METRICS",
     "aggregate",
@@ -85,7 +87,7 @@ def turn_ranking(turn_ids: Iterable[Iterable[str]]) -> list[frozenset[str]]:
 
 def _covered(ranking: Sequence[Collection[str]], k: int) -> set[str]:
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise InvalidArgumentError(f"k must be at least 1, got {k}")
     out: set[str] = set()
     for ids in ranking[:k]:
         out.update(ids)
@@ -95,7 +97,7 @@ def _covered(ranking: Sequence[Collection[str]], k: int) -> set[str]:
 def _gold(gold: Collection[str]) -> frozenset[str]:
     g = frozenset(gold)
     if not g:
-        raise ValueError("no gold ids: skip the question instead of scoring it")
+        raise InvalidArgumentError("no gold ids: skip the question instead of scoring it")
     return g
 
 
@@ -141,7 +143,7 @@ def ndcg(ranking: Sequence[Collection[str]], gold: Collection[str], k: int) -> f
     """
     g = _gold(gold)
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise InvalidArgumentError(f"k must be at least 1, got {k}")
     dcg = 0.0
     seen: set[str] = set()
     for i, ids in enumerate(ranking[:k]):
@@ -170,7 +172,7 @@ def score(
         ``{"recall_any@1": …, "recall_all@1": …, "evidence_recall@1": …, "ndcg@1": …, …}``.
 
     Raises:
-        ValueError: ``gold`` is empty or a ``k`` is below 1.
+        memlane.errors.InvalidArgumentError: ``gold`` is empty or a ``k`` is below 1.
 
     Example:
         >>> score([{"g"}], {"g"}, ks=(1,))

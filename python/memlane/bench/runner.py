@@ -31,6 +31,7 @@ from memlane import _core
 from memlane.bench.datasets import GRANULARITIES, Dataset, Question, sha256_file
 from memlane.bench.metrics import aggregate, score, session_ranking, turn_ranking
 from memlane.embed import Embedder, make_embedder
+from memlane.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_KS", "default_result_path", "git_revision", "run_benchmark", "save_result", "search_defaults"]
 
@@ -200,24 +201,24 @@ def run_benchmark(
         per-question log under ``"questions"``.
 
     Raises:
-        ValueError: Bad ``ks``, ``granularities``, ``search`` keys or ``limit``.
+        memlane.errors.InvalidArgumentError: Bad ``ks``, ``granularities``, ``search`` keys or ``limit``.
 
     Example:
         >>> run_benchmark(None, ks=[0])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        ValueError: k values must be positive integers, got [0]
+        memlane.errors.InvalidArgumentError: k values must be positive integers, got [0]
     """
     ks = sorted(set(ks))
     if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
-        raise ValueError(f"k values must be positive integers, got {ks}")
+        raise InvalidArgumentError(f"k values must be positive integers, got {ks}")
     bad = [g for g in granularities if g not in GRANULARITIES]
     if bad or not granularities:
-        raise ValueError(f"granularities must be among {', '.join(GRANULARITIES)}, got {list(granularities)}")
+        raise InvalidArgumentError(f"granularities must be among {', '.join(GRANULARITIES)}, got {list(granularities)}")
     unknown = sorted(set(search or {}) - set(SEARCH_OPTIONS))
     if unknown:
-        raise ValueError(f"unknown search options {unknown}: allowed {', '.join(SEARCH_OPTIONS)}")
+        raise InvalidArgumentError(f"unknown search options {unknown}: allowed {', '.join(SEARCH_OPTIONS)}")
     if limit is not None and limit < 1:
-        raise ValueError("limit must be at least 1")
+        raise InvalidArgumentError("limit must be at least 1")
     search_kwargs = {**search_defaults(), **(search or {})}
     search_k = ks[-1]
     emb, embedder_id = _embedder(embedder)

@@ -27,6 +27,7 @@ from memlane.brain.brain import Brain, default_brain_dir, parse_caps
 from memlane.brain.document import Entry
 from memlane.brain.scopes import DEFAULT_SCOPES, entry_project, entry_scope, entry_type
 from memlane.cli_output import emit as _emit
+from memlane.errors import InvalidArgumentError
 from memlane.events import format_summary, summarize
 
 
@@ -94,7 +95,7 @@ def _key_errors(func: Any) -> Any:
         try:
             return int(func(args))
         except KeyError as exc:
-            raise ValueError(exc.args[0] if exc.args else "no such entry") from None
+            raise InvalidArgumentError(exc.args[0] if exc.args else "no such entry") from None
 
     return run
 
@@ -171,7 +172,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from memlane.brain.team import export_team
 
     if args.scope != "team":
-        raise ValueError("private entries never leave this machine: only --scope team exports")
+        raise InvalidArgumentError("private entries never leave this machine: only --scope team exports")
     r = export_team(_existing_brain(args), args.folder)
     state = "wrote" if r.changed else "unchanged:"
     emit(
@@ -241,7 +242,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
-        raise ValueError("-k must be at least 1")
+        raise InvalidArgumentError("-k must be at least 1")
     hits = _existing_brain(args).search(args.query, k=args.k)
     text = "\n".join(f"{s:.2f} {_line(e)}" for e, s in hits) or "no match"
     emit(args, [{**_entry_json(e), "score": round(s, 6)} for e, s in hits], text)

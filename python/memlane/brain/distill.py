@@ -55,7 +55,7 @@ from memlane.brain.capture import Capture, capture
 from memlane.brain.document import Entry
 from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session, near_duplicate
 from memlane.brain.scopes import classify
-from memlane.errors import InvalidArgumentError
+from memlane.errors import InvalidArgumentError, InvalidDataError
 
 _KIND_SECTION = {"decision": "KD", "lesson": "LL", "thread": "OT", "incident": "COE"}
 _DAILY_HEADING = re.compile(r"^## (\d\d:\d\d) \|")
@@ -158,7 +158,7 @@ def load_sessions(
     else or ``session_id`` names one.
 
     Raises:
-        ValueError: No session in the file, or none with ``session_id``.
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: No session in the file, or none with ``session_id``.
     """
     parsed = _core.parse_file(str(path), format)
     sessions = [
@@ -170,12 +170,12 @@ def load_sessions(
         chosen = [s for s in sessions if s.id == session_id]
         if not chosen:
             ids = ", ".join(s.id for s in sessions) or "none"
-            raise ValueError(f"{path}: no session {session_id!r} (sessions: {ids})")
+            raise InvalidArgumentError(f"{path}: no session {session_id!r} (sessions: {ids})")
         return chosen
     talk = [s for s in sessions if any(t["role"] == "user" for t in s.turns)]
     top = [s for s in talk if not s.parent_id]
     if not (top or talk):
-        raise ValueError(f"{path}: no conversation found (format: {parsed.get('format') or 'not recognised'})")
+        raise InvalidDataError(f"{path}: no conversation found (format: {parsed.get('format') or 'not recognised'})")
     return top or talk
 
 
@@ -501,14 +501,14 @@ def distill(
 
     Raises:
         FileNotFoundError: ``source`` is neither a file nor an indexed session.
-        ValueError: The file holds no conversation.
+        memlane.errors.InvalidDataError: The file holds no conversation.
         MemoryGuardError: The note or an entry still tripped the guard; nothing was written.
         DistillError: The LLM call failed.
     """
     brain = brain or Brain()
     path = resolve_source(source, brain.home)
     if path.is_dir():
-        raise ValueError(f"{path} is a folder: distill one transcript file at a time")
+        raise InvalidArgumentError(f"{path} is a folder: distill one transcript file at a time")
     by_id = not Path(source).expanduser().exists()
     sessions = load_sessions(path, session_id=session_id or (str(source) if by_id else None), format=format)
     eng = make_engine(engine, model_id=model_id, region=region)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memlane.brain.scopes import entry_project, entry_scope, entry_type
+from memlane.errors import InvalidArgumentError
 
 # ---------------------------------------------------------------------------- schemas
 
@@ -97,7 +98,7 @@ class Schema:
     def _override(self, attribute: str, caps: dict[str, int | None]) -> Schema:
         unknown = {k.upper() for k in caps} - {s.prefix for s in self.sections}
         if unknown:
-            raise ValueError(f"unknown section prefix for a cap: {', '.join(sorted(unknown))}")
+            raise InvalidArgumentError(f"unknown section prefix for a cap: {', '.join(sorted(unknown))}")
         upper = {k.upper(): v for k, v in caps.items()}
         return replace(
             self,

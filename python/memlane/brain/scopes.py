@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Protocol
 
+from memlane.errors import InvalidArgumentError
+
 
 class Entry(Protocol):
     """What the rules read of a brain entry (:class:`memlane.brain.document.Entry`): named
@@ -105,7 +107,7 @@ def classify(
     """The metadata of a new entry of section ``prefix``: what was asked, checked against the rules.
 
     Raises:
-        ValueError: An unknown type or scope, a team-scoped user entry, a user or feedback
+        memlane.errors.InvalidArgumentError: An unknown type or scope, a team-scoped user entry, a user or feedback
             entry bound to a project.
 
     Example:
@@ -114,16 +116,18 @@ def classify(
         >>> classify("LL", type="user", scope="team")
         Traceback (most recent call last):
         ...
-        ValueError: a user entry is always private (it is about you): leave --scope out
+        memlane.errors.InvalidArgumentError: a user entry is always private (it is about you): leave --scope out
     """
     if type is not None and type not in TYPES:
-        raise ValueError(f"unknown memory type {type!r}: use one of {', '.join(TYPES)}")
+        raise InvalidArgumentError(f"unknown memory type {type!r}: use one of {', '.join(TYPES)}")
     if scope is not None and scope not in SCOPES:
-        raise ValueError(f"unknown scope {scope!r}: use private or team")
+        raise InvalidArgumentError(f"unknown scope {scope!r}: use private or team")
     kind = type or SECTION_TYPES.get(prefix.upper(), "project")
     if kind == "user" and scope == "team":
-        raise ValueError("a user entry is always private (it is about you): leave --scope out")
+        raise InvalidArgumentError("a user entry is always private (it is about you): leave --scope out")
     if project and kind not in BOUND_TYPES:
-        raise ValueError(f"a {kind} entry applies in every project: only project and reference entries take --project")
+        raise InvalidArgumentError(
+            f"a {kind} entry applies in every project: only project and reference entries take --project"
+        )
     meta = {"type": type, "scope": scope, "project": project_name(project) if project else None}
     return {k: v for k, v in meta.items() if v}

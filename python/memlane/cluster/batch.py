@@ -47,6 +47,7 @@ import numpy as np
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import Location, location
 from memlane.embed.batch_backfill import BatchBackfillReport, BatchRun, pending_texts
+from memlane.errors import InvalidArgumentError, InvalidDataError
 
 __all__ = [
     "CacheOnlyEmbedder",
@@ -223,7 +224,7 @@ class _Plan:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(
+            raise InvalidDataError(
                 f"{folder / PLAN_FILE}: unreadable batch plan ({exc}); delete {folder} to abandon the run"
             ) from None
 
@@ -343,7 +344,7 @@ def embed_index_batch(
 
     Raises:
         FileNotFoundError: No index at ``uri``.
-        ValueError: Not a Bedrock embedder; no run to resume and no ``s3_uri``/``role_arn``;
+        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Not a Bedrock embedder; no run to resume and no ``s3_uri``/``role_arn``;
             the catalog changed while the run waited (run the command again).
         EmbedderMismatchError: The index holds another embedder's vectors.
         BatchJobError: A job failed (resubmitted on the next run) or timed out.
@@ -370,7 +371,7 @@ def embed_index_batch(
             f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one"
         )
     if not str(getattr(embedder, "id", "")).startswith("bedrock/"):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}"
         )
     if catalog.embedder_id and catalog.embedder_id != embedder.id:
@@ -383,7 +384,7 @@ def embed_index_batch(
     ray_init = options.pop("ray_init", {})
     plan = _Plan.load(folder)
     if plan is not None and (plan.index, plan.embedder_id) != (out.uri, embedder.id):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{folder} holds a batch run of {plan.embedder_id} for {plan.index}: resume it there, or delete {folder} to abandon it"
         )
     report = ClusterBatchReport(resumed=plan is not None and plan.started)
@@ -391,7 +392,7 @@ def embed_index_batch(
     try:
         fresh = plan is None or not plan.started  # nothing saved, or saved before its jobs were
         if fresh and not (s3_uri and role_arn):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one"
             )
         ray = init_ray(ray_address, **ray_init)
@@ -428,7 +429,7 @@ def embed_index_batch(
                 # Collected from another catalog version: the vectors are shared now, and a new
                 # collection from the current version finds them there.
                 (folder / PLAN_FILE).unlink()
-                raise ValueError(
+                raise InvalidDataError(
                     f"{out.uri} changed while the batch ran (catalog version {catalog.generation}, the run "
                     f"started on {plan.generation}): run the command again to fill the new version from the cache"
                 )
@@ -456,7 +457,7 @@ def embed_index_batch(
             current = cat.load(out)
             if current is None or current.generation != plan.generation:
                 (folder / PLAN_FILE).unlink()
-                raise ValueError(f"{out.uri} changed while its shards were filled: run the command again")
+                raise InvalidDataError(f"{out.uri} changed while its shards were filled: run the command again")
             current.shards = [shard_ref(s.shard, records[s.shard]) if s.shard in records else s for s in current.shards]
             current.generation += 1
             current.embedder_id, current.dim, current.created = embedder.id, embedder.dim, ""

@@ -28,6 +28,7 @@ import numpy as np
 from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
+from memlane.errors import InvalidArgumentError
 from memlane.memory import DEFAULT_QUANTIZATION
 
 __all__ = [
@@ -200,7 +201,7 @@ class RateLimiter:
 
     def __init__(self, per_second: float, clock: Any = time.monotonic) -> None:
         if per_second <= 0:
-            raise ValueError(f"the request rate must be positive, got {per_second}")
+            raise InvalidArgumentError(f"the request rate must be positive, got {per_second}")
         self.max_rate = self.rate = float(per_second)
         self.tokens = self.rate  # a second's burst
         self.clock = clock

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.cluster.storage import Location
+from memlane.errors import InvalidDataError
 
 __all__ = ["Catalog", "Partition", "ShardRef", "Source", "load", "materialize", "publish", "shard_dir", "upload_home"]
 
@@ -133,7 +134,7 @@ class Catalog:
         """Read a stored catalog."""
         d = json.loads(data)
         if d.get("format") != FORMAT:
-            raise ValueError(f"catalog format {d.get('format')} is not {FORMAT}: this memlane cannot read it")
+            raise InvalidDataError(f"catalog format {d.get('format')} is not {FORMAT}: this memlane cannot read it")
         return cls(
             generation=d["generation"],
             shards=[ShardRef(**s) for s in d["shards"]],
@@ -161,10 +162,10 @@ def load(out: Location) -> Catalog | None:
     try:
         target = json.loads(pointer)["catalog"]
     except (ValueError, KeyError, TypeError):
-        raise ValueError(f"{out.uri_of(POINTER)} is not a memlane catalog pointer") from None
+        raise InvalidDataError(f"{out.uri_of(POINTER)} is not a memlane catalog pointer") from None
     data = out.read_bytes(target)
     if data is None:
-        raise ValueError(f"{out.uri_of(POINTER)} points to {target}, which does not exist")
+        raise InvalidDataError(f"{out.uri_of(POINTER)} points to {target}, which does not exist")
     return Catalog.from_json(data)
 
 

@@ -473,7 +473,7 @@ class ShardedIndex(Memory):
         return status
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`"
         )
 

@@ -471,11 +471,11 @@ class Router:
             }
         query = body.get("query")
         if not isinstance(query, str):
-            raise ValueError("the body needs a query (a string)")
+            raise InvalidArgumentError("the body needs a query (a string)")
         allowed = _SEARCH_FIELDS | {"show_secrets", "snippet_chars"} if route == "search" else _RECALL_FIELDS
         unknown = sorted(set(body) - allowed - {"query"})
         if unknown:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown field(s) {', '.join(unknown)}; /{route} takes query and {', '.join(sorted(allowed))}"
             )
         if route == "search" and "k" in body:
@@ -553,7 +553,7 @@ def _direct_on(port: int) -> bool:
         return False
     served = os.environ.get("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT")
     if served != str(port):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"this Ray cluster serves HTTP from its router replica on port {served} (direct ingress): serve on --port {served}"
         )
     return True
@@ -578,7 +578,7 @@ def _check_running_serve(host: str, port: int, tls: dict[str, str]) -> None:
         tls.get("ssl_keyfile"),
     ):
         scheme = "https" if http.ssl_certfile else "http"
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Ray Serve already runs on this cluster at {scheme}://{http.host}:{http.port} and keeps the HTTP options it started with: "
             "serve with its host, port and certificate, or stop it first (`serve shutdown -y`)"
         )
@@ -608,21 +608,21 @@ def tls_options(cert: str | None, key: str | None) -> dict[str, str]:
         {}
         >>> tls_options("cert.pem", None)
         Traceback (most recent call last):
-        ValueError: HTTPS needs both --tls-cert and --tls-key
+        memlane.errors.InvalidArgumentError: HTTPS needs both --tls-cert and --tls-key
     """
     import ssl
 
     if not cert and not key:
         return {}
     if not cert or not key:
-        raise ValueError("HTTPS needs both --tls-cert and --tls-key")
+        raise InvalidArgumentError("HTTPS needs both --tls-cert and --tls-key")
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if not Path(path).is_file():
-            raise ValueError(f"{flag} {path}: no such file")
+            raise InvalidArgumentError(f"{flag} {path}: no such file")
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
     except ssl.SSLError as exc:
-        raise ValueError(f"{cert} and {key} are not a PEM certificate and its private key: {exc}") from None
+        raise InvalidArgumentError(f"{cert} and {key} are not a PEM certificate and its private key: {exc}") from None
     # Absolute: Serve's processes do not share this one's working directory.
     return {"ssl_certfile": str(Path(cert).resolve()), "ssl_keyfile": str(Path(key).resolve())}
 
@@ -713,7 +713,7 @@ def start(
     init_ray(ray_address, **ray_init)
     direct = _direct_on(port)
     if direct and replicas > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"this Ray cluster serves port {port} from one router replica (direct ingress): --replicas 1, or a cluster started without it"
         )
     if not direct:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from memlane.errors import InvalidArgumentError
+
 __all__ = ["LocalLocation", "Location", "Object", "S3Location", "location"]
 
 
@@ -172,7 +174,7 @@ class S3Location(Location):
         rest = uri.removeprefix("s3://")
         self.bucket, _, prefix = rest.partition("/")
         if not self.bucket:
-            raise ValueError(f"{uri!r} names no bucket: use s3://bucket/prefix/")
+            raise InvalidArgumentError(f"{uri!r} names no bucket: use s3://bucket/prefix/")
         self.prefix = prefix.strip("/")
         self.uri = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
 
@@ -222,5 +224,5 @@ def location(uri: str | os.PathLike[str]) -> Location:
     if text.startswith("s3://"):
         return S3Location(text)
     if "://" in text:
-        raise ValueError(f"{text!r}: only s3:// URIs and local folders are supported")
+        raise InvalidArgumentError(f"{text!r}: only s3:// URIs and local folders are supported")
     return LocalLocation(text)

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from memlane._paths import default_cache_dir
+from memlane.errors import InvalidArgumentError, InvalidDataError
 
 # Bump whenever the emitted graph changes, so stale cache files are not reused.
 BUILDER_VERSION = 1
@@ -70,7 +71,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         Tensor name to read-only array (the ``__metadata__`` entry is skipped).
 
     Raises:
-        ValueError: If the file is truncated, malformed or uses an unsupported dtype.
+        memlane.errors.InvalidDataError: If the file is truncated, malformed or uses an unsupported dtype.
 
     Example:
         >>> from memlane.embed.weights import minilm_dir
@@ -80,10 +81,10 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """
     data = Path(path).read_bytes()
     if len(data) < 8:
-        raise ValueError(f"{path}: too short to be a safetensors file")
+        raise InvalidDataError(f"{path}: too short to be a safetensors file")
     (header_len,) = struct.unpack("<Q", data[:8])
     if 8 + header_len > len(data):
-        raise ValueError(f"{path}: header length {header_len} exceeds file size")
+        raise InvalidDataError(f"{path}: header length {header_len} exceeds file size")
     header = json.loads(data[8 : 8 + header_len])
     base = 8 + header_len
     tensors: dict[str, np.ndarray] = {}
@@ -92,13 +93,13 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             continue
         dtype_code = info["dtype"]
         if dtype_code not in _SAFETENSORS_DTYPES:
-            raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {dtype_code}")
+            raise InvalidDataError(f"{path}: tensor {name!r} has unsupported dtype {dtype_code}")
         dtype = np.dtype(_SAFETENSORS_DTYPES[dtype_code])
         shape = tuple(int(d) for d in info["shape"])
         begin, end = (int(o) for o in info["data_offsets"])
         count = math.prod(shape)
         if end - begin != count * dtype.itemsize or base + end > len(data):
-            raise ValueError(f"{path}: tensor {name!r} has inconsistent offsets")
+            raise InvalidDataError(f"{path}: tensor {name!r} has inconsistent offsets")
         tensors[name] = np.frombuffer(data, dtype=dtype, count=count, offset=base + begin).reshape(shape)
     return tensors
 
@@ -130,16 +131,16 @@ class BertConfig:
             The config.
 
         Raises:
-            ValueError: If the model uses an activation or position embedding
+            memlane.errors.InvalidDataError: If the model uses an activation or position embedding
                 that the graph builder does not implement.
         """
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         if raw.get("hidden_act", "gelu") != "gelu":
-            raise ValueError(f"{path}: hidden_act {raw['hidden_act']!r} is not supported (only exact 'gelu')")
+            raise InvalidDataError(f"{path}: hidden_act {raw['hidden_act']!r} is not supported (only exact 'gelu')")
         if raw.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{path}: only absolute position embeddings are supported")
+            raise InvalidDataError(f"{path}: only absolute position embeddings are supported")
         if raw["hidden_size"] % raw["num_attention_heads"]:
-            raise ValueError(f"{path}: hidden_size is not a multiple of num_attention_heads")
+            raise InvalidDataError(f"{path}: hidden_size is not a multiple of num_attention_heads")
         return cls(
             hidden_size=int(raw["hidden_size"]),
             num_attention_heads=int(raw["num_attention_heads"]),
@@ -348,7 +349,7 @@ def quantize_bert_onnx(model, out: Path, keep_fp32: Sequence[str] = ()) -> None:
             products whose inputs have outlier channels that one int8 range per batch resolves poorly.
 
     Raises:
-        ValueError: If a name in ``keep_fp32`` is not a ``MatMul`` of the graph.
+        memlane.errors.InvalidArgumentError: If a name in ``keep_fp32`` is not a ``MatMul`` of the graph.
 
     Example:
         >>> quantize_bert_onnx(build_bert_onnx(tensors, config, fused=True), Path("q.onnx"))  # doctest: +SKIP
@@ -358,7 +359,7 @@ def quantize_bert_onnx(model, out: Path, keep_fp32: Sequence[str] = ()) -> None:
 
     products = {node.name for node in model.graph.node if node.op_type in ("MatMul", "Attention")}
     if unknown := sorted(set(keep_fp32) - products):
-        raise ValueError(f"no MatMul named {', '.join(unknown)} in the graph")
+        raise InvalidArgumentError(f"no MatMul named {', '.join(unknown)} in the graph")
     # The quantiser logs a hint on the root logger (to run its pre-processing, which fits static
     # quantisation) that a user building the graph should not see.
     logging.disable(logging.WARNING)

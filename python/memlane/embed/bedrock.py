@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane.errors import MemlaneError
+from memlane.errors import ArgumentTypeError, InvalidArgumentError, MemlaneError
 
 __all__ = [
     "BATCH_PRICE_PER_1K_TOKENS_USD",
@@ -270,7 +270,7 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+            raise InvalidArgumentError(f"max_attempts must be >= 1, got {self.max_attempts}")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -431,15 +431,15 @@ class BedrockEmbedder:
             price_per_1k_tokens_usd: Price for the cost estimate.
 
         Raises:
-            ValueError: On unsupported ``dimensions``, ``concurrency`` < 1, or a client
+            memlane.errors.InvalidArgumentError: On unsupported ``dimensions``, ``concurrency`` < 1, or a client
                 that retries by itself.
             BedrockError: If no region resolves or the profile does not exist.
             ImportError: If boto3 is missing.
         """
         if dimensions not in DIMENSIONS:
-            raise ValueError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
+            raise InvalidArgumentError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
         if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+            raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
         if client is None:
             from botocore.config import Config
 
@@ -453,7 +453,7 @@ class BedrockEmbedder:
             )
             client = session.client("bedrock-runtime", config=config)
         elif not _botocore_retries_off(client):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "the bedrock-runtime client retries by itself; build it with "
                 "Config(retries={'total_max_attempts': 1}) so that retries happen in one layer"
             )
@@ -500,7 +500,7 @@ class BedrockEmbedder:
             Per text, in order, a float32 C-contiguous ``(1, dim)`` array with a unit row.
 
         Raises:
-            TypeError: If ``texts`` is a single string.
+            memlane.errors.ArgumentTypeError: If ``texts`` is a single string.
             BedrockError: On a failure retrying did not (or could not) fix.
 
         Example:
@@ -508,7 +508,7 @@ class BedrockEmbedder:
             [(1, 1024), (1, 1024)]
         """
         if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not a single string")
+            raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         todo: list[tuple[int, str]] = []
         capped = 0

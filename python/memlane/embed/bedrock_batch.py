@@ -51,7 +51,7 @@ from memlane.embed.bedrock import (
     make_session,
     model_input,
 )
-from memlane.errors import MemlaneError
+from memlane.errors import InvalidArgumentError, MemlaneError
 
 __all__ = [
     "BatchJob",
@@ -162,7 +162,7 @@ class BatchResult:
 
 def _split_uri(uri: str) -> tuple[str, str]:
     if not uri.startswith("s3://"):
-        raise ValueError(f"not an S3 URI: {uri!r}")
+        raise InvalidArgumentError(f"not an S3 URI: {uri!r}")
     bucket, _, key = uri[5:].partition("/")
     return bucket, key
 
@@ -209,7 +209,7 @@ def write_job_input(
         's3://b/memlane/j1/input/'
     """
     if dimensions not in DIMENSIONS:
-        raise ValueError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
+        raise InvalidArgumentError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
     base = f"{prefix.strip('/')}/{job_name}" if prefix.strip("/") else job_name
     hashes: list[str] = []
     part: list[bytes] = []
@@ -306,14 +306,14 @@ def wait_for_job(
 
     Raises:
         BatchJobError: On ``Failed``, ``Stopped`` or ``Expired``, or on timeout.
-        ValueError: If the job was never submitted.
+        memlane.errors.InvalidArgumentError: If the job was never submitted.
 
     Example:
         >>> wait_for_job(bedrock, job, poll_seconds=300)["status"]  # doctest: +SKIP
         'Completed'
     """
     if job.arn is None:
-        raise ValueError(f"batch job {job.name} was not submitted")
+        raise InvalidArgumentError(f"batch job {job.name} was not submitted")
     waited = 0.0
     while True:
         description = bedrock.get_model_invocation_job(jobIdentifier=job.arn)
@@ -462,7 +462,7 @@ def prepare_jobs(
         The jobs to run, and a result holding the blank texts' vectors and the leftovers.
 
     Raises:
-        ValueError: On bad limits or dimensions.
+        memlane.errors.InvalidArgumentError: On bad limits or dimensions.
 
     Example:
         >>> jobs, partial = prepare_jobs(s3, texts_by_hash, bucket="b", prefix="memlane")  # doctest: +SKIP
@@ -470,9 +470,9 @@ def prepare_jobs(
         ([50000, 50000, 12345], 0)
     """
     if dimensions not in DIMENSIONS:
-        raise ValueError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
+        raise InvalidArgumentError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
     if not 1 <= min_records_per_job <= max_records_per_job:
-        raise ValueError("need 1 <= min_records_per_job <= max_records_per_job")
+        raise InvalidArgumentError("need 1 <= min_records_per_job <= max_records_per_job")
     run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     items = texts.items() if isinstance(texts, Mapping) else texts
     result = BatchResult()
@@ -553,7 +553,7 @@ def run_jobs(
         112345
     """
     if max_concurrent_jobs < 1:
-        raise ValueError("max_concurrent_jobs must be >= 1")
+        raise InvalidArgumentError("max_concurrent_jobs must be >= 1")
     result = BatchResult()
     running: list[BatchJob] = []
 
@@ -630,7 +630,7 @@ def run_batch_embedding(
 
     Raises:
         BatchJobError: If a job fails, stops, expires or times out.
-        ValueError: On bad limits or dimensions.
+        memlane.errors.InvalidArgumentError: On bad limits or dimensions.
 
     Example:
         >>> run_batch_embedding({"ab12": "hello"}, bucket="b", prefix="p", role_arn=role).missing  # doctest: +SKIP

@@ -40,6 +40,7 @@ import numpy as np
 from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
+from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
@@ -76,14 +77,14 @@ def plan_windows(
         ``(start, end)`` token index ranges in order; ``[(0, 0)]`` for no tokens.
 
     Raises:
-        ValueError: If ``overlap`` is not smaller than ``max_tokens``.
+        memlane.errors.InvalidArgumentError: If ``overlap`` is not smaller than ``max_tokens``.
 
     Example:
         >>> plan_windows(600)
         [(0, 222), (189, 411), (378, 600)]
     """
     if not 0 <= overlap < max_tokens:
-        raise ValueError(f"overlap must be in [0, {max_tokens}), got {overlap}")
+        raise InvalidArgumentError(f"overlap must be in [0, {max_tokens}), got {overlap}")
     if n_tokens <= max_tokens:
         return [(0, n_tokens)]
     count = math.ceil((n_tokens - overlap) / (max_tokens - overlap))
@@ -122,7 +123,7 @@ def execution_providers(device: str) -> list[str]:
         ['CPUExecutionProvider']
     """
     if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; accepted: {', '.join(DEVICES)}")
+        raise InvalidArgumentError(f"unknown device {device!r}; accepted: {', '.join(DEVICES)}")
     if device == "cpu":
         return [_CPU]
     import onnxruntime as ort
@@ -165,7 +166,9 @@ def _runtime(
             try:
                 tokenizer = Tokenizer.from_file(str(tokenizer_path))
             except Exception as exc:  # tokenizers raises plain Exception on a bad file
-                raise ValueError(f"{tokenizer_path}: not a tokenizers file ({str(exc).splitlines()[0]})") from None
+                raise InvalidDataError(
+                    f"{tokenizer_path}: not a tokenizers file ({str(exc).splitlines()[0]})"
+                ) from None
             # Shipped tokenizer.json files often truncate and pad (MiniLM's to 128); windowing
             # and batching are done here instead.
             tokenizer.no_truncation()
@@ -180,7 +183,7 @@ def _runtime(
             try:
                 session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=list(providers))
             except Exception as exc:  # onnxruntime's load errors have no common base class
-                raise ValueError(
+                raise InvalidDataError(
                     f"{onnx_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})"
                 ) from None
             if _CUDA in providers and _CUDA not in session.get_providers():
@@ -204,7 +207,7 @@ def _token_output(session: Any) -> tuple[str, Any]:
     outputs = [o for o in session.get_outputs() if len(o.shape) == 3]
     named = [o for o in outputs if o.name in ("last_hidden_state", "token_embeddings")]
     if not (named or outputs):
-        raise ValueError("the ONNX model has no [batch, sequence, hidden] output to pool")
+        raise InvalidDataError("the ONNX model has no [batch, sequence, hidden] output to pool")
     chosen = (named or outputs)[0]
     return chosen.name, chosen.shape[-1]
 
@@ -273,21 +276,21 @@ class LocalEmbedder:
                 ``mode``'s either way.
 
         Raises:
-            ValueError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
+            memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
                 unusable model directory.
             ImportError: If the package holding the requested weights is missing.
             memlane.errors.WeightsMismatchError: If the built-in model's files are not
                 the pinned ones.
         """
         if model_dir is not None and mode is not None:
-            raise ValueError("mode applies to the built-in MiniLM only, not to a model directory")
+            raise InvalidArgumentError("mode applies to the built-in MiniLM only, not to a model directory")
         mode = mode or "q8"
         if mode not in MODES:
-            raise ValueError(f"unknown local embedder mode {mode!r}; accepted: {', '.join(MODES)}")
+            raise InvalidArgumentError(f"unknown local embedder mode {mode!r}; accepted: {', '.join(MODES)}")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+            raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
         if device == "auto":
             device = "cpu" if gpu_unusable() else "gpu"
 
@@ -320,7 +323,7 @@ class LocalEmbedder:
         self._prefix, self._suffix = _special_tokens(tokenizer)
         self._input_names = {i.name for i in session.get_inputs()}
         if unfed := sorted(self._input_names - _FED_INPUTS):
-            raise ValueError(
+            raise InvalidDataError(
                 f"{onnx_path}: the model wants inputs {', '.join(unfed)}; the local embedder feeds {', '.join(sorted(_FED_INPUTS))}"
             )
         self._output, dim = _token_output(session)
@@ -329,7 +332,7 @@ class LocalEmbedder:
 
         if model_dir is None:
             if dim != DIM:
-                raise ValueError(f"{onnx_path}: expected a last_hidden_state of width {DIM}, got {dim}")
+                raise InvalidDataError(f"{onnx_path}: expected a last_hidden_state of width {DIM}, got {dim}")
             self.id = f"local/{MODEL_NAME}/{mode}/{DIM}"
         else:
             self.id = f"local/{model.name}@{model.fingerprint()}/{dim}"
@@ -345,7 +348,7 @@ class LocalEmbedder:
         # models with short windows so that windows still advance.
         self._body_tokens = model.max_tokens - len(self._prefix) - len(self._suffix)
         if self._body_tokens < 2:
-            raise ValueError(f"{model.path}: a window of {model.max_tokens} tokens leaves no room for text")
+            raise InvalidDataError(f"{model.path}: a window of {model.max_tokens} tokens leaves no room for text")
         self._overlap = min(OVERLAP_TOKENS, self._body_tokens // 4)
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -359,14 +362,14 @@ class LocalEmbedder:
             text, rows L2-normalised, in the order of ``texts``.
 
         Raises:
-            TypeError: If ``texts`` is a single string rather than a sequence of them.
+            memlane.errors.ArgumentTypeError: If ``texts`` is a single string rather than a sequence of them.
 
         Example:
             >>> emb.embed_documents(["a", "b " * 400])[1].shape  # doctest: +SKIP
             (2, 384)
         """
         if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not a single string")
+            raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
         windows = self._windows(texts)
         flat = [w for per_text in windows for w in per_text]
         vectors = self._embed_windows(flat)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memlane.errors import InvalidArgumentError, InvalidDataError
+
 POOLINGS = ("mean", "cls")
 _ONNX_CANDIDATES = ("model.onnx", "onnx/model.onnx")
 # Pooling modes sentence-transformers knows that memlane does not implement.
@@ -48,7 +50,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not readable JSON ({exc})") from None
+        raise InvalidDataError(f"{path}: not readable JSON ({exc})") from None
 
 
 def _pooling(root: Path) -> str:
@@ -69,7 +71,7 @@ def _pooling(root: Path) -> str:
     ]
     others = [key for key in _OTHER_POOLING_KEYS if config.get(key)]
     if others or len(chosen) != 1:
-        raise ValueError(
+        raise InvalidDataError(
             f"{config_path}: pooling {', '.join(others + chosen) or 'none'} is not supported; "
             "the local embedder pools by CLS token or by mean, one of them"
         )
@@ -85,7 +87,7 @@ def _max_tokens(root: Path) -> int:
     if hf_config.is_file() and (value := _read_json(hf_config).get("max_position_embeddings")):
         limits.append(int(value))
     if not limits:
-        raise ValueError(
+        raise InvalidDataError(
             f"{root}: cannot tell the model's longest sequence; add config.json (max_position_embeddings) "
             "or sentence_bert_config.json (max_seq_length)"
         )
@@ -114,7 +116,7 @@ class ModelDir:
     Example:
         >>> ModelDir.read("/no/such/dir")
         Traceback (most recent call last):
-        ValueError: model directory /no/such/dir does not exist
+        memlane.errors.InvalidArgumentError: model directory /no/such/dir does not exist
     """
 
     path: Path
@@ -135,21 +137,21 @@ class ModelDir:
             The model description.
 
         Raises:
-            ValueError: If a file is missing or unreadable, or the pooling is not CLS or mean.
+            memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: If a file is missing or unreadable, or the pooling is not CLS or mean.
         """
         root = Path(path).expanduser()
         if not root.is_dir():
-            raise ValueError(f"model directory {root} does not exist")
+            raise InvalidArgumentError(f"model directory {root} does not exist")
         tokenizer = root / "tokenizer.json"
         if not tokenizer.is_file():
-            raise ValueError(f"{root}: no tokenizer.json (a Hugging Face tokenizers file) in the model directory")
+            raise InvalidDataError(f"{root}: no tokenizer.json (a Hugging Face tokenizers file) in the model directory")
         onnx = [root / c for c in _ONNX_CANDIDATES if (root / c).is_file()]
         if onnx:
             weights = onnx[0]
         elif (root / "model.safetensors").is_file() and (root / "config.json").is_file():
             weights = root / "model.safetensors"
         else:
-            raise ValueError(
+            raise InvalidDataError(
                 f"{root}: no model.onnx (or onnx/model.onnx), nor model.safetensors with config.json, in the model directory"
             )
         return cls(
@@ -171,7 +173,7 @@ class ModelDir:
         try:
             return ensure_bert_onnx(self.path, self.name)
         except KeyError as exc:
-            raise ValueError(
+            raise InvalidDataError(
                 f"{self.weights}: not a BERT encoder (no weight {exc}); give an ONNX export (model.onnx) instead"
             ) from None
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.brain.cli import _existing_brain, _key_errors, emit
+from memlane.errors import InvalidDataError
 from memlane.timeline.engines import ENGINES
 
 
@@ -44,7 +45,7 @@ def _questions(path: str | None) -> list[Any] | None:
         try:
             out.append(Question.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError):
-            raise ValueError(
+            raise InvalidDataError(
                 f'{path}:{n}: not a question line ({{"query": …, "gold": ["DailyActivity/….md › HH:MM"]}})'
             ) from None
     return out

@@ -49,6 +49,7 @@ from memlane.brain import engines as distill_engines
 from memlane.brain import provenance
 from memlane.brain.guard import MemoryGuard
 from memlane.brain.provenance import Ref
+from memlane.errors import InvalidArgumentError
 from memlane.llm import Usage
 from memlane.timeline import notes
 from memlane.timeline.decisions import decisions
@@ -468,7 +469,7 @@ def plan_compaction(
         budget: Tokens the LLM calls may spend; periods past it are left for a later run.
     """
     if level is not None and level not in LEVELS:
-        raise ValueError(f"unknown level {level!r}: use one of {', '.join(LEVELS)}")
+        raise InvalidArgumentError(f"unknown level {level!r}: use one of {', '.join(LEVELS)}")
     run = _Run(Path(brain_dir).expanduser(), make_engine(engine), today or date.today(), force, budget)
     for name in LEVELS:
         if level in (None, name):

@@ -23,6 +23,7 @@ from typing import Any
 from memlane import _core
 from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
+from memlane.errors import InvalidArgumentError
 
 WEEKLY_DIR = "Weekly"
 MONTHLY_DIR = "Monthly"
@@ -43,7 +44,7 @@ def week_days(week: str) -> tuple[date, date]:
     """Monday and Sunday of an ISO week."""
     m = _WEEK.match(week)
     if not m:
-        raise ValueError(f"{week!r} is not an ISO week like 2026-W10")
+        raise InvalidArgumentError(f"{week!r} is not an ISO week like 2026-W10")
     monday = date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
     return monday, monday + timedelta(days=6)
 
@@ -57,7 +58,7 @@ def month_days(month: str) -> tuple[date, date]:
     """First and last day of a month ``YYYY-MM``."""
     m = _MONTH.match(month)
     if not m:
-        raise ValueError(f"{month!r} is not a month like 2026-03")
+        raise InvalidArgumentError(f"{month!r} is not a month like 2026-03")
     first = date(int(m.group(1)), int(m.group(2)), 1)
     nxt = date(first.year + first.month // 12, first.month % 12 + 1, 1)
     return first, nxt - timedelta(days=1)

@@ -90,7 +90,7 @@ def slugify(name: str) -> str:
     """
     slug = _SLUG.sub("-", name.lower()).strip("-")
     if not slug:
-        raise ValueError(f"{name!r} gives an empty page name: use letters or digits")
+        raise InvalidArgumentError(f"{name!r} gives an empty page name: use letters or digits")
     return slug[:80]
 
 
@@ -350,16 +350,18 @@ class Wiki:
                 folder or absolute inside it (see :func:`source_ref`).
 
         Raises:
-            ValueError: Unknown category, a source outside the brain folder or that does not
+            memlane.errors.InvalidArgumentError: Unknown category, a source outside the brain folder or that does not
                 resolve, or a page that exists.
         """
         if category not in CATEGORIES:
-            raise ValueError(f"unknown category {category!r}: use one of {', '.join(CATEGORIES)}")
+            raise InvalidArgumentError(f"unknown category {category!r}: use one of {', '.join(CATEGORIES)}")
         if self.path(name).exists():
-            raise ValueError(f"wiki page {name!r} exists: `memlane wiki show {slugify(name)}`")
+            raise InvalidArgumentError(f"wiki page {name!r} exists: `memlane wiki show {slugify(name)}`")
         ref = source_ref(source, self.brain.dir)
         if not provenance.resolves(ref, self.brain.dir):
-            raise ValueError(f"{source} does not resolve in {self.brain.dir} (use DailyActivity/YYYY-MM-DD.md › HH:MM)")
+            raise InvalidArgumentError(
+                f"{source} does not resolve in {self.brain.dir} (use DailyActivity/YYYY-MM-DD.md › HH:MM)"
+            )
         page = Page(name, category)
         page.add_source(str(ref))
         page.facts = [(s, [str(ref)]) for s in mentions(self.brain.dir, ref, name)]
@@ -420,7 +422,7 @@ class Wiki:
         """Rename a page (its file and name) and every ``related`` link to it."""
         page = self.get(old)
         if self.path(new).exists() and slugify(new) != page.slug:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"wiki page {new!r} exists: merge instead (`memlane wiki merge {slugify(new)} {page.slug}`)"
             )
         former = page.name
