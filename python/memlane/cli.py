@@ -75,7 +75,7 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
 
     if getattr(args, "remote", None):
         if args.command not in ("search", "recall", "status"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"--remote asks a served index: search, recall and status only (`memlane {args.command}` works on a --home)"
             )
         return memlane.connect(args.remote)
@@ -86,7 +86,7 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
         spec = make_embedder(embedder, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
     if getattr(args, "index", None):
         if args.command not in ("search", "recall", "status"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)"
             )
         return memlane.open_index(args.index, embedder=spec)
@@ -99,11 +99,11 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
     from memlane.cluster.index import index_sources
 
     if not args.out:
-        raise ValueError(
+        raise InvalidArgumentError(
             "--ray builds a sharded index: name where it goes with --out s3://bucket/prefix/ (or a shared folder)"
         )
     if not args.paths:
-        raise ValueError("--ray needs the sources to index: s3://bucket/prefix/ URIs or shared folders")
+        raise InvalidArgumentError("--ray needs the sources to index: s3://bucket/prefix/ URIs or shared folders")
     options = None
     if args.embed.startswith("bedrock"):
         from memlane.embed import make_embedder
@@ -147,15 +147,17 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
 def _cmd_index(args: argparse.Namespace) -> int:
     if args.ray or args.out:
         if not args.ray:
-            raise ValueError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
+            raise InvalidArgumentError("--out writes a sharded index built on Ray: add --ray local|auto|ADDRESS")
         if args.device != "auto":
             raise InvalidArgumentError(
                 "--ray places embedding actors itself (one per GPU of the cluster, fp32 there): leave --device at auto"
             )
         return _cmd_index_cluster(args)
-    paths = args.paths or [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
+    paths = (
+        _present(args.paths) if args.paths else [str(p) for p in (*agent_transcript_dirs(), *library_dirs(args.home))]
+    )
     if not paths:
-        raise ValueError(
+        raise InvalidArgumentError(
             "no transcript or library folders found (~/.claude/projects, ~/.codex/sessions, $MEMLANE_LIBRARY, …): name the paths to index"
         )
     mem = _open(args, args.embed)
@@ -202,6 +204,22 @@ def _cmd_index(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _present(paths: list[str]) -> list[str]:
+    """The named paths that exist, with one line on stderr naming those that do not.
+
+    ``memlane index ~/.claude/projects ~/.codex/sessions`` is the same line for everyone: an agent
+    not installed on this machine is no reason to index nothing. When no path exists, that is the
+    error (a typo, not an agent left out).
+    """
+    present = [p for p in paths if Path(p).expanduser().exists()]
+    absent = [p for p in paths if p not in present]
+    if not present:
+        raise FileNotFoundError(f"nothing to index: {', '.join(absent)} not found")
+    if absent:
+        sys.stderr.write(f"memlane index: not found, left out: {', '.join(absent)}\n")
+    return present
 
 
 def _index_interrupted(args: argparse.Namespace, stop: Any, bar: bool) -> int:
@@ -284,7 +302,7 @@ def _format_hit(i: int, hit: Any, snippet: str) -> str:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
-        raise ValueError("-k must be at least 1")
+        raise InvalidArgumentError("-k must be at least 1")
     _secrets_at_terminal(args)
     _require_home(args)
     mem = _open(args, args.embed)
@@ -369,7 +387,7 @@ def _cmd_items(args: argparse.Namespace) -> int:
 
 def _cmd_recall(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
-        raise ValueError("--max-tokens must be at least 1")
+        raise InvalidArgumentError("--max-tokens must be at least 1")
     _secrets_at_terminal(args)
     _require_home(args)
     mem = _open(args, args.embed)
@@ -464,7 +482,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if args.batch or (saved and args.embed.startswith("bedrock")):
         return _embed_batch(args)
     if args.batch_role or args.batch_only:
-        raise ValueError("--batch-role and --batch-only go with --batch s3://bucket/prefix")
+        raise InvalidArgumentError("--batch-role and --batch-only go with --batch s3://bucket/prefix")
     mem = _open(args, args.embed)
     placement = _placement(mem)
     bar = _Bar(enabled=sys.stderr.isatty() and not args.json)
@@ -498,7 +516,9 @@ def _embed_batch(args: argparse.Namespace) -> int:
     from memlane.embed.bedrock_batch import make_batch_clients
 
     if not args.embed.startswith("bedrock"):
-        raise ValueError(f"--batch runs Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}")
+        raise InvalidArgumentError(
+            f"--batch runs Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}"
+        )
     mem = _open(args, args.embed)
     s3, bedrock = make_batch_clients(args.aws_region or mem.embedder.region, args.aws_profile)
     on_status = _job_status_lines(args)
@@ -532,7 +552,7 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         saved = batch.saved_embedder(local_root(location(args.index).uri) / "batch")
         args.embed = _batch_spec(saved) if saved else "bedrock"
     if not args.embed.startswith("bedrock"):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}"
         )
     embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
@@ -664,9 +684,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     """``memlane serve --index URI``: run until interrupted."""
     if not args.index:
-        raise ValueError("serve needs the sharded index to serve: --index s3://bucket/prefix/ (or a shared folder)")
+        raise InvalidArgumentError(
+            "serve needs the sharded index to serve: --index s3://bucket/prefix/ (or a shared folder)"
+        )
     if args.replicas < 1 or not 0 < args.port < 65536:
-        raise ValueError("--replicas must be at least 1 and --port between 1 and 65535")
+        raise InvalidArgumentError("--replicas must be at least 1 and --port between 1 and 65535")
     from memlane.cluster.client import loopback
     from memlane.cluster.serve import check_binding
 

@@ -1,4 +1,4 @@
-"""``memlane mcp``, ``hook``, ``install-hooks`` and ``doctor``: the agent-integration subcommands.
+"""``memlane mcp``, ``hook``, ``install-hooks``, ``uninstall-hooks`` and ``doctor``: the agent-integration subcommands.
 
 ``memlane.cli`` calls :func:`add_parsers`; ``memlane hook …`` is also dispatched before the
 full parser is built (:func:`memlane.agents.hooks.main`), since a hook starts a process per event.
@@ -65,6 +65,21 @@ def _cmd_install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_uninstall_hooks(args: argparse.Namespace) -> int:
+    from memlane.agents.install import uninstall_claude_code, uninstall_codex
+
+    if args.client == "claude-code":
+        report = uninstall_claude_code(args.settings, claude_json=args.claude_json or True)
+    else:
+        report = uninstall_codex(args.codex_home)
+    lines = [f"wrote {p}" for p in report.changed] + [f"  backup {p}" for p in report.backups]
+    lines += [f"nothing of memlane's in {p}" for p in report.unchanged] + [f"note: {n}" for n in report.notes]
+    if report.changed:
+        lines.append("memlane's hooks and MCP server are out; the home and its index are kept")
+    emit(args, report.to_dict(), "\n".join(lines) or f"memlane is not installed in {args.client}")
+    return 0
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from memlane.agents.install import doctor
 
@@ -76,7 +91,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
-    """Add ``mcp``, ``hook``, ``install-hooks`` and ``doctor`` to the main CLI's subparsers.
+    """Add ``mcp``, ``hook``, ``install-hooks``, ``uninstall-hooks`` and ``doctor`` to the main CLI's subparsers.
 
     Args:
         sub: The main parser's ``add_subparsers()`` object.
@@ -126,6 +141,14 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         "--no-backfill", action="store_true", help="do not index the client's existing transcripts in the background"
     )
     p.set_defaults(func=_cmd_install_hooks)
+
+    p = sub.add_parser(
+        "uninstall-hooks",
+        parents=[*parents, where],
+        help="take memlane's hooks and MCP server out of Claude Code or Codex (idempotent, others' entries kept)",
+    )
+    p.add_argument("client", choices=["claude-code", "codex"])
+    p.set_defaults(func=_cmd_uninstall_hooks)
 
     p = sub.add_parser(
         "doctor",

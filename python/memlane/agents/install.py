@@ -1,4 +1,4 @@
-"""``memlane install-hooks`` and ``memlane doctor``: wire memlane into Claude Code and Codex, then check it.
+"""``memlane install-hooks``, ``uninstall-hooks`` and ``doctor``: wire memlane into Claude Code and Codex, check it, take it out.
 
 Claude Code (``~/.claude/settings.json``, or ``$CLAUDE_CONFIG_DIR/settings.json``):
 
@@ -18,7 +18,9 @@ transcript, so its sessions are indexed turn by turn and distilled every twenty 
 cannot inject context, so those versions reach memory through the MCP server alone).
 
 Installing is idempotent: memlane's own entries are replaced, everything else is kept, and a
-file that changes is first copied to ``<file>.memlane-backup-<time>``.
+file that changes is first copied to ``<file>.memlane-backup-<time>``. Uninstalling is too: it puts
+a backup back when memlane's entries are all the file gained since, else it takes out only
+memlane's entries; other tools' hooks and servers stay.
 
 Example:
     >>> import tempfile, json, pathlib
@@ -39,10 +41,13 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
+
+from memlane.errors import InvalidArgumentError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -123,11 +128,11 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"cannot read {path}: not JSON ({exc.msg} at line {exc.lineno}); fix it first, nothing was written"
         ) from None
     if not isinstance(data, dict):
-        raise ValueError(f"cannot read {path}: expected a JSON object; fix it first, nothing was written")
+        raise InvalidArgumentError(f"cannot read {path}: expected a JSON object; fix it first, nothing was written")
     return data
 
 
@@ -140,7 +145,13 @@ def _write(path: Path, text: str, report: InstallReport) -> None:
         report.unchanged.append(str(path))
         return
     if old is not None:
-        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%dT%H%M%S')}")
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        backup = path.with_name(f"{path.name}.memlane-backup-{stamp}")
+        # A second write within the same second keeps the first backup (uninstall restores from it).
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = path.with_name(f"{path.name}.memlane-backup-{stamp}-{n}")
         shutil.copy2(path, backup)
         report.backups.append(str(backup))
     atomic_write(path, text)
@@ -167,7 +178,7 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
     out = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
-        raise ValueError('the settings\' "hooks" is not an object; fix it first, nothing was written')
+        raise InvalidArgumentError('the settings\' "hooks" is not an object; fix it first, nothing was written')
     for event, groups in list(hooks.items()):
         if not isinstance(groups, list):
             continue
@@ -236,7 +247,7 @@ def install_claude_code(
             the hooks' own, ``$MEMLANE_DISTILL`` else ``extractive``).
 
     Raises:
-        ValueError: A settings file is not valid JSON (nothing is written).
+        InvalidArgumentError: A settings file is not valid JSON (nothing is written).
     """
     exe = [memlane] if isinstance(memlane, str) else (memlane or memlane_executable())
     home_s = str(Path(home).expanduser())
@@ -288,7 +299,7 @@ def install_codex(
     ``distill`` is as :func:`install_claude_code`'s (Codex distils every twenty turns).
 
     Raises:
-        ValueError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
+        InvalidArgumentError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
     """
     exe = [memlane] if isinstance(memlane, str) else (memlane or memlane_executable())
     home_s = str(Path(home).expanduser())
@@ -300,7 +311,7 @@ def install_codex(
     try:
         config = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
+        raise InvalidArgumentError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
     data = merge_hooks(_read_json(hooks_path), _wanted(CODEX_HOOKS, "codex", exe, home_s, embed, distill))
     root.mkdir(parents=True, exist_ok=True)
     _write(hooks_path, _dump(data), report)
@@ -331,6 +342,193 @@ def install_codex(
         _write(config_path, new_text, report)
     else:
         report.unchanged.append(str(config_path))
+    return report
+
+
+# -- uninstall-hooks ------------------------------------------------------------------------
+
+
+def _backups(path: Path) -> list[Path]:
+    """The copies :func:`_write` made of ``path``, newest first (their names sort by time)."""
+    return sorted(path.parent.glob(f"{path.name}.memlane-backup-*"), reverse=True)
+
+
+def _without_hooks(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without memlane's hook handlers, and without a ``hooks`` object left empty."""
+    out = merge_hooks(data, {})
+    if not out["hooks"]:
+        del out["hooks"]
+    return out
+
+
+def _without_server(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without ``mcpServers.memlane``, and without an ``mcpServers`` object left empty."""
+    out = json.loads(json.dumps(data))
+    servers = out.get("mcpServers")
+    if isinstance(servers, dict):
+        servers.pop("memlane", None)
+        if not servers:
+            del out["mcpServers"]
+    return out
+
+
+def _has_hooks(data: dict[str, Any]) -> bool:
+    return isinstance(data.get("hooks"), dict) and bool(_hook_commands(data))
+
+
+def _has_server(data: dict[str, Any]) -> bool:
+    servers = data.get("mcpServers")
+    return isinstance(servers, dict) and "memlane" in servers
+
+
+def _uninstall_json(
+    path: Path,
+    ours: Callable[[dict[str, Any]], bool],
+    strip: Callable[[dict[str, Any]], dict[str, Any]],
+    report: InstallReport,
+) -> None:
+    """Take memlane's entries out of a JSON file, restoring a backup when they are all it adds.
+
+    A backup is put back byte for byte only when, memlane's entries aside, the file holds the
+    same as the backup: whatever another tool or the user wrote since install stays. Otherwise
+    only memlane's entries go. A file that install-hooks created (no backup) and that holds
+    nothing else is removed.
+    """
+    if not path.exists():
+        return
+    data = _read_json(path)
+    if not ours(data):
+        report.unchanged.append(str(path))
+        return
+    stripped = strip(data)
+    for backup in _backups(path):
+        try:
+            before = _read_json(backup)
+        except InvalidArgumentError:
+            continue
+        if not ours(before) and strip(before) == stripped:
+            _write(path, backup.read_text(encoding="utf-8"), report)
+            report.notes.append(f"{path} restored from {backup}")
+            return
+    if not stripped and not _backups(path):
+        path.unlink()
+        report.changed.append(str(path))
+        report.notes.append(f"{path} removed: install-hooks created it and it held nothing else")
+        return
+    _write(path, _dump(stripped), report)
+
+
+def uninstall_claude_code(
+    settings: str | PathLike[str] | None = None,
+    *,
+    claude_json: str | PathLike[str] | bool | None = True,
+) -> InstallReport:
+    """Take memlane's hooks out of Claude Code's settings and its MCP server out of ``~/.claude.json``.
+
+    Idempotent; other tools' hooks and servers are never touched.
+
+    Args:
+        settings: The settings file (default ``~/.claude/settings.json``).
+        claude_json: Where the MCP server is registered: ``True`` for :func:`claude_json_path`,
+            a path, or ``None``/``False`` to leave it.
+
+    Raises:
+        InvalidArgumentError: A file is not valid JSON (nothing is written).
+    """
+    path = Path(settings).expanduser() if settings else claude_dir() / "settings.json"
+    cj = None
+    if claude_json:
+        cj = claude_json_path() if claude_json is True else Path(claude_json).expanduser()
+    for p in (path, cj):  # both readable before either is written
+        if p is not None:
+            _read_json(p)
+    report = InstallReport("claude-code")
+    _uninstall_json(path, _has_hooks, _without_hooks, report)
+    if cj is not None:
+        _uninstall_json(cj, _has_server, _without_server, report)
+    return report
+
+
+_MEMLANE_TABLE = re.compile(r"^\s*\[\s*mcp_servers\s*\.\s*(?:memlane|\"memlane\")\s*[\].]")
+_TABLE = re.compile(r"^\s*\[")
+
+
+def _is_our_notify(line: str) -> bool:
+    """Is ``line`` a one-line ``notify = [...]`` that runs memlane (what ``--notify`` writes)?"""
+    if not line.lstrip().startswith("notify"):
+        return False
+    try:
+        value = tomllib.loads(line).get("notify")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(value, list) and any("memlane" in str(a) for a in value)
+
+
+def _without_codex_entries(text: str) -> str:
+    """``config.toml`` text without ``[mcp_servers.memlane]`` (and its sub-tables) and without the
+    top-level ``notify`` that runs memlane, with the blank line install-hooks put beside each;
+    every other line is kept as it was."""
+    kept: list[str] = []
+    in_ours, top_level, after_notify = False, True, False
+    for line in text.splitlines(keepends=True):
+        if _TABLE.match(line):
+            top_level = False
+            in_ours = bool(_MEMLANE_TABLE.match(line))
+            if in_ours:
+                while kept and not kept[-1].strip():
+                    kept.pop()
+        if in_ours:
+            continue
+        if after_notify and not line.strip():
+            after_notify = False
+            continue
+        after_notify = top_level and _is_our_notify(line)
+        if not after_notify:
+            kept.append(line)
+    return "".join(kept)
+
+
+def uninstall_codex(codex_home: str | PathLike[str] | None = None) -> InstallReport:
+    """Take memlane's hooks out of Codex's ``hooks.json`` and its MCP server and ``notify`` out of ``config.toml``.
+
+    Idempotent; other tools' entries are never touched. ``config.toml`` goes back to its backup
+    when memlane's entries are all that differ from it, else only those entries are cut out.
+
+    Raises:
+        InvalidArgumentError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
+    """
+    root = Path(codex_home).expanduser() if codex_home else codex_dir()
+    hooks_path, config_path = root / "hooks.json", root / "config.toml"
+    _read_json(hooks_path)
+    config_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+    try:
+        tomllib.loads(config_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgumentError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
+    report = InstallReport("codex")
+    _uninstall_json(hooks_path, _has_hooks, _without_hooks, report)
+    if not config_path.exists():
+        return report
+    new_text = _without_codex_entries(config_text)
+    if new_text == config_text:
+        report.unchanged.append(str(config_path))
+        return report
+    new = tomllib.loads(new_text)
+    for backup in _backups(config_path):
+        old_text = backup.read_text(encoding="utf-8")
+        try:
+            if _without_codex_entries(old_text) == old_text and tomllib.loads(old_text) == new:
+                _write(config_path, old_text, report)
+                report.notes.append(f"{config_path} restored from {backup}")
+                return report
+        except tomllib.TOMLDecodeError:
+            continue
+    if not new_text.strip() and not _backups(config_path):
+        config_path.unlink()
+        report.changed.append(str(config_path))
+        report.notes.append(f"{config_path} removed: install-hooks created it and it held nothing else")
+        return report
+    _write(config_path, new_text, report)
     return report
 
 
@@ -384,10 +582,11 @@ def _check_hooks(name: str, path: Path, table: tuple[tuple[str, str, str | None,
         data = _read_json(path)
     except ValueError as exc:
         return [Check(name, "error", str(exc))]
+    client = name.split()[0]
     found = _hook_commands(data)
     missing = [event for event, *_ in table if event not in found]
     if len(missing) == len(table):
-        return [Check(name, "error", f"no memlane hooks in {path}: run `memlane install-hooks {name.split()[0]}`")]
+        return [Check(name, "error", f"no memlane hooks in {path}: run `memlane install-hooks {client}`")]
     checks = []
     if data.get("disableAllHooks") is True:
         checks.append(Check(name, "error", f"{path} sets disableAllHooks: true, so no hook runs"))
@@ -396,14 +595,16 @@ def _check_hooks(name: str, path: Path, table: tuple[tuple[str, str, str | None,
             Check(
                 name,
                 "warning",
-                f"{path} lacks memlane's {', '.join(missing)} hook(s): run `memlane install-hooks` again",
+                f"{path} lacks memlane's {', '.join(missing)} hook(s): run `memlane install-hooks {client}` again",
             )
         )
     broken = sorted({c for cmds in found.values() for c in cmds if not _runnable(c)})
     if broken:
         checks.append(
             Check(
-                name, "error", f"hook command not found: {broken[0]} (memlane moved? run `memlane install-hooks` again)"
+                name,
+                "error",
+                f"hook command not found: {broken[0]} (memlane moved? run `memlane install-hooks {client}` again)",
             )
         )
     if not checks:
@@ -504,6 +705,20 @@ def _check_home(home: Path) -> Check:
     return Check("home", "ok", f"{home}: {v['chunks']:,} chunks from {v['files']:,} files, consistent")
 
 
+def _client_absent(client: str, folder: Path) -> list[Check]:
+    """The hooks and MCP checks of a client whose folder does not exist: nothing of memlane's is
+    installed there. Warnings, not errors: a machine may well have one agent and not the other."""
+    fix = f"`memlane install-hooks {client}` installs them"
+    return [
+        Check(
+            f"{client} hooks",
+            "warning",
+            f"no memlane hooks: {folder} does not exist ({client} not set up here?); {fix}",
+        ),
+        Check(f"{client} mcp", "warning", f"memlane is not registered: `memlane install-hooks {client}` registers it"),
+    ]
+
+
 def doctor(
     home: str | PathLike[str],
     *,
@@ -523,7 +738,9 @@ def doctor(
 
     cdir = claude_dir()
     settings_p = Path(settings).expanduser() if settings else cdir / "settings.json"
-    if settings or cdir.is_dir():
+    if not (settings or cdir.is_dir()):
+        checks += _client_absent("claude-code", cdir)
+    else:
         checks += _check_hooks("claude-code hooks", settings_p, CLAUDE_HOOKS)
         try:
             cj = _read_json(Path(claude_json).expanduser() if claude_json else claude_json_path())
@@ -545,7 +762,9 @@ def doctor(
         checks.append(_retention(home_p, settings_data, settings_p.parent / "projects", now))
 
     xdir = Path(codex_home).expanduser() if codex_home else codex_dir()
-    if codex_home or xdir.is_dir():
+    if not (codex_home or xdir.is_dir()):
+        checks += _client_absent("codex", xdir)
+    else:
         checks += _check_hooks("codex hooks", xdir / "hooks.json", CODEX_HOOKS)
         try:
             config = (
