@@ -7,8 +7,10 @@
 
 Example:
     >>> from memlane.bench import load_dataset, run_benchmark
-    >>> ds = load_dataset("locomo", "../shared/data/locomo/locomo10.json", split="dev")  # doctest: +SKIP
-    >>> run_benchmark(ds, embedder="local")["results"]["turn"]["groups"]["all"]  # doctest: +SKIP
+    >>> ds = load_dataset("locomo", "tests/fixtures/bench/locomo_mini.json", split="dev")
+    >>> turn = run_benchmark(ds, embedder="none")["results"]["turn"]["groups"]["all"]
+    >>> turn["questions"], turn["metrics"]["recall_all@3"]
+    (25, 1.0)
 """
 
 from memlane.bench.datasets import LOCOMO_SPLITS, load_dataset

@@ -123,7 +123,8 @@ def run_cli(args: argparse.Namespace) -> int:
     """Run ``memlane bench`` from parsed arguments; returns the exit code.
 
     Raises:
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: A user error (bad split for the dataset, bad limit, checksum mismatch).
+        memlane.errors.InvalidArgumentError: A bad split for the dataset or a bad limit.
+        memlane.errors.InvalidDataError: A data file that is not the dataset (malformed, checksum mismatch).
         FileNotFoundError: The data path does not exist.
     """
     if args.limit is not None and args.limit < 1:

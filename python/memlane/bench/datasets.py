@@ -339,11 +339,12 @@ def load_locomo(path: str | Path, split: str = "test") -> Dataset:
 
     Raises:
         FileNotFoundError: No such file.
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Unknown split, or the file is not LoCoMo-shaped.
+        memlane.errors.InvalidArgumentError: Unknown split.
+        memlane.errors.InvalidDataError: The file is not LoCoMo-shaped.
 
     Example:
-        >>> ds = load_locomo("tests/fixtures/bench/locomo_mini.json", split="dev")  # doctest: +SKIP
-        >>> [c.cid for c in ds.conversations]  # doctest: +SKIP
+        >>> ds = load_locomo("tests/fixtures/bench/locomo_mini.json", split="dev")
+        >>> [c.cid for c in ds.conversations]
         ['conv-a', 'conv-b', 'conv-c', 'conv-d', 'conv-e']
     """
     _check_split("locomo", split)
@@ -472,12 +473,13 @@ def load_realtalk(path: str | Path, split: str = "all") -> Dataset:
 
     Raises:
         FileNotFoundError: No such path.
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: ``split`` is not ``all``, or a file is not REALTALK-shaped.
+        memlane.errors.InvalidArgumentError: ``split`` is not ``all``.
+        memlane.errors.InvalidDataError: A file is not REALTALK-shaped, or there is none.
 
     Example:
-        >>> ds = load_realtalk("tests/fixtures/bench/realtalk")  # doctest: +SKIP
-        >>> ds.conversations[0].fmt  # doctest: +SKIP
-        'generic'
+        >>> ds = load_realtalk("tests/fixtures/bench/realtalk_ann_bob.json")  # one chat file
+        >>> ds.conversations[0].cid, ds.conversations[0].fmt
+        ('realtalk_ann_bob', 'generic')
     """
     _check_split("realtalk", split)
     p = _require(path, "REALTALK data")
@@ -606,12 +608,18 @@ def load_beam(path: str | Path, split: str = "all") -> Dataset:
 
     Raises:
         FileNotFoundError: No such path.
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: ``split`` is not ``all``, or no conversations are found.
+        memlane.errors.InvalidArgumentError: ``split`` is not ``all``, or ``path`` is a file.
+        memlane.errors.InvalidDataError: No conversations are found, or one holds invalid JSON.
 
     Example:
-        >>> ds = load_beam("tests/fixtures/bench/beam")  # doctest: +SKIP
-        >>> ds.conversations[0].questions[1].gold_turns  # doctest: +SKIP
-        frozenset({'1'})
+        >>> import shutil, tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as folder:  # one conversation folder
+        ...     _ = shutil.copy("tests/fixtures/bench/beam_chat.json", Path(folder) / "chat.json")
+        ...     _ = shutil.copy("tests/fixtures/bench/beam_probing_questions.json", Path(folder) / "probing_questions.json")
+        ...     ds = load_beam(folder)
+        >>> sorted(ds.conversations[0].questions[2].gold_turns)
+        ['2', '4']
     """
     _check_split("beam", split)
     p = _require(path, "BEAM data")
@@ -805,11 +813,12 @@ def load_longmemeval(path: str | Path, split: str = "all", *, allow_unverified: 
 
     Raises:
         FileNotFoundError: No such file.
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Checksum mismatch (without ``allow_unverified``) or ``split`` is not ``all``.
+        memlane.errors.InvalidArgumentError: ``split`` is not ``all``.
+        memlane.errors.InvalidDataError: Checksum mismatch (without ``allow_unverified``), or a malformed file.
 
     Example:
-        >>> ds = load_longmemeval("tests/fixtures/bench/longmemeval_mini.json", allow_unverified=True)  # doctest: +SKIP
-        >>> ds.verified  # doctest: +SKIP
+        >>> ds = load_longmemeval("tests/fixtures/bench/longmemeval_mini.json", allow_unverified=True)
+        >>> ds.verified  # a test file, not a published one
         False
     """
     _check_split("longmemeval", split)

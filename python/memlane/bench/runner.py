@@ -7,9 +7,9 @@ against the gold evidence at session and turn granularity (:mod:`memlane.bench.m
 
 Example:
     >>> from memlane.bench.datasets import load_dataset
-    >>> ds = load_dataset("locomo", "tests/fixtures/bench/locomo_mini.json", "dev")  # doctest: +SKIP
-    >>> result = run_benchmark(ds, embedder="none")  # doctest: +SKIP
-    >>> result["results"]["session"]["groups"]["all"]["metrics"]["recall_any@10"]  # doctest: +SKIP
+    >>> ds = load_dataset("locomo", "tests/fixtures/bench/locomo_mini.json", "dev")
+    >>> result = run_benchmark(ds, embedder="none")
+    >>> result["results"]["session"]["groups"]["all"]["metrics"]["recall_any@10"]
     1.0
 """
 

@@ -158,7 +158,8 @@ def load_sessions(
     else or ``session_id`` names one.
 
     Raises:
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: No session in the file, or none with ``session_id``.
+        memlane.errors.InvalidArgumentError: No session with ``session_id`` in the file.
+        memlane.errors.InvalidDataError: No conversation in the file.
     """
     parsed = _core.parse_file(str(path), format)
     sessions = [

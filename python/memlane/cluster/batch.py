@@ -344,18 +344,21 @@ def embed_index_batch(
 
     Raises:
         FileNotFoundError: No index at ``uri``.
-        memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: Not a Bedrock embedder; no run to resume and no ``s3_uri``/``role_arn``;
-            the catalog changed while the run waited (run the command again).
+        memlane.errors.InvalidArgumentError: Not a Bedrock embedder; no run to resume and no
+            ``s3_uri``/``role_arn``.
+        memlane.errors.InvalidDataError: The run's saved plan is unreadable, or the catalog
+            changed while the run waited (run the command again).
         EmbedderMismatchError: The index holds another embedder's vectors.
         BatchJobError: A job failed (resubmitted on the next run) or timed out.
 
-    Example:
-        >>> from memlane.embed import make_embedder
-        >>> report = embed_index_batch(  # doctest: +SKIP
-        ...     "s3://team-memory/index/", "s3://team-memory/batch", "arn:aws:iam::123456789012:role/BedrockBatch",
-        ...     embedder=make_embedder("bedrock:1024"), ray_address="auto")
-        >>> report.chunks_embedded, report.chunks_pending, report.generation  # doctest: +SKIP
-        (224812, 188, 7)
+    Example, on a Ray cluster with AWS credentials::
+
+        from memlane.embed import make_embedder
+        report = embed_index_batch(
+            "s3://team-memory/index/", "s3://team-memory/batch", "arn:aws:iam::123456789012:role/BedrockBatch",
+            embedder=make_embedder("bedrock:1024"), ray_address="auto")
+        report.chunks_embedded, report.chunks_pending, report.generation
+        # (224812, 188, 7)
     """
     from memlane.cluster.index import init_ray, shard_ref
     from memlane.cluster.search import local_root

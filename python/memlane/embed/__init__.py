@@ -3,8 +3,8 @@
 Nothing heavy is imported here; each backend loads its runtime only when built.
 
 Example:
-    >>> emb = make_embedder("local")  # doctest: +SKIP
-    >>> emb.id  # doctest: +SKIP
+    >>> emb = make_embedder("local")
+    >>> emb.id
     'local/all-MiniLM-L6-v2/q8/384'
 """
 
@@ -315,9 +315,9 @@ def make_embedder(spec: str, **kw: Any) -> Embedder:
         memlane.errors.InvalidArgumentError: If ``spec`` names no known embedder (a ValueError).
 
     Example:
-        >>> make_embedder("local:fp32", threads=2).id  # doctest: +SKIP
+        >>> make_embedder("local:fp32", threads=2).id
         'local/all-MiniLM-L6-v2/fp32/384'
-        >>> make_embedder("bedrock:512", region="us-east-1", concurrency=16).id  # doctest: +SKIP
+        >>> make_embedder("bedrock:512", region="us-east-1", concurrency=16).id  # no call, no credentials needed
         'bedrock/amazon.titan-embed-text-v2:0/512'
         >>> make_embedder("nope")  # doctest: +ELLIPSIS
         Traceback (most recent call last):

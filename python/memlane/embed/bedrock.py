@@ -7,14 +7,17 @@ billed tokens summed for a cost estimate.
 
 boto3 is imported only when a client is built, so ``import memlane`` stays fast.
 
-Example:
-    >>> emb = BedrockEmbedder(dimensions=512, concurrency=16)  # doctest: +SKIP
-    >>> emb.id  # doctest: +SKIP
+Example (building the embedder needs no credentials):
+    >>> emb = BedrockEmbedder(dimensions=512, concurrency=16, region="us-east-1")
+    >>> emb.id
     'bedrock/amazon.titan-embed-text-v2:0/512'
-    >>> [v.shape for v in emb.embed_documents(["deploy failed with exit code 137", "OOM killer"])]  # doctest: +SKIP
-    [(1, 512), (1, 512)]
-    >>> emb.usage.estimated_cost_usd  # doctest: +SKIP
-    2.8e-07
+
+    With AWS credentials, a call returns one unit row per text and adds up what it costs::
+
+        [v.shape for v in emb.embed_documents(["deploy failed with exit code 137", "OOM killer"])]
+        # [(1, 512), (1, 512)]
+        emb.usage.estimated_cost_usd
+        # 2.8e-07
 """
 
 from __future__ import annotations
@@ -340,7 +343,7 @@ def make_session(region: str | None = None, profile: str | None = None) -> Any:
         ImportError: If boto3 is not installed.
 
     Example:
-        >>> make_session(region="eu-central-1").region_name  # doctest: +SKIP
+        >>> make_session(region="eu-central-1").region_name
         'eu-central-1'
     """
     try:
@@ -396,12 +399,11 @@ class BedrockEmbedder:
         region: The client's region.
         retry: The retry policy.
 
-    Example:
-        >>> emb = BedrockEmbedder(region="us-east-1", profile="prod", concurrency=32)  # doctest: +SKIP
-        >>> emb.embed_query("why did the deploy fail?").shape  # doctest: +SKIP
-        (1024,)
-        >>> emb.usage.requests  # doctest: +SKIP
-        1
+    Example, with AWS credentials under the profile ``prod``::
+
+        emb = BedrockEmbedder(region="us-east-1", profile="prod", concurrency=32)
+        emb.embed_query("why did the deploy fail?").shape  # (1024,)
+        emb.usage.requests  # 1
     """
 
     def __init__(
@@ -503,9 +505,9 @@ class BedrockEmbedder:
             memlane.errors.ArgumentTypeError: If ``texts`` is a single string.
             BedrockError: On a failure retrying did not (or could not) fix.
 
-        Example:
-            >>> [v.shape for v in emb.embed_documents(["a", "b"])]  # doctest: +SKIP
-            [(1, 1024), (1, 1024)]
+        Example, with AWS credentials::
+
+            [v.shape for v in emb.embed_documents(["a", "b"])]  # [(1, 1024), (1, 1024)]
         """
         if isinstance(texts, str):
             raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
@@ -538,9 +540,9 @@ class BedrockEmbedder:
         Raises:
             BedrockError: On a failure retrying did not (or could not) fix.
 
-        Example:
-            >>> emb.embed_query("which database does billing use?").shape  # doctest: +SKIP
-            (1024,)
+        Example, with AWS credentials::
+
+            emb.embed_query("which database does billing use?").shape  # (1024,)
         """
         return self.embed_documents([text])[0][0]
 

@@ -20,13 +20,14 @@ The control-plane and S3 clients keep botocore's standard retries (4 attempts): 
 one retry layer of this path. Needs an IAM service role that Bedrock can assume with read
 access to the input and write access to the output location.
 
-Example:
-    >>> result = run_batch_embedding(  # doctest: +SKIP
-    ...     texts_by_hash, bucket="my-bucket", prefix="memlane/batch",
-    ...     role_arn="arn:aws:iam::123456789012:role/BedrockBatch", dimensions=1024,
-    ...     sink=lambda vectors: cache.put_many("bedrock/amazon.titan-embed-text-v2:0/1024", vectors))
-    >>> result.embedded, len(result.missing), round(result.estimated_cost_usd, 2)  # doctest: +SKIP
-    (224812, 188, 1.12)
+Example, with AWS credentials and an S3 bucket Bedrock may read and write::
+
+    result = run_batch_embedding(
+        texts_by_hash, bucket="my-bucket", prefix="memlane/batch",
+        role_arn="arn:aws:iam::123456789012:role/BedrockBatch", dimensions=1024,
+        sink=lambda vectors: cache.put_many("bedrock/amazon.titan-embed-text-v2:0/1024", vectors))
+    result.embedded, len(result.missing), round(result.estimated_cost_usd, 2)
+    # (224812, 188, 1.12)
 """
 
 from __future__ import annotations
@@ -203,10 +204,11 @@ def write_job_input(
     Returns:
         The job, not yet submitted.
 
-    Example:
-        >>> job = write_job_input(s3, [("ab12", "hi")], bucket="b", prefix="memlane", job_name="j1")  # doctest: +SKIP
-        >>> job.input_uri  # doctest: +SKIP
-        's3://b/memlane/j1/input/'
+    Example, with an S3 client::
+
+        job = write_job_input(s3, [("ab12", "hi")], bucket="b", prefix="memlane", job_name="j1")
+        job.input_uri
+        # 's3://b/memlane/j1/input/'
     """
     if dimensions not in DIMENSIONS:
         raise InvalidArgumentError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
@@ -262,9 +264,10 @@ def submit_job(
     Returns:
         ``job`` with its ARN.
 
-    Example:
-        >>> submit_job(bedrock, job, "arn:aws:iam::123456789012:role/BedrockBatch").arn  # doctest: +SKIP
-        'arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/abcd1234'
+    Example, with AWS credentials::
+
+        submit_job(bedrock, job, "arn:aws:iam::123456789012:role/BedrockBatch").arn
+        # 'arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/abcd1234'
     """
     request: dict[str, Any] = {
         "jobName": job.name,
@@ -308,9 +311,10 @@ def wait_for_job(
         BatchJobError: On ``Failed``, ``Stopped`` or ``Expired``, or on timeout.
         memlane.errors.InvalidArgumentError: If the job was never submitted.
 
-    Example:
-        >>> wait_for_job(bedrock, job, poll_seconds=300)["status"]  # doctest: +SKIP
-        'Completed'
+    Example, with AWS credentials::
+
+        wait_for_job(bedrock, job, poll_seconds=300)["status"]
+        # 'Completed'
     """
     if job.arn is None:
         raise InvalidArgumentError(f"batch job {job.name} was not submitted")
@@ -356,10 +360,11 @@ def read_job_output(s3: Any, job: BatchJob, *, sink: Sink | None = None, flush_e
     Raises:
         BatchJobError: If an output record's id is not one of the job's records.
 
-    Example:
-        >>> result = read_job_output(s3, job)  # doctest: +SKIP
-        >>> result.embedded, result.missing  # doctest: +SKIP
-        (119, {'9f2c...': '400: Malformed input request'})
+    Example, with an S3 client and a finished job::
+
+        result = read_job_output(s3, job)
+        result.embedded, result.missing
+        # (119, {'9f2c...': '400: Malformed input request'})
     """
     bucket, key = _split_uri(job.records_uri)
     hashes: list[str] = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
@@ -418,7 +423,9 @@ def make_batch_clients(region: str | None = None, profile: str | None = None) ->
     """``(s3, bedrock)`` clients for batch jobs, with botocore's standard retries (4 attempts).
 
     Example:
-        >>> s3, bedrock = make_batch_clients(region="us-east-1")  # doctest: +SKIP
+        >>> s3, bedrock = make_batch_clients(region="us-east-1")  # no call, no credentials needed
+        >>> s3.meta.service_model.service_name, bedrock.meta.service_model.service_name
+        ('s3', 'bedrock')
     """
     from botocore.config import Config
 
@@ -464,10 +471,11 @@ def prepare_jobs(
     Raises:
         memlane.errors.InvalidArgumentError: On bad limits or dimensions.
 
-    Example:
-        >>> jobs, partial = prepare_jobs(s3, texts_by_hash, bucket="b", prefix="memlane")  # doctest: +SKIP
-        >>> [j.records for j in jobs], len(partial.missing)  # doctest: +SKIP
-        ([50000, 50000, 12345], 0)
+    Example, with an S3 client::
+
+        jobs, partial = prepare_jobs(s3, texts_by_hash, bucket="b", prefix="memlane")
+        [j.records for j in jobs], len(partial.missing)
+        # ([50000, 50000, 12345], 0)
     """
     if dimensions not in DIMENSIONS:
         raise InvalidArgumentError(f"Titan V2 dimensions must be one of {DIMENSIONS}, got {dimensions}")
@@ -548,9 +556,10 @@ def run_jobs(
     Raises:
         BatchJobError: If a job fails, stops, expires or times out.
 
-    Example:
-        >>> run_jobs(jobs, role_arn=role, s3=s3, bedrock=bedrock, sink=store).embedded  # doctest: +SKIP
-        112345
+    Example, with AWS credentials and an S3 bucket Bedrock may read and write::
+
+        run_jobs(jobs, role_arn=role, s3=s3, bedrock=bedrock, sink=store).embedded
+        # 112345
     """
     if max_concurrent_jobs < 1:
         raise InvalidArgumentError("max_concurrent_jobs must be >= 1")
@@ -632,9 +641,10 @@ def run_batch_embedding(
         BatchJobError: If a job fails, stops, expires or times out.
         memlane.errors.InvalidArgumentError: On bad limits or dimensions.
 
-    Example:
-        >>> run_batch_embedding({"ab12": "hello"}, bucket="b", prefix="p", role_arn=role).missing  # doctest: +SKIP
-        {'ab12': 'only 1 record(s) left for a job; Bedrock needs 100: embed on demand'}
+    Example, with AWS credentials and an S3 bucket Bedrock may read and write::
+
+        run_batch_embedding({"ab12": "hello"}, bucket="b", prefix="p", role_arn=role).missing
+        # {'ab12': 'only 1 record(s) left for a job; Bedrock needs 100: embed on demand'}
     """
     if s3 is None or bedrock is None:
         built_s3, built_bedrock = make_batch_clients(region, profile)

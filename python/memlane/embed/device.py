@@ -17,10 +17,10 @@ A GPU is usable when three things hold, checked cheapest first and once per proc
    the ``nvidia-*`` wheels that ``pip install 'onnxruntime-gpu[cuda,cudnn]'`` puts beside
    onnxruntime, which the provider library would not find on its own.
 
-Example:
-    >>> why = gpu_unusable()  # doctest: +SKIP
-    >>> print(why)  # doctest: +SKIP
-    this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)
+Example, on a machine with the CPU-only ``onnxruntime`` wheel (the answer depends on the machine)::
+
+    print(gpu_unusable())
+    # this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ def gpu_unusable() -> str | None:
     Probed once per process (see the module doc for the three checks and their order); the
     reason is one line naming what is missing and what to do about it.
 
-    Example:
-        >>> gpu_unusable()  # doctest: +SKIP
-        'the NVIDIA driver shows this process no CUDA device (CUDA_VISIBLE_DEVICES=\'-1\')'
+    Example, with onnxruntime-gpu installed and the devices hidden::
+
+        gpu_unusable()
+        # 'the NVIDIA driver shows this process no CUDA device (CUDA_VISIBLE_DEVICES=\'-1\')'
     """
     import onnxruntime as ort
 

