@@ -47,7 +47,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from memlane.errors import InvalidArgumentError
+from memlane.errors import InvalidDataError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -128,12 +128,21 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidArgumentError(
+        raise InvalidDataError(
             f"cannot read {path}: not JSON ({exc.msg} at line {exc.lineno}); fix it first, nothing was written"
         ) from None
     if not isinstance(data, dict):
-        raise InvalidArgumentError(f"cannot read {path}: expected a JSON object; fix it first, nothing was written")
+        raise InvalidDataError(f"cannot read {path}: expected a JSON object; fix it first, nothing was written")
     return data
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and data (empty when it does not exist)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidDataError(f"cannot read {path}: {exc}; fix it first, nothing was written") from None
 
 
 def _write(path: Path, text: str, report: InstallReport) -> None:
@@ -178,7 +187,7 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
     out = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
-        raise InvalidArgumentError('the settings\' "hooks" is not an object; fix it first, nothing was written')
+        raise InvalidDataError('the settings\' "hooks" is not an object; fix it first, nothing was written')
     for event, groups in list(hooks.items()):
         if not isinstance(groups, list):
             continue
@@ -247,7 +256,7 @@ def install_claude_code(
             the hooks' own, ``$MEMLANE_DISTILL`` else ``extractive``).
 
     Raises:
-        InvalidArgumentError: A settings file is not valid JSON (nothing is written).
+        InvalidDataError: A settings file is not valid JSON (nothing is written).
     """
     exe = [memlane] if isinstance(memlane, str) else (memlane or memlane_executable())
     home_s = str(Path(home).expanduser())
@@ -299,7 +308,7 @@ def install_codex(
     ``distill`` is as :func:`install_claude_code`'s (Codex distils every twenty turns).
 
     Raises:
-        InvalidArgumentError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
+        InvalidDataError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
     """
     exe = [memlane] if isinstance(memlane, str) else (memlane or memlane_executable())
     home_s = str(Path(home).expanduser())
@@ -307,11 +316,7 @@ def install_codex(
     report = InstallReport("codex")
     hooks_path = root / "hooks.json"
     config_path = root / "config.toml"
-    config_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
-    try:
-        config = tomllib.loads(config_text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgumentError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
+    config_text, config = _read_toml(config_path)
     data = merge_hooks(_read_json(hooks_path), _wanted(CODEX_HOOKS, "codex", exe, home_s, embed, distill))
     root.mkdir(parents=True, exist_ok=True)
     _write(hooks_path, _dump(data), report)
@@ -404,7 +409,7 @@ def _uninstall_json(
     for backup in _backups(path):
         try:
             before = _read_json(backup)
-        except InvalidArgumentError:
+        except InvalidDataError:
             continue
         if not ours(before) and strip(before) == stripped:
             _write(path, backup.read_text(encoding="utf-8"), report)
@@ -433,7 +438,7 @@ def uninstall_claude_code(
             a path, or ``None``/``False`` to leave it.
 
     Raises:
-        InvalidArgumentError: A file is not valid JSON (nothing is written).
+        InvalidDataError: A file is not valid JSON (nothing is written).
     """
     path = Path(settings).expanduser() if settings else claude_dir() / "settings.json"
     cj = None
@@ -495,16 +500,12 @@ def uninstall_codex(codex_home: str | PathLike[str] | None = None) -> InstallRep
     when memlane's entries are all that differ from it, else only those entries are cut out.
 
     Raises:
-        InvalidArgumentError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
+        InvalidDataError: ``hooks.json`` or ``config.toml`` does not parse (nothing is written).
     """
     root = Path(codex_home).expanduser() if codex_home else codex_dir()
     hooks_path, config_path = root / "hooks.json", root / "config.toml"
     _read_json(hooks_path)
-    config_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
-    try:
-        tomllib.loads(config_text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgumentError(f"cannot read {config_path}: {exc}; fix it first, nothing was written") from None
+    config_text, _ = _read_toml(config_path)
     report = InstallReport("codex")
     _uninstall_json(hooks_path, _has_hooks, _without_hooks, report)
     if not config_path.exists():
