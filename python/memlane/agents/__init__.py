@@ -8,4 +8,17 @@
 
 The package sits just below the CLI: it uses :class:`memlane.Memory` and the brain, and nothing
 below it imports it. Its modules load on demand (a hook is a process per agent event).
+
+:func:`agent_transcript_dirs` lists the agents' transcript folders that exist on this machine
+(what a bare ``memlane index`` indexes), so a script can index them without naming an agent
+that is not installed.
+
+Example:
+    >>> from memlane.agents import agent_transcript_dirs
+    >>> all(folder.is_dir() for folder in agent_transcript_dirs())
+    True
 """
+
+from memlane._paths import agent_transcript_dirs
+
+__all__ = ["agent_transcript_dirs"]
