@@ -117,7 +117,7 @@ def test_embed_resumes_a_keyword_only_index(tmp_path, capsys, monkeypatch, fake_
 _INTERRUPTIBLE = """
 import pathlib, sys, time
 sys.path.insert(0, {tests!r})
-import memlane, memlane.cli as cli, memlane.memory
+import memlane, memlane.cli as cli, memlane.embed.backfill
 from conftest import FakeEmbedder
 
 class Slow(FakeEmbedder):
@@ -127,7 +127,7 @@ class Slow(FakeEmbedder):
             time.sleep(120)
         return super().embed_documents(texts)
 
-memlane.memory._CHUNKS_PER_EMBED_BATCH = 4
+memlane.embed.backfill._CHUNKS_PER_EMBED_BATCH = 4
 cli._open = lambda args, embedder: memlane.open(args.home, embedder="none" if embedder == "none" else Slow())
 sys.exit(cli.main(sys.argv[1:]))
 """

@@ -202,7 +202,7 @@ def test_an_interrupted_index_commits_what_it_did_and_waits_for_the_rest(built, 
             return super().embed_documents(texts)
 
     _, src, _, ids = built
-    monkeypatch.setattr(memlane.memory, "_CHUNKS_PER_EMBED_BATCH", 8)
+    monkeypatch.setattr(memlane.embed.backfill, "_CHUNKS_PER_EMBED_BATCH", 8)
     home = tmp_path / "home"
     mem = memlane.open(home, embedder=StoppedInItsSecondBatch(), cache_dir=tmp_path / "cache")
     with pytest.raises(IndexInterrupted) as stopped:

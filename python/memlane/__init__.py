@@ -18,7 +18,8 @@ from memlane.errors import (
     MemlaneError,
     ParseError,
 )
-from memlane.memory import Hit, IndexReport, Memory, open
+from memlane.memory import IndexReport, Memory, open
+from memlane.ranking.hit import Hit
 
 __all__ = [
     "Brain",

@@ -10,60 +10,57 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import _check, _core
+from memlane import _check, _core, maintenance
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
 from memlane.embed import Embedder, Placement, check_device, check_spec, make_embedder, place
+from memlane.embed.backfill import Progress, backfill, record_embedder
 from memlane.errors import ArgumentTypeError, CorruptIndexError, InvalidArgumentError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
 from memlane.knowledge import library_dirs
+from memlane.maintenance import DEFAULT_QUANTIZATION, QUANTIZATIONS, RepairReport
+from memlane.ranking import pipeline
 from memlane.ranking.hit import Hit
+from memlane.ranking.pipeline import SearchRequest
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR
+from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallOptions, recall
+from memlane.report import Report
+
+__all__ = [
+    "DEFAULT_QUANTIZATION",
+    "QUANTIZATIONS",
+    "Hit",
+    "IndexReport",
+    "Memory",
+    "Progress",
+    "RepairReport",
+    "open",
+]
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import Unpack
 
     from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
-    from memlane.recall import Recall
 
 # Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
 # smooth progress bar and prompt Ctrl-C.
 _FILES_PER_BATCH = 64
 _BYTES_PER_BATCH = 64 << 20
-# Chunks embedded between two vector commits: an interruption loses at most this much work,
-# and even that is in the embedding cache.
-_CHUNKS_PER_EMBED_BATCH = 256
-_EMBED_BATCHES_PER_COMMIT = 16
-
-# Extra fused hits a search fetches beyond k (see Memory.search, hierarchy).
-_HIERARCHY_SPARE = 3
-
-Progress = Callable[[str, int, int], None]
-"""Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
-
-
-QUANTIZATIONS = ("i8", "f16", "f32")
-"""How a home may store its vectors (see :class:`Memory`)."""
-DEFAULT_QUANTIZATION = "i8"
-"""A new home's vector storage: 533 B a chunk with its graph at 384 dims, recall as f16's."""
-
-
-_LOCK_FILE = "write.lock"
-"""The core's write lock (:class:`memlane._core.HomeLock`): held while a home is cleared, so it stays."""
 
 
 @dataclass
-class IndexReport:
+class IndexReport(Report):
     """What :meth:`Memory.index` did."""
 
     files_seen: int = 0
@@ -95,79 +92,18 @@ class IndexReport:
     repaired: RepairReport | None = None
     """The repair this run did first, when the home was damaged."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass
-class RepairReport:
-    """What :meth:`Memory.repair` found and did."""
-
-    problems: list[str] = field(default_factory=list)
-    """What :meth:`Memory.verify` found broken before the repair (one line each)."""
-    repaired: bool = False
-    """The home was rebuilt (False: it was sound, nothing to do)."""
-    files_reindexed: int = 0
-    chunks: int = 0
-    """Chunks in the rebuilt home."""
-    files_restored: int = 0
-    """Transcripts gone or unreadable read again from the copies the home kept of them."""
-    files_carried_over: int = 0
-    """Source files gone or unreadable whose chunks were kept from the old index."""
-    lost: list[str] = field(default_factory=list)
-    """Source files gone whose chunks could not be read either."""
-    vectors_from_cache: int = 0
-    vectors_from_old_index: int = 0
-    chunks_without_vectors: int = 0
-    """Left for ``memlane embed`` (a repair makes no embedding call)."""
-    embedding_calls: int = 0
-    quantization: str = ""
-    """How the rebuilt home stores its vectors."""
-    cache_set_aside: str | None = None
-    """Where a damaged embedding cache was moved (a fresh one replaced it)."""
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class _CacheOnly:
-    """An embedder that is only an id: a repair reads vectors from the cache and never embeds."""
-
-    id: str
-
-    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        raise RuntimeError("a repair makes no embedding call")
-
 
 def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
     """Copy the core's counts of an index run into ``report``."""
-    for name in (
-        "files_seen",
-        "files_indexed",
-        "files_removed",
-        "files_gone",
-        "chunks_added",
-        "chunks_removed",
-        "bytes_parsed",
-        "files_resumed",
-    ):
-        setattr(report, name, core_report[name])
+    report.files_seen = core_report["files_seen"]
+    report.files_indexed = core_report["files_indexed"]
+    report.files_removed = core_report["files_removed"]
+    report.files_gone = core_report["files_gone"]
+    report.chunks_added = core_report["chunks_added"]
+    report.chunks_removed = core_report["chunks_removed"]
+    report.bytes_parsed = core_report["bytes_parsed"]
+    report.files_resumed = core_report["files_resumed"]
     report.records_skipped = dict(core_report["records_skipped"])
-
-
-def _record_embedder(writer: Any, embedder: Embedder) -> None:
-    """Have ``memlane.json`` name ``embedder`` before the first vector is embedded, when chunks
-    wait for one: a run stopped before its first vectors then leaves a home that reads as
-    waiting for them (``memlane embed`` resumes), not as keyword-only."""
-    if len(writer.pending_vectors()):
-        import numpy as np
-
-        nothing = np.empty(0, dtype=np.uint64)
-        writer.add_vectors(embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32))
 
 
 def _parse_time(value: str | int | float | datetime | None) -> int | None:
@@ -244,7 +180,7 @@ class Memory:
         self._projects: tuple[int | None, dict[str, int]] | None = None
         self._libraries: tuple[int | None, list[dict[str, Any]]] | None = None
 
-    def _open_store(self, quantization: str) -> Any:
+    def _open_store(self, quantization: str) -> _core.Store:
         """The indexes searched (a subclass may search something else with the same calls:
         :class:`memlane.cluster.ShardedIndex` searches a catalog of shards)."""
         return _core.Store(str(self.home), quantization)
@@ -316,23 +252,6 @@ class Memory:
 
             self._last_query = (key, np.ascontiguousarray(embedder.embed_query(query), dtype=np.float32))
         return self._last_query[1]
-
-    def _embed_chunks(
-        self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
-    ) -> tuple[list[int], list[np.ndarray], int]:
-        """Vectors for (key, hash, text) rows: from the cache, else from the embedder (unless ``cache_only``)."""
-        cached = self.cache.get_many(embedder.id, (h for _, h, _ in rows))
-        # One request per distinct text: identical chunks share a content hash.
-        missing = list({h: text for _, h, text in rows if h not in cached}.items())
-        if missing and not cache_only:
-            from memlane.embed.cache import as_cached
-
-            fresh = embedder.embed_documents([text for _, text in missing])
-            new = {h: as_cached(v) for (h, _), v in zip(missing, fresh)}
-            self.cache.put_many(embedder.id, new)
-            cached.update(new)
-        found = [(k, h) for k, h, _ in rows if h in cached]
-        return [k for k, _ in found], [cached[h] for _, h in found], len(rows) - len(missing)
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -414,11 +333,14 @@ class Memory:
                 if embed and self.embedder is not None:
                     # Billed backends (Bedrock) expose cumulative usage; report this run's share.
                     before = getattr(self.embedder, "usage", None)
-                    _record_embedder(writer, self.embedder)
-                    report.chunks_embedded, report.embed_cache_hits = self._backfill(writer, self.embedder, progress)
+                    record_embedder(writer, self.embedder)
+                    report.chunks_embedded, report.embed_cache_hits = backfill(
+                        writer, self.cache, self.embedder, progress
+                    )
                     core_report = writer.commit()
                     if before is not None:
-                        report.embed_usage = (self.embedder.usage - before).to_dict()
+                        after = getattr(self.embedder, "usage", None)
+                        report.embed_usage = (after - before).to_dict()
         _fill(report, core_report)
         report.files = core_report["files"]
         report.empty_roots = core_report["empty_roots"]
@@ -455,22 +377,6 @@ class Memory:
             pending = len(writer.pending_vectors()) if embedding else 0
             raise IndexInterrupted(report, files_to_index, pending) from None
 
-    def _forget_in_brain(self, session_id: str, *, remove: bool) -> dict[str, Any]:
-        """What the brain holds from ``session_id`` alone, removed when ``remove`` (the daily
-        notes it changed are indexed again at once, so their text leaves the index too)."""
-        from memlane.brain import Brain, cascade, default_brain_dir, tasks
-
-        brain = Brain(default_brain_dir(self.home), home=self.home)
-        found = cascade.remove_citing(brain, session_id) if remove else cascade.citing(brain, session_id)
-        notes = sorted({str(note) for note, _ in found.daily})
-        if remove and notes:
-            self.index(notes, embed=self.embedder is not None)
-        return {
-            "brain_entries": [e.key for e in found.entries],
-            "daily_entries": [f"{Path(n).name} › {h}" for n, h in found.daily],
-            "tasks": tasks.forget_session(self.home, session_id) if remove else 0,
-        }
-
     def forget_missing(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Forget every source whose file is gone (transcripts are kept when their files go:
         this removes them on purpose), as :meth:`forget` with ``path`` does each.
@@ -478,9 +384,7 @@ class Memory:
         Returns:
             ``{"chunks", "files", "dry_run"}``.
         """
-        gone = [p for p in self._store.sources() if not Path(p).exists()]
-        reports = [self.forget(path=p, dry_run=dry_run) for p in gone]
-        return {"chunks": sum(r["chunks"] for r in reports), "files": gone, "dry_run": dry_run}
+        return maintenance.forget_missing(self, dry_run=dry_run)
 
     def forget_all(self, *, cache: bool = False) -> dict[str, Any]:
         """Clear this home: its index, vectors, kept transcripts, brain (when it lives in the
@@ -490,27 +394,7 @@ class Memory:
         Returns:
             ``{"home", "removed": [names], "cache_removed": bool}``.
         """
-        import shutil
-
-        with _core.HomeLock(self.home):  # no writer, repair or worker is halfway through it
-            removed = []
-            for child in sorted(self.home.iterdir()):
-                if child.name == _LOCK_FILE:
-                    continue
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-                removed.append(child.name)
-        self._store = _core.Store(str(self.home), DEFAULT_QUANTIZATION)
-        with self._store.writer() as writer:
-            writer.commit()
-        if cache:
-            self.cache.close()
-            for f in self._cache_dir.glob("embeddings.sqlite*"):
-                f.unlink()
-        self.events.append("forget", what="all", removed=len(removed), cache=cache)
-        return {"home": str(self.home), "removed": removed, "cache_removed": cache}
+        return maintenance.forget_all(self, cache=cache)
 
     def remove_sources(self, paths: Iterable[str | PathLike[str]]) -> int:
         """Drop the chunks of these source files as if they had been deleted (a home that
@@ -524,12 +408,7 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").remove_sources(["/gone.jsonl"])
             0
         """
-        gone = [str(p) for p in _check.paths("paths", paths)]
-        with self._store.writer() as writer:
-            writer.remove_files(gone)
-            removed = int(writer.commit()["chunks_removed"])
-        self.events.append("remove_sources", paths=gone, chunks_removed=removed)
-        return removed
+        return maintenance.remove_sources(self, paths)
 
     def embed_pending(self, progress: Progress | None = None, *, cache_only: bool = False) -> int:
         """Embed every chunk that has no vector yet (resumes an interrupted backfill).
@@ -543,7 +422,7 @@ class Memory:
         if self.embedder is None:
             return 0
         with self._store.writer() as writer:
-            done, _ = self._backfill(writer, self.embedder, progress, cache_only=cache_only)
+            done, _ = backfill(writer, self.cache, self.embedder, progress, cache_only=cache_only)
             writer.commit()
         return done
 
@@ -589,50 +468,21 @@ class Memory:
             EmbedderMismatchError: The home holds another embedder's vectors.
             BatchJobError: A job failed (resubmitted on the next call) or timed out.
         """
-        from memlane.embed.batch_backfill import BatchRun, pending_texts
-        from memlane.embed.bedrock_batch import make_batch_clients
-        from memlane.errors import EmbedderMismatchError
+        from memlane.embed.backfill import embed_batch
 
-        started = time.perf_counter()
-        embedder = self.embedder
-        if embedder is None or not embedder.id.startswith("bedrock/"):
-            raise ValueError(
-                f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}"
-            )
-        home_embedder = self._store.status()["embedder_id"]  # fresh from disk (meta() is per-process)
-        if home_embedder and home_embedder != embedder.id:
-            raise EmbedderMismatchError(
-                f"{self.home} holds vectors of {home_embedder}; a batch of {embedder.id} cannot go in it"
-            )
-        if s3 is None or bedrock is None:
-            built_s3, built_bedrock = make_batch_clients(embedder.region)  # type: ignore[attr-defined]
-            s3, bedrock = s3 or built_s3, bedrock or built_bedrock
-        start_options = {k: options.pop(k) for k in ("max_records_per_job", "min_records_per_job") if k in options}
-        run = BatchRun.load(self.home)
-        resumed = run is not None
-        if run is None:
-            if not s3_uri or not role_arn:
-                raise ValueError(
-                    "no batch run to resume in this home: give an S3 location and an IAM role to start one"
-                )
-            with self._store.writer() as writer:
-                texts = pending_texts(writer, self.cache, embedder.id)
-                run = BatchRun.start(
-                    self.home, embedder, s3_uri, role_arn, texts=texts, cache=self.cache, s3=s3, **start_options
-                )
-        elif run.embedder_id != embedder.id or (s3_uri or run.s3_uri) != run.s3_uri:
-            raise ValueError(
-                f"a batch run of {run.embedder_id} to {run.s3_uri} is in progress in this home: resume it with "
-                f"that embedder and location, or delete {run.path} to abandon it"
-            )
-        report = run.wait(cache=self.cache, s3=s3, bedrock=bedrock, **options)
-        report.resumed = resumed
-        with self._store.writer() as writer:
-            report.chunks_embedded, hits = self._backfill(writer, embedder, progress, cache_only=not fill_on_demand)
-            report.embedded_on_demand = report.chunks_embedded - hits if fill_on_demand else 0
-            writer.commit()
-            report.chunks_pending = len(writer.pending_vectors())
-        report.seconds = time.perf_counter() - started
+        report = embed_batch(
+            self._store,
+            self.home,
+            self.embedder,
+            self.cache,
+            s3_uri,
+            role_arn,
+            fill_on_demand=fill_on_demand,
+            progress=progress,
+            s3=s3,
+            bedrock=bedrock,
+            **options,
+        )
         self.events.append(
             "embed_batch",
             jobs=report.jobs,
@@ -641,29 +491,6 @@ class Memory:
             chunks_embedded=report.chunks_embedded,
         )
         return report
-
-    def _backfill(
-        self, writer: Any, embedder: Embedder, progress: Progress | None, cache_only: bool = False
-    ) -> tuple[int, int]:
-        pending = writer.pending_vectors()
-        total, done, hits = len(pending), 0, 0
-        for n, start in enumerate(range(0, total, _CHUNKS_PER_EMBED_BATCH), start=1):
-            batch = [int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]]
-            rows = writer.chunk_texts(batch)
-            keys, vectors, batch_hits = self._embed_chunks(rows, embedder, cache_only)
-            hits += batch_hits
-            if keys:
-                import numpy as np
-
-                counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
-                flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
-            done += len(keys)
-            if n % _EMBED_BATCHES_PER_COMMIT == 0:
-                writer.commit()
-            if progress:
-                progress("embed", done, total)
-        return done, hits
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -838,60 +665,26 @@ class Memory:
             if embedder is not None:
                 vector = self._query_vector(embedder, query)
                 embedder_id = embedder.id
-        from memlane.ranking.rerank import POOL, needs_rerank, rerank  # compiles its regexes: only once searching
-        from memlane.ranking.temporal import asks_present_state
-
-        time_aware = (recency or temporal) and needs_rerank(query, recency=recency, temporal=temporal)
-        pool = max(k, POOL) if time_aware else k
-        # A summary handing its place to a child already listed leaves a gap: a few more fill it.
-        spare = _HIERARCHY_SPARE if hierarchy else 0
-        raw = self._store.search(
+        request = SearchRequest(
             query,
-            k=pool + spare,
+            k,
             vector=vector,
             embedder_id=embedder_id,
             sources=list(sources) if sources else None,
             session_id=session_id,
-            since=_parse_time(since),
-            until=_parse_time(until),
+            since_ms=_parse_time(since),
+            until_ms=_parse_time(until),
             fusion=fusion,
             vector_weight=vector_weight,
             threshold=threshold,
-            candidates=max(50, 5 * k, pool),
+            recency=recency,
+            temporal=temporal,
+            hierarchy=hierarchy,
             projects=projects,
             branch=branch,
             libraries=libraries,
         )
-        hits = [Hit._from_core(d) for d in raw]
-        if time_aware:
-            # Same-subject grouping compares chunk vectors; only present-state questions group.
-            grouping = recency and asks_present_state(query)
-            vectors = self._unit_vectors([d["content_hash"] for d in raw[:pool]], embedder_id) if grouping else None
-            hits = rerank(hits[:pool], query, vectors, recency=recency, temporal=temporal)[: k + spare] + hits[pool:]
-        # Asked for summaries alone, the caller gets them: there is no evidence to hand them to.
-        if hierarchy and (not sources or "knowledge" in sources) and any(h.source == "summary" for h in hits[:k]):
-            from memlane.ranking.hierarchy import place_evidence
-
-            def fetch(since_ms: int, until_ms: int) -> list[Hit]:
-                found = self._store.search(
-                    query,
-                    k=max(pool, 50),
-                    vector=vector,
-                    embedder_id=embedder_id,
-                    sources=["knowledge"],
-                    since=since_ms,
-                    until=until_ms,
-                    fusion=fusion,
-                    vector_weight=vector_weight,
-                    threshold=0.0,
-                    projects=projects,
-                    branch=branch,
-                    libraries=libraries,
-                )
-                return [Hit._from_core(d) for d in found]
-
-            hits = place_evidence(hits, k, fetch=fetch)
-        hits = hits[:k]
+        hits = pipeline.search(self._store, request, self._cached_windows)
         self.events.append("search", query=query, results=len(hits))
         return hits
 
@@ -992,54 +785,20 @@ class Memory:
             out.append(("…" if cut_before else "") + " ".join(text.split()) + ("…" if cut_after else ""))
         return out
 
-    def _unit_vectors(self, content_hashes: list[str], embedder_id: str | None) -> np.ndarray | None:
-        """One unit vector per chunk (its windows averaged) from the embedding cache, or None
-        when any is missing (then hits are compared by their words)."""
-        if embedder_id is None or not content_hashes:
-            return None
-        import numpy as np
-
-        cached = self._cached_windows(embedder_id, content_hashes)
-        if len(cached) < len(set(content_hashes)):
-            return None
-        rows = np.stack([w[0] if len(w) == 1 else w.mean(axis=0) for w in (cached[h] for h in content_hashes)])
-        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-
     def _cached_windows(self, embedder_id: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
         """Window vectors of these chunks from the embedding cache (read, not counted as lookups)."""
         return self.cache.get_many(embedder_id, content_hashes, count=False)
 
-    def recall(
-        self,
-        query: str,
-        max_tokens: int = 15_000,
-        *,
-        half_life_days: float | None = None,
-        include_brain: bool = True,
-        show_secrets: bool = False,
-        project: str | None = None,
-        branch: str | None = None,
-        label_projects: bool = False,
-    ) -> Recall:
+    def recall(self, query: str, max_tokens: int = DEFAULT_MAX_TOKENS, **options: Unpack[RecallOptions]) -> Recall:
         """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 
-        ``project`` and ``branch`` scope it as in :meth:`search` (brain entries of another
-        project are left out too); ``label_projects`` names each hit's project in its
-        provenance line. See :func:`memlane.recall.recall`.
+        ``options`` are :class:`memlane.recall.RecallOptions`: ``half_life_days``,
+        ``include_brain``, ``show_secrets``, ``project`` and ``branch`` (which scope it as in
+        :meth:`search`; brain entries of another project are left out too) and
+        ``label_projects`` (each hit's project named in its provenance line). See
+        :func:`memlane.recall.recall`.
         """
-        from memlane.recall import recall
-
-        return recall(
-            self,
-            query,
-            max_tokens,
-            half_life_days=half_life_days,
-            include_brain=include_brain,
-            show_secrets=show_secrets,
-            project=project,
-            branch=branch,
-            label_projects=label_projects,
-        )
+        return recall(self, query, max_tokens, **options)
 
     def get(self, chunk_id: str) -> Hit | None:
         """The chunk with this id (a hit's ``id``), in full with its provenance; None if gone.
@@ -1080,21 +839,7 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").secrets()
             {'chunks_scanned': 0, 'secrets': []}
         """
-        from memlane import secrets
-
-        keys = [int(k) for k in self._store.keys()]
-        found = []
-        # A batch of chunks at a time: the index holds every transcript verbatim.
-        for at in range(0, len(keys), 512):
-            for chunk in self._store.get(keys[at : at + 512]):
-                hit = Hit._from_core({**chunk, "score": 0.0, "bm25": None, "vector": None})
-                found += [
-                    {"kind": s.kind, "label": s.label, "masked": s.masked, "chunk": hit.id, "source": hit.source, "path": hit.path,
-                     "session_id": hit.session_id, "turn_start": hit.turn_start, "turn_end": hit.turn_end, "heading": hit.heading,
-                     "timestamp": hit.timestamp}
-                    for s in secrets.find(hit.text)
-                ]  # fmt: skip
-        return {"chunks_scanned": len(keys), "secrets": found}
+        return maintenance.secrets(self)
 
     # -- forgetting -------------------------------------------------------------------------
 
@@ -1141,38 +886,9 @@ class Memory:
             ...
             ValueError: no chunk of session s1 is indexed in this home
         """
-        given = [(k, v) for k, v in (("session", session), ("path", path), ("chunk", chunk)) if v is not None]
-        if len(given) != 1:
-            raise ValueError("forget needs exactly one of session, path or chunk")
-        kind, value = given[0]
-        if kind == "path":
-            value = str(Path(value).expanduser().resolve())
-        with self._store.writer() as writer:
-            if undo:
-                report = dict(writer.unforget(kind, str(value)))
-                writer.commit()
-            else:
-                report = dict(writer.forget(kind, str(value), dry_run))
-                if not dry_run:
-                    writer.commit()
-                    writer.purge_deleted()
-        report.update(dry_run=dry_run, undo=undo, cache_rows=0)
-        if undo:
-            self.index([p for p in report["files"] if Path(p).exists()], embed=self.embedder is not None)
-        elif not dry_run:
-            report["cache_rows"] = self.cache.delete(report["content_hashes"])
-        if kind == "session" and not undo:
-            report.update(self._forget_in_brain(str(value), remove=cascade and not dry_run))
-        if not dry_run:
-            self.events.append(
-                "forget",
-                what=kind,
-                id=str(value) if kind != "path" else None,
-                path=str(value) if kind == "path" else None,
-                chunks=report["chunks"],
-                undo=undo,
-            )
-        return report
+        return maintenance.forget(
+            self, session=session, path=path, chunk=chunk, dry_run=dry_run, undo=undo, cascade=cascade
+        )
 
     # -- integrity -------------------------------------------------------------------------
 
@@ -1198,16 +914,7 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").verify()["sound"]
             True
         """
-        with _core.HomeLock(self.home) as lock:
-            report = dict(self._store.verify(lock, thorough))
-        cache = self._cache_dir / "embeddings.sqlite"
-        if cache.exists():
-            for message in self.cache.check(thorough):
-                report["findings"].append(
-                    {"severity": "problem", "part": "embedding_cache", "path": str(cache), "message": message}
-                )
-        report["sound"] = not any(f["severity"] == "problem" for f in report["findings"])
-        return report
+        return maintenance.verify(self, thorough=thorough)
 
     def repair(
         self, *, force: bool = False, quantization: str | None = None, progress: Progress | None = None
@@ -1237,96 +944,11 @@ class Memory:
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").repair().repaired
             False
         """
-        if quantization is not None:
-            _check.choice("quantization", quantization, QUANTIZATIONS)
-        started = time.perf_counter()
-        report = RepairReport()
-        verification = self.verify(thorough=True)
-        problems = [f for f in verification["findings"] if f["severity"] == "problem"]
-        report.problems = [f"{f['part']}: {f['path']}: {f['message']}" for f in problems]
-        if any(f["part"] == "embedding_cache" for f in problems):
-            report.cache_set_aside = str(self.cache.set_aside())
-        stored = self._read_home_meta().get("quantization")
-        convert = quantization is not None and quantization != stored
-        if not force and not convert and all(f["part"] == "embedding_cache" for f in problems):
-            report.seconds = time.perf_counter() - started
-            return report
-        with _core.HomeLock(self.home) as lock:
-            _core.clear_repair_leftovers(lock)
-            old_meta = self._read_home_meta()
-            sources = self._store.sources()
-            present = [p for p in sources if Path(p).is_file()]
-            # Without a readable memlane.json the rebuild stores vectors as a new home does.
-            report.quantization = quantization or old_meta.get("quantization") or DEFAULT_QUANTIZATION
-            rebuilt = Memory(
-                self.home / _core.REPAIR_DIR,
-                embedder="none",
-                quantization=report.quantization,
-                cache_dir=self._cache_dir,
-            )
-            indexed = rebuilt.index(present, embed=False, progress=progress)
-            report.files_reindexed = indexed.files_indexed
-            unread = [
-                f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))
-            ]
-            gone = [p for p in sources if p not in set(present)] + unread
-            with rebuilt._store.writer() as writer:
-                # Transcripts from the copies the home kept (the old index may be what is
-                # damaged); the rest, as the old index holds them.
-                restored = set(writer.restore_archived(self._store, gone)) if gone else set()
-                report.files_restored = len(restored)
-                adopted = writer.adopt_files(self._store, [p for p in gone if p not in restored])
-                report.files_carried_over, report.lost = adopted["files"], adopted["lost"]
-                writer.commit()
-                embedder_id = self._rebuilt_embedder(old_meta, writer)
-                if embedder_id:
-                    report.vectors_from_cache, _ = rebuilt._backfill(
-                        writer, _CacheOnly(embedder_id), progress, cache_only=True
-                    )
-                    report.vectors_from_old_index = writer.adopt_vectors(self._store, embedder_id)
-                report.chunks_without_vectors = len(writer.pending_vectors()) if embedder_id else 0
-                writer.commit()
-            report.chunks = rebuilt._store.status()["chunks"]
-            rebuilt.close()
-            _core.install_rebuilt(lock)
-        self._store = _core.Store(str(self.home))
-        report.repaired = True
-        report.seconds = time.perf_counter() - started
-        self.events.append(
-            "repair",
-            problems=len(problems),
-            files_reindexed=report.files_reindexed,
-            chunks=report.chunks,
-            lost=len(report.lost),
-            chunks_without_vectors=report.chunks_without_vectors,
-        )
-        return report
 
-    def _rebuilt_embedder(self, old_meta: dict[str, Any], writer: Any) -> str | None:
-        """The embedder whose vectors a rebuilt home gets: the one ``memlane.json`` records.
-        A readable record of none is a keyword-only home, and stays one (vectors of it in the
-        shared cache come from other homes); only a record that cannot be read, or one that
-        names no embedder beside a vector file, leaves the cache to tell."""
-        if old_meta and (old_meta.get("embedder_id") or not (self.home / "vectors.usearch").exists()):
-            return old_meta.get("embedder_id")
-        return self._cached_embedder(writer)
+        def open_home(path: Path, quantization: str) -> Memory:
+            return Memory(path, embedder="none", quantization=quantization, cache_dir=self._cache_dir)
 
-    def _cached_embedder(self, writer: Any) -> str | None:
-        """The embedder whose cached vectors cover the most of a sample of the home's chunks
-        (what a repair uses when ``memlane.json`` no longer says which built the vectors)."""
-        sample = [int(k) for k in writer.pending_vectors()[:200]]
-        counts = self.cache.embedders_for(h for _, h, _ in writer.chunk_texts(sample)) if sample else {}
-        return max(counts, key=counts.__getitem__) if counts else None
-
-    def _read_home_meta(self) -> dict[str, Any]:
-        """``memlane.json`` as written, or ``{}`` when it cannot be read."""
-        import json
-
-        try:
-            meta = json.loads((self.home / "memlane.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return meta if isinstance(meta, dict) else {}
+        return maintenance.repair(self, open_home, force=force, quantization=quantization, progress=progress)
 
     def status(self) -> dict[str, Any]:
         """Counts, sizes and the embedder of this home, its projects, plus the embedding cache."""

@@ -40,18 +40,22 @@ import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
+from memlane.embed.backfill import embed_chunks
+from memlane.errors import ArgumentTypeError
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR, ITEM_FLOOR, entry_relevance
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     import numpy as np
+    from typing_extensions import Unpack
 
     from memlane.brain import Brain, Entry
     from memlane.embed import Embedder
+    from memlane.embed.cache import EmbeddingCache
     from memlane.ranking.hit import Hit
 
 DRIFT_CAVEAT = "Memory is a snapshot of the past: verify names, paths and flags before acting on them."
@@ -122,9 +126,8 @@ class Memory(Protocol):
 
     def project_keys(self, project: str) -> list[str]: ...
 
-    def _embed_chunks(
-        self, rows: Sequence[tuple[int, str, str]], embedder: Embedder, cache_only: bool = False
-    ) -> tuple[list[int], list[np.ndarray], int]: ...
+    @property
+    def cache(self) -> EmbeddingCache: ...
 
     def _query_vector(self, embedder: Embedder, query: str) -> np.ndarray: ...
 
@@ -412,7 +415,7 @@ def _brain_similarities(mem: Memory, query: str, view: _BrainView) -> list[float
     if vectors is None:
         texts = [" ".join([e.text, *e.aliases]) for e in view.entries]
         rows = [(i, hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest(), t) for i, t in enumerate(texts)]
-        _, vectors, _ = mem._embed_chunks(rows, embedder)
+        _, vectors, _ = embed_chunks(mem.cache, rows, embedder)
         view.vectors[embedder.id] = vectors
     q = mem._query_vector(embedder, query)
     return [float((v @ q).max()) for v in vectors]
@@ -522,36 +525,14 @@ def _header(query: str) -> str:
     return f"# Recalled memory · {q}\n{DRIFT_CAVEAT}\n"
 
 
-def _render_item(n: int, item: RecallItem) -> str:
-    return f"\n[{n}] {item.provenance}\n{item.text}\n"
+class RecallOptions(TypedDict, total=False):
+    """The keyword options of a recall, defined once for every entry point: :func:`recall`,
+    :meth:`memlane.Memory.recall` and a served index's
+    :meth:`memlane.cluster.client.RemoteMemory.recall` (defaults: :data:`RECALL_DEFAULTS`).
 
-
-def recall(
-    mem: Memory,
-    query: str,
-    max_tokens: int = 15_000,
-    *,
-    half_life_days: float | None = None,
-    include_brain: bool = True,
-    threshold: float = DEFAULT_THRESHOLD,
-    now: datetime | None = None,
-    show_secrets: bool = False,
-    project: str | None = None,
-    branch: str | None = None,
-    label_projects: bool = False,
-) -> Recall:
-    """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``.
-
-    Args:
-        mem: The memory to recall from (its home's brain folder is read too).
-        query: Free text: the user's words, focus keywords, an error message.
-        max_tokens: Budget of the whole block by :func:`estimate_tokens`.
+    Attributes:
         half_life_days: Temporal decay of dated items (``None``: off, the default).
         include_brain: Also recall MEMORY.md and EVOLUTION.md entries.
-        threshold: The relevance floor: nothing unless a candidate reaches it; then hits down to
-            :data:`~memlane.ranking.relevance.ITEM_FLOOR` (or the floor, if lower) and brain
-            entries that reach it.
-        now: The reference time of the decay (default: now).
         show_secrets: Leave keys and passwords as the sources have them (else masked:
             ``AKIA…8WVY``); for a user at a terminal, never for an agent.
         project: Only this project's memories (see :meth:`memlane.Memory.search`): its
@@ -559,16 +540,85 @@ def recall(
         branch: Only transcripts written on this git branch.
         label_projects: Name each hit's project in its provenance line (done anyway when
             the hits come from more than one project).
+    """
+
+    half_life_days: float | None
+    include_brain: bool
+    show_secrets: bool
+    project: str | None
+    branch: str | None
+    label_projects: bool
+
+
+DEFAULT_MAX_TOKENS = 15_000
+"""The budget of a recall block when none is given."""
+RECALL_DEFAULTS: RecallOptions = {
+    "half_life_days": None,
+    "include_brain": True,
+    "show_secrets": False,
+    "project": None,
+    "branch": None,
+    "label_projects": False,
+}
+"""Every :class:`RecallOptions` key with its default, in the order a request to a server lists them."""
+
+
+def recall_options(options: Mapping[str, Any]) -> RecallOptions:
+    """``options`` completed with the defaults; a name that is no option is refused as Python
+    refuses an unknown keyword argument.
+
+    Example:
+        >>> recall_options({"project": "alpha"})["project"], recall_options({})["include_brain"]
+        ('alpha', True)
+        >>> recall_options({"budget": 5})
+        Traceback (most recent call last):
+        ...
+        memlane.errors.ArgumentTypeError: recall got an unexpected keyword argument 'budget'
+    """
+    unknown = sorted(set(options) - set(RECALL_DEFAULTS))
+    if unknown:
+        raise ArgumentTypeError(f"recall got an unexpected keyword argument {unknown[0]!r}")
+    completed: RecallOptions = {**RECALL_DEFAULTS, **options}  # type: ignore[typeddict-item]
+    return completed
+
+
+def _render_item(n: int, item: RecallItem) -> str:
+    return f"\n[{n}] {item.provenance}\n{item.text}\n"
+
+
+def recall(
+    mem: Memory,
+    query: str,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    now: datetime | None = None,
+    **options: Unpack[RecallOptions],
+) -> Recall:
+    """Brain entries and hybrid hits for ``query``, assembled within ``max_tokens``.
+
+    Args:
+        mem: The memory to recall from (its home's brain folder is read too).
+        query: Free text: the user's words, focus keywords, an error message.
+        max_tokens: Budget of the whole block by :func:`estimate_tokens`.
+        threshold: The relevance floor: nothing unless a candidate reaches it; then hits down to
+            :data:`~memlane.ranking.relevance.ITEM_FLOOR` (or the floor, if lower) and brain
+            entries that reach it.
+        now: The reference time of the decay (default: now).
+        **options: :class:`RecallOptions` (``half_life_days``, ``include_brain``,
+            ``show_secrets``, ``project``, ``branch``, ``label_projects``).
 
     Returns:
         The recall; empty (``""``) when nothing clears the threshold or fits the budget.
 
     Raises:
         memlane.errors.InvalidArgumentError: ``max_tokens`` < 1 or ``half_life_days`` ≤ 0 (a ValueError).
-        memlane.errors.ArgumentTypeError: An argument has the wrong type (a TypeError).
+        memlane.errors.ArgumentTypeError: An argument has the wrong type or name (a TypeError).
     """
     from memlane import _check
 
+    chosen_options = recall_options(options)
+    half_life_days, project = chosen_options["half_life_days"], chosen_options["project"]
     _check.text("query", query)
     _check.integer("max_tokens", max_tokens, minimum=1)
     if half_life_days is not None:
@@ -578,14 +628,15 @@ def recall(
         return Recall(query, [], "", 0)
     now = now or datetime.now(timezone.utc)
     k = max(_MIN_CANDIDATES, min(_MAX_CANDIDATES, max_tokens // _TOKENS_PER_CANDIDATE))
-    scope = _Scope(project, branch, label_projects)
+    scope = _Scope(project, chosen_options["branch"], chosen_options["label_projects"])
     candidates = _hit_candidates(mem, query, k, threshold, half_life_days, now, scope)
-    if include_brain:
+    if chosen_options["include_brain"]:
         from memlane.brain import Brain
 
         candidates += _brain_candidates(mem, Brain(home=mem.home), query, threshold, project)
     from memlane import secrets
 
+    show_secrets = chosen_options["show_secrets"]
     header = _header(query if show_secrets else secrets.mask(query))
     chosen = select(candidates, max_tokens - estimate_tokens(header))
     if not chosen:

@@ -29,11 +29,14 @@ import threading
 import urllib.parse
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.errors import MemlaneError
 from memlane.ranking.hit import Hit
-from memlane.recall import Recall, RecallItem
+from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallItem, RecallOptions, recall_options
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["RemoteError", "RemoteMemory", "connect", "loopback"]
 
@@ -225,23 +228,10 @@ class RemoteMemory:
         """Each hit's passage as the server cut it for the last search (``snippet_chars``), else its beginning."""
         return [self._snippets.get((query, h.id)) or " ".join(h.text[:max_chars].split()) for h in hits]
 
-    def recall(
-        self,
-        query: str,
-        max_tokens: int = 15_000,
-        *,
-        half_life_days: float | None = None,
-        include_brain: bool = True,
-        show_secrets: bool = False,
-        project: str | None = None,
-        branch: str | None = None,
-        label_projects: bool = False,
-    ) -> Recall:
-        """The recall block as :meth:`memlane.Memory.recall` builds it, answered by the server."""
-        answer = self._request("recall", {
-            "query": query, "max_tokens": max_tokens, "half_life_days": half_life_days, "include_brain": include_brain,
-            "show_secrets": show_secrets, "project": project, "branch": branch, "label_projects": label_projects,
-        })  # fmt: skip
+    def recall(self, query: str, max_tokens: int = DEFAULT_MAX_TOKENS, **options: Unpack[RecallOptions]) -> Recall:
+        """The recall block as :meth:`memlane.Memory.recall` builds it, answered by the server
+        (``options``: :class:`memlane.recall.RecallOptions`)."""
+        answer = self._request("recall", {"query": query, "max_tokens": max_tokens, **recall_options(options)})
         return Recall(answer["query"], [RecallItem(**i) for i in answer["items"]], answer["text"], answer["tokens"])
 
     def records_projects(self) -> bool:

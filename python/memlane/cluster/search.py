@@ -83,7 +83,8 @@ class LocalShard:
                 from memlane.embed.cache import EmbeddingCache
 
                 self._cache = EmbeddingCache(path)
-        return self._cache.get_many(embedder_id, hashes, count=False)
+        found: dict[str, np.ndarray] = self._cache.get_many(embedder_id, hashes, count=False)
+        return found
 
     def status(self) -> dict[str, Any]:
         """The shard home's status."""
@@ -153,7 +154,11 @@ class ShardSet:
                 continue
             if since is not None or until is not None:
                 lo, hi = r.get("ts_min"), r.get("ts_max")
-                if lo is None or (since is not None and hi < since) or (until is not None and lo >= until):
+                if (
+                    lo is None
+                    or (since is not None and hi is not None and hi < since)
+                    or (until is not None and lo >= until)
+                ):
                     continue
             chosen.append(n)
         return chosen
@@ -265,7 +270,9 @@ class ShardSet:
             return [None] * len(texts)
         stats = self.term_stats(query)
         for n in sorted(self.shards):  # any shard weighs terms alike with the corpus statistics
-            found = self.call([self._bound(n, "passages", query, texts, max_chars, stats)])[0]
+            found: list[tuple[bool, str, bool] | None] | None = self.call(
+                [self._bound(n, "passages", query, texts, max_chars, stats)]
+            )[0]
             if found is not None:
                 return found
         return [None] * len(texts)
@@ -409,11 +416,12 @@ class ShardedIndex(Memory):
     def __init__(self, uri: str, embedder: Any = "local", *, cache_dir: str | os.PathLike[str] | None = None) -> None:
         self.uri = location(uri).uri
         self._root = local_root(self.uri, cache_dir)
-        self._shards = self._load()
-        if self._shards is None:
+        shards = self._load()
+        if shards is None:
             raise FileNotFoundError(
                 f"no memlane index at {uri}: `memlane index SOURCES --ray local --out {uri}` builds one"
             )
+        self._shards: ShardSet = shards
         super().__init__(
             self._root / "home", embedder=embedder if self._shards.catalog.embedder_id else "none", cache_dir=cache_dir
         )
@@ -433,7 +441,9 @@ class ShardedIndex(Memory):
         }
         return LocalShardSet(catalog, records, shards)
 
-    def _open_store(self, quantization: str) -> ShardSet:
+    _store: ShardSet  # type: ignore[assignment]  # the shards answer a Store's reading calls
+
+    def _open_store(self, quantization: str) -> ShardSet:  # type: ignore[override]
         return self._shards
 
     def _cached_windows(self, embedder_id: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
@@ -477,7 +487,7 @@ class ShardedIndex(Memory):
             f"{self.uri} is a sharded index: it is written by `memlane index SOURCES --ray … --out {self.uri}`"
         )
 
-    index = embed_pending = embed_batch = remove_sources = forget = repair = verify = secrets = _read_only  # type: ignore[assignment]
+    index = embed_pending = embed_batch = remove_sources = forget = repair = verify = secrets = _read_only
 
 
 def open_index(uri: str, embedder: Any = "local", **kwargs: Any) -> ShardedIndex:

@@ -1,0 +1,191 @@
+"""Give a home's chunks their vectors: from the embedding cache first, else from the embedder.
+
+:func:`backfill` embeds every chunk a writer holds without a vector, a batch at a time,
+committing as it goes so an interruption loses little (and even that is in the cache);
+:func:`embed_chunks` is one batch of it; :func:`embed_batch` runs a Bedrock batch-inference
+backfill (:mod:`memlane.embed.batch_backfill`) and then fills the index from the cache.
+:meth:`memlane.Memory.index`, :meth:`~memlane.Memory.embed_pending`,
+:meth:`~memlane.Memory.embed_batch` and :meth:`~memlane.Memory.repair` use them.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from memlane import _core
+    >>> from memlane.embed.cache import EmbeddingCache
+    >>> cache = EmbeddingCache(Path(tempfile.mkdtemp()) / "embeddings.sqlite")
+    >>> with _core.Store(tempfile.mkdtemp()).writer() as writer:
+    ...     backfill(writer, cache, CacheOnly("local/x/1"), None, cache_only=True)
+    (0, 0)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memlane.errors import EmbedderMismatchError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memlane import _core
+    from memlane.embed import Embedder
+    from memlane.embed.batch_backfill import BatchBackfillReport
+    from memlane.embed.cache import EmbeddingCache
+
+__all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch", "embed_chunks", "record_embedder"]
+
+# Chunks embedded between two vector commits: an interruption loses at most this much work,
+# and even that is in the embedding cache.
+_CHUNKS_PER_EMBED_BATCH = 256
+_EMBED_BATCHES_PER_COMMIT = 16
+
+Progress = Callable[[str, int, int], None]
+"""Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
+
+
+class DocumentEmbedder(Protocol):
+    """What a backfill needs of an embedder: its id (whose vectors the cache holds) and documents embedded."""
+
+    @property
+    def id(self) -> str: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class CacheOnly:
+    """An embedder that is only an id: a repair reads vectors from the cache and never embeds."""
+
+    id: str
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        raise RuntimeError("a repair makes no embedding call")
+
+
+def record_embedder(writer: _core.Writer, embedder: Embedder) -> None:
+    """Have ``memlane.json`` name ``embedder`` before the first vector is embedded, when chunks
+    wait for one: a run stopped before its first vectors then leaves a home that reads as
+    waiting for them (``memlane embed`` resumes), not as keyword-only."""
+    if len(writer.pending_vectors()):
+        import numpy as np
+
+        nothing = np.empty(0, dtype=np.uint64)
+        writer.add_vectors(embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32))
+
+
+def embed_chunks(
+    cache: EmbeddingCache, rows: Sequence[tuple[int, str, str]], embedder: DocumentEmbedder, cache_only: bool = False
+) -> tuple[list[int], list[np.ndarray], int]:
+    """Vectors for (key, hash, text) rows: from the cache, else from the embedder (unless ``cache_only``).
+
+    Returns:
+        The keys that got vectors, their vectors, and how many rows the cache answered.
+    """
+    cached = cache.get_many(embedder.id, (h for _, h, _ in rows))
+    # One request per distinct text: identical chunks share a content hash.
+    missing = list({h: text for _, h, text in rows if h not in cached}.items())
+    if missing and not cache_only:
+        from memlane.embed.cache import as_cached
+
+        fresh = embedder.embed_documents([text for _, text in missing])
+        new = {h: as_cached(v) for (h, _), v in zip(missing, fresh)}
+        cache.put_many(embedder.id, new)
+        cached.update(new)
+    found = [(k, h) for k, h, _ in rows if h in cached]
+    return [k for k, _ in found], [cached[h] for _, h in found], len(rows) - len(missing)
+
+
+def backfill(
+    writer: _core.Writer,
+    cache: EmbeddingCache,
+    embedder: DocumentEmbedder,
+    progress: Progress | None,
+    cache_only: bool = False,
+) -> tuple[int, int]:
+    """Embed every chunk ``writer`` holds without a vector (see :func:`embed_chunks`).
+
+    Returns:
+        Chunks given vectors, and how many of them the cache answered.
+    """
+    pending = writer.pending_vectors()
+    total, done, hits = len(pending), 0, 0
+    for n, start in enumerate(range(0, total, _CHUNKS_PER_EMBED_BATCH), start=1):
+        batch = [int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]]
+        rows = writer.chunk_texts(batch)
+        keys, vectors, batch_hits = embed_chunks(cache, rows, embedder, cache_only)
+        hits += batch_hits
+        if keys:
+            import numpy as np
+
+            counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
+            flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
+            writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
+        done += len(keys)
+        if n % _EMBED_BATCHES_PER_COMMIT == 0:
+            writer.commit()
+        if progress:
+            progress("embed", done, total)
+    return done, hits
+
+
+def embed_batch(
+    store: _core.Store,
+    home: Path,
+    embedder: Embedder | None,
+    cache: EmbeddingCache,
+    s3_uri: str | None,
+    role_arn: str | None,
+    *,
+    fill_on_demand: bool,
+    progress: Progress | None,
+    s3: Any,
+    bedrock: Any,
+    **options: Any,
+) -> BatchBackfillReport:
+    """A Bedrock batch-inference backfill of ``home``, started or resumed, then the index filled
+    from the cache (what :meth:`memlane.Memory.embed_batch` documents)."""
+    from memlane.embed.batch_backfill import BatchRun, pending_texts
+    from memlane.embed.bedrock_batch import make_batch_clients
+
+    started = time.perf_counter()
+    if embedder is None or not embedder.id.startswith("bedrock/"):
+        raise InvalidArgumentError(
+            f"batch embedding needs a Bedrock embedder (bedrock[:dims]), not {getattr(embedder, 'id', 'none')}"
+        )
+    home_embedder = store.status()["embedder_id"]  # fresh from disk (meta() is per-process)
+    if home_embedder and home_embedder != embedder.id:
+        raise EmbedderMismatchError(
+            f"{home} holds vectors of {home_embedder}; a batch of {embedder.id} cannot go in it"
+        )
+    if s3 is None or bedrock is None:
+        built_s3, built_bedrock = make_batch_clients(embedder.region)  # type: ignore[attr-defined]
+        s3, bedrock = s3 or built_s3, bedrock or built_bedrock
+    start_options = {k: options.pop(k) for k in ("max_records_per_job", "min_records_per_job") if k in options}
+    run = BatchRun.load(home)
+    resumed = run is not None
+    if run is None:
+        if not s3_uri or not role_arn:
+            raise InvalidArgumentError(
+                "no batch run to resume in this home: give an S3 location and an IAM role to start one"
+            )
+        with store.writer() as writer:
+            texts = pending_texts(writer, cache, embedder.id)
+            run = BatchRun.start(home, embedder, s3_uri, role_arn, texts=texts, cache=cache, s3=s3, **start_options)
+    elif run.embedder_id != embedder.id or (s3_uri or run.s3_uri) != run.s3_uri:
+        raise InvalidArgumentError(
+            f"a batch run of {run.embedder_id} to {run.s3_uri} is in progress in this home: resume it with "
+            f"that embedder and location, or delete {run.path} to abandon it"
+        )
+    report = run.wait(cache=cache, s3=s3, bedrock=bedrock, **options)
+    report.resumed = resumed
+    with store.writer() as writer:
+        report.chunks_embedded, hits = backfill(writer, cache, embedder, progress, cache_only=not fill_on_demand)
+        report.embedded_on_demand = report.chunks_embedded - hits if fill_on_demand else 0
+        writer.commit()
+        report.chunks_pending = len(writer.pending_vectors())
+    report.seconds = time.perf_counter() - started
+    return report
