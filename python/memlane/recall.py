@@ -422,7 +422,7 @@ def _brain_similarities(mem: Memory, query: str, view: _BrainView) -> list[float
 
 
 def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float, project: str | None) -> list[_Candidate]:
-    from memlane.brain.brain import _STOPWORDS, keyword_scores
+    from memlane.brain.keywords import STOPWORDS, keyword_scores
     from memlane.brain.scopes import in_project
 
     view = _brain_view(brain)
@@ -432,7 +432,7 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float, p
     keys = mem.project_keys(project) if project is not None else None
     # The keyword score is the share of the query's IDF mass an entry matches: function words
     # would dilute it, so only the content terms are scored.
-    terms = " ".join(w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS)
+    terms = " ".join(w for w in _WORD.findall(query.lower()) if w not in STOPWORDS)
     keyword = {e.key: s / e.weight for e, s in keyword_scores(view.entries, terms)} if terms else {}
     sims = _brain_similarities(mem, query, view)
     out = []
@@ -804,9 +804,9 @@ def _claude_project_dir(cwd: str) -> Path:
 
 
 def _session_terms(path: Path) -> list[str]:
-    from memlane.brain.brain import keywords
     from memlane.brain.distill import load_sessions
     from memlane.brain.engines import files
+    from memlane.brain.keywords import keywords
 
     try:
         sessions = load_sessions(path)
@@ -848,7 +848,7 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
     5. the topics of the latest DailyActivity note.
 
     Each text gives its telling words (identifiers, names, long words) by the brain's
-    :func:`~memlane.brain.brain.keywords`; the first 24 distinct ones are joined by spaces.
+    :func:`~memlane.brain.keywords.keywords`; the first 24 distinct ones are joined by spaces.
     Returns ``""`` when nothing is known yet. Only regular files are read: a FIFO named
     ``*.jsonl`` beside the transcript would make ``open()`` wait for a writer forever.
 
@@ -858,7 +858,7 @@ def focus_query(mem: Memory, cwd: str | None = None, transcript_path: str | None
         'billing-service'
     """
     from memlane.brain import Brain
-    from memlane.brain.brain import keywords
+    from memlane.brain.keywords import keywords
 
     terms: list[str] = [Path(cwd).name] if cwd else []
     current = Path(transcript_path).expanduser() if transcript_path else None

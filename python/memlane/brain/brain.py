@@ -27,12 +27,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import date as Date
 from os import PathLike
 from pathlib import Path
@@ -41,21 +38,21 @@ from typing import Any
 from memlane import secrets
 from memlane._check import echo
 from memlane._paths import default_home
-from memlane.brain import provenance
 from memlane.brain._fs import atomic_write, brain_lock, read_text
+from memlane.brain.check import Problem, check
 from memlane.brain.document import (
     EVOLUTION_SCHEMA,
-    INDEX_END,
     MEMORY_SCHEMA,
     Document,
     Entry,
     Schema,
     SectionSpec,
-    new_document,
     parse,
 )
-from memlane.brain.guard import DERIVABLE, Finding, MemoryGuard, MemoryGuardError
+from memlane.brain.guard import Finding, MemoryGuard
+from memlane.brain.keywords import keyword_scores
 from memlane.brain.scopes import classify, in_project
+from memlane.brain.transaction import Transaction
 from memlane.errors import MemlaneError
 from memlane.events import EventLog
 
@@ -70,156 +67,6 @@ MAX_REFERENCES = 3
 CHAR_CAPS_ENV = "MEMLANE_CHAR_CAPS"
 """Character caps for every brain of this environment: ``KD=3000,LL=none``."""
 _INHERITED = ("type", "scope", "project")
-
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "all",
-        "also",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "let",
-        "me",
-        "more",
-        "most",
-        "my",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "us",
-        "use",
-        "used",
-        "uses",
-        "using",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "instead",
-        "now",
-        "no",
-        "longer",
-        "new",
-        "old",
-        "via",
-        "per",
-        "vs",
-        "always",
-        "never",
-        "make",
-        "sure",
-        "run",
-        "find",
-        "moved",
-        "stores",
-        "still",
-    ]
-)
-_WORD_RE = re.compile(r"[A-Za-z0-9][\w.+#/-]*[\w+#]|[A-Za-z0-9]")
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
 def default_brain_dir(home: str | PathLike[str] | None = None) -> Path:
@@ -255,71 +102,6 @@ def _one_line(text: str, what: str) -> str:
 def _meta_value(value: str) -> str:
     # "|" separates metadata fields and "-->" would close the comment.
     return " ".join(value.replace("|", "/").replace("-->", "->").split())
-
-
-def keywords(text: str, n: int = 4) -> list[str]:
-    """The most telling words of ``text`` for the index (identifiers, names, long words).
-
-    Example:
-        >>> keywords("Billing moved from Postgres to DynamoDB; see `billing_db.py`.")
-        ['billing_db.py', 'dynamodb', 'postgres', 'billing']
-    """
-    scored: dict[str, float] = {}
-    for i, m in enumerate(_WORD_RE.finditer(text)):
-        word = m.group(0).strip(".")
-        low = word.lower()
-        if low in _STOPWORDS or len(low) < 3 or low.isdigit() or low in scored or "'" in text[m.end() : m.end() + 1]:
-            continue
-        score = 1.0 + min(len(low), 12) / 12
-        if re.search(r"[_./#+]|\d", word) or re.search(r"[a-z][A-Z]", word):
-            score += 2.0
-        elif word[0].isupper() and i > 0:
-            score += 1.0
-        scored[low] = score - i * 0.01
-    return sorted(scored, key=lambda w: -scored[w])[:n]
-
-
-def index_line(entry: Entry) -> str:
-    """One line of the compact index: key, date, description, state and keywords.
-
-    Example:
-        >>> index_line(Entry("KD15", "2026-04-02", "Billing uses Postgres.", meta={"superseded_by": "KD22"}))
-        '- [KD15] 2026-04-02 Billing uses Postgres. (superseded by KD22) · postgres, billing\\n'
-    """
-    desc = entry.text if len(entry.text) <= 80 else entry.text[:79].rsplit(" ", 1)[0] + "…"
-    state = ""
-    if entry.superseded_by:
-        state = f" (superseded by {entry.superseded_by})"
-    elif entry.superseded:
-        state = " (superseded)"
-    elif entry.resolved:
-        state = f" ({entry.meta['status']})"
-    words = list(dict.fromkeys([*(a.lower() for a in entry.aliases), *keywords(entry.text)]))
-    tail = f" · {', '.join(words)}" if words else ""
-    return f"- [{entry.key}] {entry.date or 'undated'} {desc}{state}{tail}\n"
-
-
-def keyword_scores(entries: list[Entry], query: str) -> list[tuple[Entry, float]]:
-    """Entries matching ``query``, best first: the share of the query's IDF mass each matches, times its weight.
-
-    Example:
-        >>> [(e.key, round(s, 2)) for e, s in keyword_scores([Entry("KD01", None, "Billing uses Postgres.")], "postgres")]
-        [('KD01', 1.0)]
-    """
-    docs = [
-        set(_TOKEN_RE.findall(" ".join([e.key.lower(), e.text, e.detail or "", *e.aliases]).lower())) for e in entries
-    ]
-    terms = list(dict.fromkeys(_TOKEN_RE.findall(query.lower())))
-    df = Counter(t for d in docs for t in d if t in terms)
-    idf = {t: math.log(1 + (len(docs) + 1) / (df[t] + 0.5)) for t in terms}
-    total = sum(idf.values()) or 1.0
-    scored = []
-    for e, d in zip(entries, docs):
-        s = sum(idf[t] for t in terms if t in d) / total * e.weight
-        if s > 0:
-            scored.append((e, s))
-    scored.sort(key=lambda x: (-x[1], x[0].key))
-    return scored
 
 
 def parse_caps(values: Iterable[str], what: str = "--cap") -> dict[str, int | None]:
@@ -360,157 +142,6 @@ def _section_chars(doc: Document, prefix: str) -> int:
 
 def _age(e: Entry) -> tuple[str, int]:
     return (e.meta.get("valid_until") or e.date or "", e.number)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding of :meth:`Brain.check`.
-
-    Attributes:
-        level: ``error`` (check fails) or ``warning``.
-        code: ``duplicate_key``, ``over_cap``, ``dangling_reference``, ``guard``, …
-        message: One line for humans.
-        key: The entry concerned, if any.
-        path: The file concerned.
-    """
-
-    level: str
-    code: str
-    message: str
-    key: str | None = None
-    path: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return {"level": self.level, "code": self.code, "message": self.message, "key": self.key, "path": self.path}
-
-
-def _guard_problem(f: Finding, key: str | None, path: str) -> Problem:
-    """A MemoryGuard finding in a brain file as a check problem; an entry's names what happens to it."""
-    subject = key or "text outside the entries"
-    if f.rule.startswith("secret."):
-        label = secrets.KIND_BY_NAME[f.rule.split(".", 1)[1]].label
-        message = f"{subject} holds a secret ({label} {f.excerpt}, masked wherever memlane shows it): rotate it, then write where it lives instead"
-    else:
-        message = (
-            f"{subject} fails MemoryGuard rule {f.rule}: {f.excerpt!r} (a hand edit?); withheld from every injection"
-        )
-    return Problem("error", "guard", message, key, path)
-
-
-class Transaction:
-    """The files of one locked read-modify-write; see :meth:`Brain.transaction`."""
-
-    def __init__(self, brain: Brain, today: str) -> None:
-        self.brain = brain
-        self.today = today
-        self._docs: dict[Path, Document] = {}
-        self._old: dict[Path, str] = {}
-        self._new: dict[Path, str] = {}
-        self.events: list[dict[str, Any]] = []
-
-    def _read(self, path: Path) -> str:
-        if path not in self._old:
-            self._old[path] = read_text(path)
-        return self._new.get(path, self._old[path])
-
-    def doc(self, path: Path, schema: Schema, title: str | None = None) -> Document:
-        """The parsed file, read once under the lock (a new file starts from the template)."""
-        if path not in self._docs:
-            text = self._read(path)
-            if text:
-                doc = parse(text, schema)
-            elif title is not None:
-                doc = Document(
-                    schema,
-                    preamble=[
-                        f"# {title}\n",
-                        "\n",
-                        "Entries moved out by `memlane brain archive`: full text, never deleted.\n",
-                        "\n",
-                    ],
-                )
-            else:
-                doc = new_document(schema)
-            for e in doc.entries():
-                e.source = str(path)
-            self._docs[path] = doc
-        return self._docs[path]
-
-    @property
-    def memory(self) -> Document:
-        """MEMORY.md."""
-        return self.doc(self.brain.memory_path, self.brain.memory_schema)
-
-    @property
-    def evolution(self) -> Document:
-        """EVOLUTION.md."""
-        return self.doc(self.brain.evolution_path, self.brain.evolution_schema)
-
-    def archive(self, schema: Schema) -> Document:
-        """This month's archive file for ``schema`` (MEMORY or EVOLUTION)."""
-        month = self.today[:7]
-        return self.doc(
-            self.brain.archive_dir / f"{schema.title}-archive-{month}.md", schema, f"{schema.title} archive {month}"
-        )
-
-    def text(self, path: Path) -> str:
-        """A plain file's current text inside this transaction."""
-        return self._read(path)
-
-    def put(self, path: Path, text: str) -> None:
-        """Replace a plain file (a DailyActivity note) when the transaction commits."""
-        self._read(path)
-        self._new[path] = text
-
-    def event(self, type: str, **fields: Any) -> None:
-        """Queue an event; it is logged only if the transaction commits."""
-        self.events.append({"type": type, **fields})
-
-    def _pending(self) -> dict[Path, str]:
-        out = dict(self._new)
-        for path, doc in self._docs.items():
-            if not self._old.get(path) and not doc.entries():
-                continue  # reading a missing file is no reason to create it
-            if path.parent == self.brain.dir:
-                doc.set_index([index_line(e) for e in doc.entries()])
-            out[path] = doc.render()
-        return {p: t for p, t in out.items() if t != self._old.get(p, "")}
-
-    def _commit(self) -> list[Path]:
-        pending = self._pending()
-        if not pending:
-            return []
-        guard = self.brain.guard
-        # Judge the transaction as a whole: an entry moving from MEMORY.md to an archive adds
-        # nothing new, but any line that appears only in the new text must pass.
-        new_all = "\n".join(pending.values())
-        old_all = "\n".join(self._old.get(p, "") for p in pending)
-        findings = guard.new_findings(new_all, old_all)
-        if findings:
-            rules = {f.rule for f in findings}
-            path = next(
-                (
-                    p
-                    for p, t in pending.items()
-                    if {f.rule for f in guard.new_findings(t, self._old.get(p, ""))} & rules
-                ),
-                None,
-            )
-            err = MemoryGuardError(findings, str(path) if path else None)
-            for f in err.findings:
-                self.brain.log("blocked", rule=f.rule, excerpt=f.excerpt, path=str(path) if path else None)
-            raise err
-        # Archives first, MEMORY.md last: a crash in between leaves an entry in both places,
-        # never in neither.
-        order = sorted(pending, key=lambda p: (p.parent == self.brain.dir, p.name == MEMORY_FILE))
-        for path in order:
-            atomic_write(path, pending[path])
-        for ev in self.events:
-            self.brain.log(**ev)
-        for path in order:
-            self.brain.log("write", path=str(path), bytes=len(pending[path].encode("utf-8")))
-        return order
 
 
 class Brain:
@@ -1099,148 +730,6 @@ class Brain:
         and the provenance of every summary and wiki statement (:mod:`memlane.brain.provenance`).
 
         Returns:
-            Problems, errors first; empty when all is well.
+            Problems, errors first; empty when all is well (:func:`memlane.brain.check.check`).
         """
-        problems: list[Problem] = []
-        memory_text, evolution_text = read_text(self.memory_path), read_text(self.evolution_path)
-        docs = [
-            (self.memory_path, parse(memory_text, self.memory_schema), memory_text),
-            (self.evolution_path, parse(evolution_text, self.evolution_schema), evolution_text),
-        ]
-        archived = self._archived()
-        live = [(p, e) for p, doc, _ in docs for e in doc.entries()]
-        all_keys = Counter(e.key for _, e in live) + Counter(e.key for e in archived)
-        known = set(all_keys)
-        for key, n in sorted(all_keys.items()):
-            if n > 1:
-                problems.append(
-                    Problem(
-                        "error",
-                        "duplicate_key",
-                        f"{key} is used {n} times (keys must be unique, archives included)",
-                        key,
-                    )
-                )
-        by_key = {e.key: e for _, e in live} | {e.key: e for e in archived if e.key not in {x.key for _, x in live}}
-        for path, e in live:
-            where = str(path)
-            spec = self.memory_schema.by_heading(e.section) or self.evolution_schema.by_heading(e.section)
-            if spec is not None and spec.prefix != e.prefix:
-                problems.append(
-                    Problem(
-                        "warning",
-                        "wrong_section",
-                        f"{e.key} sits in {e.section}, whose keys start with {spec.prefix}",
-                        e.key,
-                        where,
-                    )
-                )
-            if not e.date:
-                problems.append(Problem("warning", "missing_date", f"{e.key} has no date", e.key, where))
-            for field_name in ("valid_from", "valid_until", "resolved"):
-                value = e.meta.get(field_name)
-                if value and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-                    problems.append(
-                        Problem(
-                            "warning", "bad_date", f"{e.key} {field_name} is {value!r}, not YYYY-MM-DD", e.key, where
-                        )
-                    )
-            for f in self.guard.advise(e.text):
-                rule = next(r for r in DERIVABLE if r.name == f.rule)
-                problems.append(
-                    Problem(
-                        "warning",
-                        "derivable",
-                        f"{e.key} holds {rule.description} ({f.excerpt!r}): what not to save",
-                        e.key,
-                        where,
-                    )
-                )
-            for ref in e.references():
-                if ref not in known:
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "dangling_reference",
-                            f"{e.key} mentions {ref}, which does not exist",
-                            e.key,
-                            where,
-                        )
-                    )
-            for link, back in (("superseded_by", "supersedes"), ("supersedes", "superseded_by")):
-                target = e.meta.get(link)
-                if not target:
-                    continue
-                if target not in known:
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "dangling_reference",
-                            f"{e.key} {link} {target}, which does not exist",
-                            e.key,
-                            where,
-                        )
-                    )
-                elif by_key[target].meta.get(back) != e.key:
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "one_way_link",
-                            f"{e.key} {link} {target}, but {target} has no {back}: {e.key}",
-                            e.key,
-                            where,
-                        )
-                    )
-        for path, doc, text in docs:
-            for s in doc.sections:
-                if s.spec is None:
-                    continue
-                chars = sum(len(e.render()) for e in s.entries())
-                if s.spec.chars is not None and chars > s.spec.chars:
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "over_char_cap",
-                            f"{s.spec.name} holds {chars:,} characters, cap {s.spec.chars:,}: "
-                            f"archive or supersede entries, or raise the cap (--char-cap {s.spec.prefix}=N)",
-                            path=str(path),
-                        )
-                    )
-                n = len(s.entries())
-                if s.spec.cap is not None and n > s.spec.cap:
-                    inactive = sum(not e.active for e in s.entries())
-                    hint = (
-                        "run `memlane brain archive`"
-                        if s.spec.policy == "rolling" or inactive
-                        else f"its active entries are never archived automatically: supersede some or raise the cap (--cap {s.spec.prefix}=N)"
-                    )
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "over_cap",
-                            f"{s.spec.name} holds {n} entries, cap {s.spec.cap}: {hint}",
-                            path=str(path),
-                        )
-                    )
-            findings = self.guard.scan(text)
-            by_entry = {e.key: self.guard.scan(e.render()) for e in doc.entries()} if findings else {}
-            for key, found in by_entry.items():
-                problems += [_guard_problem(f, key, str(path)) for f in found]
-            # The rest (prose, or the entry's line in the compact index when it differs).
-            attributed = {f for found in by_entry.values() for f in found}
-            problems += [_guard_problem(f, None, str(path)) for f in findings if f not in attributed]
-            if text and doc.entries():
-                block = "".join(index_line(e) for e in doc.entries())
-                if block not in text or INDEX_END not in text:
-                    problems.append(
-                        Problem(
-                            "warning",
-                            "stale_index",
-                            "the compact index is out of date: run `memlane brain index`",
-                            path=str(path),
-                        )
-                    )
-        # Summaries and wiki pages: every statement names its source, and every source resolves.
-        problems += [Problem("error", code, message, path=path) for code, message, path in provenance.check(self.dir)]
-        # A hand edit shows up in its entry and in the index line: report it once.
-        return sorted(dict.fromkeys(problems), key=lambda p: (p.level != "error", p.code, p.key or ""))
+        return check(self)
