@@ -2,10 +2,40 @@
 
 from os import PathLike
 from types import TracebackType
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "RELEVANCE_VECTOR_WEIGHT",
+    "REPAIR_DIR",
+    "CorruptIndexError",
+    "DiskFullError",
+    "EmbedderMismatchError",
+    "HomeLock",
+    "IndexLockedError",
+    "Literals",
+    "MemlaneError",
+    "ParseError",
+    "Store",
+    "TextFeatures",
+    "Writer",
+    "__version__",
+    "chunk_file",
+    "clear_repair_leftovers",
+    "fuse_candidates",
+    "install_rebuilt",
+    "is_candidate",
+    "merge_term_stats",
+    "parse_file",
+    "project_of",
+    "query_tokens",
+    "repository_root",
+    "search_across",
+]
 
 __version__: str
 DEFAULT_THRESHOLD: float
@@ -20,10 +50,11 @@ class DiskFullError(MemlaneError): ...
 
 REPAIR_DIR: str
 
+@final
 class HomeLock:
     """The write lock of a home, held until ``close()`` or the end of a ``with`` block."""
 
-    def __init__(self, home: str | PathLike[str]) -> None: ...
+    def __new__(cls, home: str | PathLike[str]) -> Self: ...
     def close(self) -> None: ...
     def __enter__(self) -> HomeLock: ...
     def __exit__(self, a: type[BaseException] | None, b: BaseException | None, c: TracebackType | None) -> bool: ...
@@ -34,19 +65,21 @@ def install_rebuilt(lock: HomeLock) -> None:
 def clear_repair_leftovers(lock: HomeLock) -> None:
     """Remove what an interrupted repair of the locked home left."""
 
+@final
 class Literals:
     """A set of literal strings (ASCII letters of either case with ``ignore_case``), compiled once."""
 
-    def __init__(self, literals: list[str], ignore_case: bool = False) -> None: ...
+    def __new__(cls, literals: list[str], ignore_case: bool = False) -> Self: ...
     def find(self, text: str) -> list[tuple[int, int]]:
         """Every occurrence as (character offset, literal index), overlapping ones included,
         by offset then literal: one pass over ``text``."""
 
+@final
 class TextFeatures:
     """What the time-aware reordering reads from a text, its patterns compiled once; number words
     (lowercase letters) are tried in the order given."""
 
-    def __init__(self, stop_words: list[str], number_words: list[tuple[str, str]]) -> None: ...
+    def __new__(cls, stop_words: list[str], number_words: list[tuple[str, str]]) -> Self: ...
     def words(self, text: str) -> list[str]:
         """The distinct words of ``text``, lowercased, stop words aside."""
     def stems(self, text: str) -> list[str]:
@@ -56,10 +89,11 @@ class TextFeatures:
         change language, -1 for additive, 0 for both or neither; quantities as (stem of the
         word counted or ``<named version>``, numbers)."""
 
+@final
 class Store:
     """Read side of a memlane home (creates the home if missing)."""
 
-    def __init__(self, home: str | PathLike[str], quantization: str = "i8") -> None: ...
+    def __new__(cls, home: str | PathLike[str], quantization: str = "i8") -> Self: ...
     def search(
         self,
         query: str,
@@ -127,6 +161,7 @@ class Store:
     def writer(self, format: str | None = None) -> Writer:
         """The writer; ``format`` (e.g. ``markdown``) forces a format and narrows folder walks to its files."""
 
+@final
 class Writer:
     """The one writer of a home; holds the write lock until close()."""
 
@@ -170,7 +205,7 @@ def project_of(cwd: str) -> str:
 def repository_root(path: str | PathLike[str]) -> str | None:
     """The repository root holding ``path``, if it is inside a git checkout."""
 
-def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = 500) -> list[dict[str, Any]]:
+def chunk_file(path: str | PathLike[str], format: str | None = None, budget: int = ...) -> list[dict[str, Any]]:
     """Chunk one file: turn pairs, short ones packed (``source`` ``transcript``), or note sections (``knowledge``, with ``heading`` and ``meta``)."""
 
 def is_candidate(path: str | PathLike[str], format: str | None = None) -> bool:
