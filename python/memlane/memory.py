@@ -118,7 +118,9 @@ def _parse_time(value: str | int | float | datetime | None) -> int | None:
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"cannot read time {value!r}: use ISO-8601 like 2026-03-01 or 2026-03-01T12:00Z") from None
+            raise InvalidArgumentError(
+                f"cannot read time {value!r}: use ISO-8601 like 2026-03-01 or 2026-03-01T12:00Z"
+            ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return int(dt.timestamp() * 1000)
@@ -463,8 +465,8 @@ class Memory:
             What was done, with billed tokens and the cost estimate.
 
         Raises:
-            ValueError: Not a Bedrock embedder, no run to resume and no ``s3_uri``/``role_arn``,
-                or a run of another embedder or location in progress.
+            memlane.errors.InvalidArgumentError (a ValueError): Not a Bedrock embedder, no run to
+                resume and no ``s3_uri``/``role_arn``, or a run of another embedder or location in progress.
             EmbedderMismatchError: The home holds another embedder's vectors.
             BatchJobError: A job failed (resubmitted on the next call) or timed out.
         """
@@ -616,8 +618,8 @@ class Memory:
             Hits with provenance and score breakdown.
 
         Raises:
-            ValueError: ``project`` or ``branch`` on a home indexed before memlane recorded
-                them (``memlane repair --force`` rebuilds it with them).
+            memlane.errors.InvalidArgumentError (a ValueError): ``project`` or ``branch`` on a home
+                indexed before memlane recorded them (``memlane repair --force`` rebuilds it with them).
 
         Example:
             >>> import memlane, tempfile
@@ -641,7 +643,7 @@ class Memory:
         projects = libraries = None
         if project is not None or branch is not None:
             if not self.records_projects():
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{self.home} was indexed before memlane recorded projects and branches: "
                     "`memlane repair --force` rebuilds it with them (no embedding calls)"
                 )
@@ -777,7 +779,7 @@ class Memory:
             ['…setup setup then exit code 137 killed…']
         """
         if max_chars < 1:
-            raise ValueError("max_chars must be at least 1")
+            raise InvalidArgumentError("max_chars must be at least 1")
         found = self._store.passages(query, [h.text for h in hits], max_chars)
         out = []
         for hit, passage in zip(hits, found):
@@ -806,7 +808,7 @@ class Memory:
         The returned hit's scores are empty: it was looked up, not matched.
 
         Raises:
-            ValueError: ``chunk_id`` is not a hex chunk id.
+            memlane.errors.InvalidArgumentError (a ValueError): ``chunk_id`` is not a hex chunk id.
 
         Example:
             >>> import memlane, tempfile
@@ -815,9 +817,9 @@ class Memory:
         """
         try:
             key = int(chunk_id, 16)
-            if not 0 <= key < 1 << 64:  # ids are 64-bit: a longer one names no chunk
-                raise ValueError
         except ValueError:
+            key = -1
+        if not 0 <= key < 1 << 64:  # ids are 64-bit: a longer one names no chunk
             raise InvalidArgumentError(
                 f"{_check.echo(chunk_id, quote=True)} is not a chunk id (hex digits, as search and recall print them)"
             ) from None
@@ -876,8 +878,8 @@ class Memory:
             ``cascade``, else what cites it alone) and ``"tasks"`` (removed).
 
         Raises:
-            ValueError: Not exactly one of ``session``, ``path``, ``chunk``; nothing indexed
-                (or, for ``undo``, forgotten) matches.
+            memlane.errors.InvalidArgumentError (a ValueError): Not exactly one of ``session``,
+                ``path``, ``chunk``. ValueError: nothing indexed (or, for ``undo``, forgotten) matches.
 
         Example:
             >>> import memlane, tempfile

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from memlane.embed.backfill import embed_chunks
-from memlane.errors import ArgumentTypeError
+from memlane.errors import ArgumentTypeError, InvalidArgumentError
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR, ITEM_FLOOR, entry_relevance
 
@@ -654,7 +654,7 @@ def recall(
 def _snapshot_path(mem: Memory, session_id: str) -> Path:
     sid = session_id.strip()
     if not sid:
-        raise ValueError("session id is empty")
+        raise InvalidArgumentError("session id is empty")
     name = sid if _SAFE_ID.match(sid) else hashlib.blake2b(sid.encode("utf-8"), digest_size=16).hexdigest()
     return mem.home / SNAPSHOT_DIR / f"{name}.md"
 
@@ -754,7 +754,7 @@ def session_snapshot(mem: Memory, session_id: str, project: str | None = None) -
     brain entries bound to another project out.
 
     Raises:
-        ValueError: The session id is empty.
+        memlane.errors.InvalidArgumentError (a ValueError): The session id is empty.
 
     Example:
         >>> import memlane, tempfile

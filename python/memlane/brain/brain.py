@@ -53,7 +53,7 @@ from memlane.brain.guard import Finding, MemoryGuard
 from memlane.brain.keywords import keyword_scores
 from memlane.brain.scopes import classify, in_project
 from memlane.brain.transaction import Transaction
-from memlane.errors import MemlaneError
+from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.events import EventLog
 
 MEMORY_FILE = "MEMORY.md"
@@ -89,13 +89,13 @@ def _today(on: Date | str | None) -> str:
     try:
         return Date.fromisoformat(on).isoformat()
     except ValueError:
-        raise ValueError(f"bad date {on!r}: use YYYY-MM-DD") from None
+        raise InvalidArgumentError(f"bad date {on!r}: use YYYY-MM-DD") from None
 
 
 def _one_line(text: str, what: str) -> str:
     line = " ".join(text.split())
     if not line:
-        raise ValueError(f"{what} is empty")
+        raise InvalidArgumentError(f"{what} is empty")
     return line
 
 
@@ -108,7 +108,7 @@ def parse_caps(values: Iterable[str], what: str = "--cap") -> dict[str, int | No
     """``{"KD": 40, "RC": None}`` from ``["KD=40", "RC=none"]`` (``none``: no cap).
 
     Raises:
-        ValueError: Not ``PREFIX=N`` with a whole, non-negative N (or ``none``).
+        memlane.errors.InvalidArgumentError (a ValueError): Not ``PREFIX=N`` with a whole, non-negative N (or ``none``).
 
     Example:
         >>> parse_caps(["kd=40", "RC=none"])
@@ -118,16 +118,16 @@ def parse_caps(values: Iterable[str], what: str = "--cap") -> dict[str, int | No
     for value in values:
         key, sep, n = value.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{what} takes PREFIX=N (like KD=40 or RC=none), not {value!r}")
+            raise InvalidArgumentError(f"{what} takes PREFIX=N (like KD=40 or RC=none), not {value!r}")
         if n.strip().lower() == "none":
             caps[key.strip().upper()] = None
             continue
         try:
             cap = int(n)
         except ValueError:
-            raise ValueError(f"{what} {value!r}: N must be a whole number or none") from None
+            raise InvalidArgumentError(f"{what} {value!r}: N must be a whole number or none") from None
         if cap < 0:
-            raise ValueError(f"{what} {value!r}: N must not be negative")
+            raise InvalidArgumentError(f"{what} {value!r}: N must not be negative")
         caps[key.strip().upper()] = cap
     return caps
 
@@ -226,7 +226,7 @@ class Brain:
         if spec is not None:
             return spec, True
         names = [f"{s.prefix} ({s.name})" for s in self.memory_schema.sections + self.evolution_schema.sections]
-        raise ValueError(f"unknown section {section!r}; use one of: {', '.join(names)}")
+        raise InvalidArgumentError(f"unknown section {section!r}; use one of: {', '.join(names)}")
 
     def _schema_of(self, key: str) -> Schema:
         prefix = re.sub(r"\d+$", "", key.upper())
@@ -234,7 +234,7 @@ class Brain:
             return self.memory_schema
         if self.evolution_schema.by_prefix(prefix):
             return self.evolution_schema
-        raise ValueError(f"{key!r} is not an entry key (like KD07, LL12, OT03, CR02)")
+        raise InvalidArgumentError(f"{key!r} is not an entry key (like KD07, LL12, OT03, CR02)")
 
     # -- transactions --------------------------------------------------------------------
 
@@ -533,7 +533,8 @@ class Brain:
             The new entry.
 
         Raises:
-            ValueError: Unknown section, empty text, a type, scope or project the rules refuse.
+            memlane.errors.InvalidArgumentError (a ValueError): Unknown section, empty text, a
+                type, scope or project the rules refuse.
             CapError: The section would pass its character cap (a ValueError); nothing is written.
             MemoryGuardError: The text trips a guard rule; nothing is written.
         """
@@ -593,7 +594,7 @@ class Brain:
 
         Raises:
             KeyError: No such entry in MEMORY.md or EVOLUTION.md.
-            ValueError: The entry is already superseded.
+            memlane.errors.InvalidArgumentError (a ValueError): The entry is already superseded.
         """
         schema = self._schema_of(old_key)
         evolution = schema.title == EVOLUTION_SCHEMA.title
@@ -619,7 +620,7 @@ class Brain:
         schema = self._schema_of(old.key)
         evolution = schema.title == EVOLUTION_SCHEMA.title
         if old.superseded:
-            raise ValueError(f"{old.key} is already superseded by {old.superseded_by or 'another entry'}")
+            raise InvalidArgumentError(f"{old.key} is already superseded by {old.superseded_by or 'another entry'}")
         spec = schema.by_prefix(old.prefix)
         assert spec is not None  # _schema_of matched the prefix
         # The replacement is the same kind of memory, for the same people and project.
@@ -635,16 +636,16 @@ class Brain:
 
         Raises:
             KeyError: No such entry.
-            ValueError: Not an open thread, or already resolved.
+            memlane.errors.InvalidArgumentError (a ValueError): Not an open thread, or already resolved.
         """
         with self.transaction(on) as txn:
             entry = txn.memory.find(key)
             if entry is None:
                 raise KeyError(f"no entry {echo(key.upper())} in {self.memory_path}")
             if entry.prefix != "OT":
-                raise ValueError(f"{entry.key} is not an open thread (OT…); supersede it instead")
+                raise InvalidArgumentError(f"{entry.key} is not an open thread (OT…); supersede it instead")
             if entry.resolved:
-                raise ValueError(f"{entry.key} is already {entry.meta['status']}")
+                raise InvalidArgumentError(f"{entry.key} is already {entry.meta['status']}")
             status = "closed" if close else "resolved"
             changes = {"status": status, "resolved": txn.today, "valid_until": txn.today}
             if note:
@@ -683,7 +684,7 @@ class Brain:
         archived = entry.with_meta(archived=txn.today)
         spec = schema.by_prefix(entry.prefix)
         if spec is None:
-            raise ValueError(f"{entry.key} has no section in {schema.title}.md to archive under")
+            raise InvalidArgumentError(f"{entry.key} has no section in {schema.title}.md to archive under")
         txn.archive(schema).add(spec, archived)
         txn.event("archive", key=entry.key, path=str(self.archive_dir))
         return archived

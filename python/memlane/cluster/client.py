@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memlane.errors import MemlaneError
+from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.ranking.hit import Hit
 from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallItem, RecallOptions, recall_options
 
@@ -55,11 +55,13 @@ class RemoteMemory:
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not a server URL: give http://HOST:PORT (what `memlane serve` printed)")
+            raise InvalidArgumentError(
+                f"{url!r} is not a server URL: give http://HOST:PORT (what `memlane serve` printed)"
+            )
         self.url = url.rstrip("/")
         parts = urllib.parse.urlsplit(self.url)
         if not parts.hostname:
-            raise ValueError(f"{url!r} names no host: give http://HOST:PORT (what `memlane serve` printed)")
+            raise InvalidArgumentError(f"{url!r} names no host: give http://HOST:PORT (what `memlane serve` printed)")
         self._address = (parts.scheme, parts.hostname, parts.port)
         self._base = parts.path
         self._proxy = _proxy_for(parts.scheme, parts.hostname)
@@ -264,7 +266,7 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
         return None
     parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the {scheme} proxy {proxy!r} from the environment is not http://HOST:PORT, the only kind memlane speaks to"
         )
     return parts

@@ -34,6 +34,7 @@ from memlane.cluster.build import (
     may_be_bedrock,
 )
 from memlane.cluster.storage import location
+from memlane.errors import InvalidArgumentError
 from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
 
 __all__ = ["ClusterReport", "index_sources", "init_ray", "shard_ref"]
@@ -236,7 +237,8 @@ def index_sources(
         What was done.
 
     Raises:
-        ValueError: ``shards``, ``partition_depth`` or the embedder contradict the existing catalog.
+        memlane.errors.InvalidArgumentError: ``shards``, ``partition_depth`` or the embedder contradict
+            the existing catalog (a ValueError).
     """
     _check.choice("quantization", quantization, QUANTIZATIONS)
     started = time.perf_counter()
@@ -244,17 +246,17 @@ def index_sources(
     previous = cat.load(out_loc)
     if previous is not None:
         if shards is not None and shards != previous.partition.shards:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{out} has {previous.partition.shards} shards: run with --shards {previous.partition.shards} (or a new --out)"
             )
         if partition_depth is not None and partition_depth != previous.partition.depth:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{out} is partitioned at depth {previous.partition.depth}: keep it, or index into a new --out"
             )
         partition = previous.partition
     else:
         if shards is not None and not 1 <= shards <= 9999:
-            raise ValueError(f"--shards must be between 1 and 9999, got {shards}")
+            raise InvalidArgumentError(f"--shards must be between 1 and 9999, got {shards}")
         partition = cat.Partition(shards or 64, partition_depth)
     stage = os.path.realpath(stage_root or os.environ.get("MEMLANE_STAGE_DIR") or _DEFAULT_STAGE)
     report = ClusterReport(shards=partition.shards)
@@ -319,7 +321,7 @@ def index_sources(
     )
     embedder_id = described[0] if described else None
     if previous is not None and previous.embedder_id and embedder_id and embedder_id != previous.embedder_id:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{out} holds vectors of {previous.embedder_id}; {embedder_id} cannot be mixed in (index into a new --out)"
         )
     shard_embedder = PoolEmbedder(actors, described) if described else "none"

@@ -39,6 +39,7 @@ from memlane.embed.bedrock_batch import (
     prepare_jobs,
     run_jobs,
 )
+from memlane.errors import InvalidArgumentError, InvalidDataError
 
 if TYPE_CHECKING:
     from memlane.embed.cache import EmbeddingCache
@@ -70,7 +71,7 @@ def pending_texts(writer: Any, cache: EmbeddingCache, embedder_id: str) -> Itera
 
 def _split_s3_uri(uri: str) -> tuple[str, str]:
     if not uri.startswith("s3://") or not uri[5:].split("/", 1)[0]:
-        raise ValueError(f"--batch needs an S3 location like s3://bucket/prefix, got {uri!r}")
+        raise InvalidArgumentError(f"--batch needs an S3 location like s3://bucket/prefix, got {uri!r}")
     bucket, _, prefix = uri[5:].partition("/")
     return bucket, prefix.strip("/")
 
@@ -159,7 +160,7 @@ class BatchRun:
         """The run saved in ``home``, or ``None``.
 
         Raises:
-            ValueError: If the state file is unreadable (it is left in place).
+            memlane.errors.InvalidDataError: If the state file is unreadable (it is left in place; a ValueError).
         """
         path = cls.state_path(home)
         try:
@@ -167,9 +168,9 @@ class BatchRun:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: unreadable batch state ({exc}); delete it to abandon the run") from None
+            raise InvalidDataError(f"{path}: unreadable batch state ({exc}); delete it to abandon the run") from None
         if raw.get("version") != _STATE_VERSION:
-            raise ValueError(f"{path}: batch state version {raw.get('version')!r} is not {_STATE_VERSION}")
+            raise InvalidDataError(f"{path}: batch state version {raw.get('version')!r} is not {_STATE_VERSION}")
         return cls(
             path=path,
             embedder_id=raw["embedder_id"],
@@ -213,11 +214,11 @@ class BatchRun:
             min_records_per_job: Fewest records Bedrock accepts in a job.
 
         Raises:
-            ValueError: On a malformed S3 URI or role, or bad limits.
+            memlane.errors.InvalidArgumentError: On a malformed S3 URI or role, or bad limits (a ValueError).
         """
         bucket, prefix = _split_s3_uri(s3_uri)
         if not role_arn.startswith("arn:"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"--batch-role needs an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {role_arn!r}"
             )
         jobs, partial = prepare_jobs(
