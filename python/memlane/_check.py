@@ -119,11 +119,12 @@ def flag(name: str, value: Any) -> bool:
 
 def choice(name: str, value: Any, accepted: Collection[str]) -> str:
     """``value`` if it is one of the ``accepted`` strings."""
-    if text(name, value) not in accepted:
+    checked = text(name, value)
+    if checked not in accepted:
         raise InvalidArgumentError(
             f"{name} must be one of {', '.join(sorted(accepted))}, got {echo(value, quote=True)}"
         )
-    return value
+    return checked
 
 
 def paths(name: str, value: Any) -> list[str | os.PathLike[str]]:

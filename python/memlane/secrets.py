@@ -71,7 +71,16 @@ ELLIPSIS = "…"
 """What stands for the hidden part of a masked secret."""
 
 _ERRORS = "memlane-secrets-ascii"
-codecs.register_error(_ERRORS, lambda err: ("x" * (err.end - err.start), err.end))
+
+
+def _as_x(err: UnicodeError) -> tuple[str, int]:
+    """Each character that has no ASCII form becomes ``x``: the ASCII copy keeps the text's offsets."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    return "x" * (err.end - err.start), err.end
+
+
+codecs.register_error(_ERRORS, _as_x)
 
 
 @dataclass(frozen=True)

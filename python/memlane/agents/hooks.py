@@ -242,9 +242,9 @@ def _remote() -> Any:
     url = os.environ.get("MEMLANE_REMOTE")
     if not url:
         return None
-    import memlane
+    from memlane.cluster.client import connect
 
-    return memlane.connect(url)
+    return connect(url)
 
 
 # -- context in ---------------------------------------------------------------------------
@@ -427,10 +427,9 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, pr
     model's vectors (the session-start snapshot already holds the brain, so it is left out),
     scoped to ``project`` as :func:`_recall` scopes it.
 
-    Keyword-only, the relevance floor lets most everyday off-topic prompts through (shared
-    transcripts: 76.6% inject something, 1.6% with the query embedded; benches/README.md,
-    *Relevance floor*), so the first prompt of a session pays for loading the model (~0.5
-    CPU-s). A home built by another embedder (billed, remote) or a model that cannot load
+    Keyword-only, the relevance floor lets most everyday off-topic prompts through (with the
+    query embedded, few are; benches/README.md, *Relevance floor*), so the first prompt of a
+    session pays for loading the model (about half a CPU-second). A home built by another embedder (billed, remote) or a model that cannot load
     recalls keyword-only.
     """
     import memlane

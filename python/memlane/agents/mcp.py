@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -149,7 +149,7 @@ class MemoryTools:
         max_tokens: int = 4000,
         project: str | None = None,
         branch: str | None = None,
-        types: list[str] | None = None,
+        types: Sequence[str] | None = None,
     ) -> str:
         """The recall block for ``query``, followed by the items' ids for :meth:`get`; with
         ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`)."""

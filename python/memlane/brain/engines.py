@@ -569,8 +569,12 @@ class BedrockEngine:
         for raw in data.get("items") or []:
             if not isinstance(raw, dict) or raw.get("kind") not in KINDS or not str(raw.get("text") or "").strip():
                 continue
-            turns = raw.get("turns") if isinstance(raw.get("turns"), list) else []
-            ints = [int(x) for x in turns if isinstance(x, int) and 0 <= x < len(session.turns)]
+            turns = raw.get("turns")
+            ints = [
+                int(x)
+                for x in (turns if isinstance(turns, list) else [])
+                if isinstance(x, int) and 0 <= x < len(session.turns)
+            ]
             span = (min(ints), max(ints)) if ints else (0, max(len(session.turns) - 1, 0))
             target = str(raw.get("supersedes") or "").upper() or None
             items.append(

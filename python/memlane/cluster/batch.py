@@ -364,7 +364,7 @@ def embed_index_batch(
     from memlane.cluster.search import local_root
     from memlane.embed.bedrock_batch import make_batch_clients
     from memlane.embed.cache import EmbeddingCache
-    from memlane.errors import EmbedderMismatchError
+    from memlane.errors import CorruptIndexError, EmbedderMismatchError
 
     started = time.perf_counter()
     out = location(uri)
@@ -393,19 +393,20 @@ def embed_index_batch(
     report = ClusterBatchReport(resumed=plan is not None and plan.started)
     cache = EmbeddingCache(folder / _RUN_CACHE)
     try:
-        fresh = plan is None or not plan.started  # nothing saved, or saved before its jobs were
-        if fresh and not (s3_uri and role_arn):
-            raise InvalidArgumentError(
-                "no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one"
-            )
+        start: tuple[str, str] | None = None  # the S3 location and IAM role of a new run
+        if plan is None or not plan.started:  # nothing saved, or saved before its jobs were
+            if not (s3_uri and role_arn):
+                raise InvalidArgumentError(
+                    "no batch run to resume for this index: give an S3 location (--batch) and an IAM role (--batch-role) to start one"
+                )
+            plan, start = _Plan(out.uri, catalog.generation, embedder.id, bases={}), (s3_uri, role_arn)
         ray = init_ray(ray_address, **ray_init)
         if s3 is None or bedrock is None:
             built_s3, built_bedrock = make_batch_clients(embedder.region)
             s3, bedrock = s3 or built_s3, bedrock or built_bedrock
-        if fresh:
-            plan = _Plan(out.uri, catalog.generation, embedder.id, bases={})
+        if start is not None:
             texts = _collect(ray, out, catalog, plan, folder, cache)
-            BatchRun.start(folder, embedder, s3_uri, role_arn, texts=texts, cache=cache, s3=s3, **start_options)
+            BatchRun.start(folder, embedder, *start, texts=texts, cache=cache, s3=s3, **start_options)
             plan.started = True  # saved after the run's jobs: an interruption before collects again
             plan.save(folder)
         run = BatchRun.load(folder)  # None once every job was read
@@ -443,9 +444,10 @@ def embed_index_batch(
         for n, version in sorted(fills.items()):
             if cat.version_record(out, n, version) is not None:
                 report.shards_resumed += 1
-            refs[
-                task.remote(FillJob(n, version, out.uri, cat.version_record(out, n, plan.bases[str(n)]), described))
-            ] = n
+            base = cat.version_record(out, n, plan.bases[str(n)])
+            if base is None:
+                raise CorruptIndexError(f"{out.uri}: shard {n} has no record of its version {plan.bases[str(n)]}")
+            refs[task.remote(FillJob(n, version, out.uri, base, described))] = n
         records: dict[int, dict[str, Any]] = {}
         for ref, shard in refs.items():
             records[shard] = ray.get(ref)

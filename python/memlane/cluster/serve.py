@@ -68,7 +68,6 @@ try:
     # What a shard that does not answer raises (its actor died, is restarting, or is too slow).
     _UNANSWERED: tuple[type[BaseException], ...] = (RayActorError, ActorUnavailableError, GetTimeoutError)
 except ImportError:  # the module still imports (docs, doctests); start() says what to install
-    ray = None
     _UNANSWERED = ()
 
 from memlane import _check
@@ -272,7 +271,8 @@ class ShardPool:
     def _missing(self) -> set[int]:
         if not hasattr(self._request, "missing"):
             self._request.missing = set()
-        return self._request.missing
+        missing: set[int] = self._request.missing
+        return missing
 
     def begin(self) -> None:
         """Start a request on this thread (its missing shards are counted from here)."""
@@ -700,7 +700,8 @@ def start(
     check_binding(host, token, insecure, token_file)
     access = Access.build(token, read_tokens(token_file) if token_file else None, allow_show_secrets)
     tls = tls_options(tls_cert, tls_key)
-    if ray is None or importlib.util.find_spec("orjson") is None:  # orjson renders the answers
+    # Ray Serve runs the service; orjson renders the answers.
+    if importlib.util.find_spec("ray") is None or importlib.util.find_spec("orjson") is None:
         raise ImportError("memlane serve needs Ray Serve: pip install 'memlane[ray]'")
     catalog = cat.load(location(uri))
     if catalog is None:
@@ -727,8 +728,10 @@ def start(
         # message per actor, and an actor answers for its shards on threads, so more actors
         # than cores only add messages.
         with_data = sum(1 for s in catalog.shards if s.version)
-        one_node = sum(1 for node in ray.nodes() if node.get("Alive")) == 1
-        shard_actors = 0 if one_node else max(1, min(with_data, int(ray.cluster_resources().get("CPU", 1))))
+        # ray.nodes and ray.cluster_resources carry no annotations.
+        one_node = len([node for node in ray.nodes() if node.get("Alive")]) == 1  # type: ignore[no-untyped-call]
+        cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+        shard_actors = 0 if one_node else max(1, min(with_data, cpus))
     groups = shard_actors
     tag = hashlib.sha256(f"{uri}\0{app}".encode()).hexdigest()[:10]
     names = [f"memlane-shards-{tag}-{g}" for g in range(groups)]
@@ -747,7 +750,8 @@ def start(
         ).remote(uri, root, g)
         for g, name in enumerate(names)
     ]
-    ray.get([h.ping.remote() for h in handles])
+    # Ray types an actor handle's methods as the class's plain methods, without ``remote``.
+    ray.get([h.ping.remote() for h in handles])  # type: ignore[union-attr]
     # No access log: a line written per request is work on every query that nothing reads.
     quiet = {"enable_access_log": False}
     # Under direct ingress the replica takes the port; Serve's proxy (started all the same) must not.
@@ -760,7 +764,8 @@ def start(
     )  # fmt: skip
     ingress = "direct" if direct else "proxy"
     serve.run(
-        deployment.bind(uri, names, embedder, access, refresh_seconds, cache_dir, timeout, ingress),
+        # Ray's overloads of serve.deployment take a class with options for the decorator form.
+        deployment.bind(uri, names, embedder, access, refresh_seconds, cache_dir, timeout, ingress),  # type: ignore[attr-defined]
         name=app,
         route_prefix=route_prefix,
     )

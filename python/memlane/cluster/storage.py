@@ -194,7 +194,8 @@ class S3Location(Location):
     def read_bytes(self, key: str) -> bytes | None:
         client = _s3_client()
         try:
-            return client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+            data: bytes = client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+            return data
         except client.exceptions.NoSuchKey:
             return None
 
@@ -202,7 +203,8 @@ class S3Location(Location):
         _s3_client().put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
 
     def open_read(self, key: str) -> IO[bytes]:
-        return _s3_client().get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        body: IO[bytes] = _s3_client().get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        return body
 
     def upload(self, path: Path, key: str) -> None:
         # upload_file switches to a multipart upload for large files.

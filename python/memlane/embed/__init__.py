@@ -216,8 +216,8 @@ class Placement:
         return {"device": "gpu", "batch_size": GPU_BATCH_SIZE} if self.device == "gpu" else {}
 
 
-# Windows per inference call on a GPU: enough rows to keep it busy (32, the CPU's, leaves an
-# H200 mostly idle between calls); benches/bench_gpu.py measures 32/128/512.
+# Windows per inference call on a GPU: enough rows to keep it busy (the CPU's 32 leaves a large
+# GPU mostly idle between calls); benches/bench_gpu.py measures the choice.
 GPU_BATCH_SIZE = 256
 
 

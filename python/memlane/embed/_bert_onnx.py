@@ -31,11 +31,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlane._paths import default_cache_dir
 from memlane.errors import InvalidArgumentError, InvalidDataError
+
+if TYPE_CHECKING:
+    from onnx import ModelProto, NodeProto, TensorProto
 
 # Bump whenever the emitted graph changes, so stale cache files are not reused.
 BUILDER_VERSION = 1
@@ -161,21 +165,19 @@ class _Graph:
 
         self._helper = helper
         self._numpy_helper = numpy_helper
-        self.nodes: list = []
-        self.initializers: list = []
+        self.nodes: list[NodeProto] = []
+        self.initializers: list[TensorProto] = []
 
     def const(self, name: str, value: np.ndarray) -> str:
         self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], name: str, **attrs: object) -> str:
+    def op(self, op_type: str, inputs: list[str], name: str, **attrs: Any) -> str:
         self.nodes.append(self._helper.make_node(op_type, inputs, [name], name=name, **attrs))
         return name
 
 
-def build_bert_onnx(
-    tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False
-):  # -> onnx.ModelProto
+def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False) -> ModelProto:
     """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state``.
 
     All three inputs are int64 ``[batch, sequence]``; the output is float32
@@ -339,7 +341,7 @@ def build_bert_onnx(
     return model
 
 
-def quantize_bert_onnx(model, out: Path, keep_fp32: Sequence[str] = ()) -> None:  # model: onnx.ModelProto
+def quantize_bert_onnx(model: ModelProto, out: Path, keep_fp32: Sequence[str] = ()) -> None:
     """Write ``model`` (a ``fused`` graph) with int8 matrix products, dynamically quantised.
 
     onnxruntime's quantiser stores the weights as int8 per output channel and quantises the
@@ -433,8 +435,9 @@ def _memoised_digest(path: Path, cache_dir: Path, salt: str | None) -> str:
         known = json.loads(memo.read_text())
     except (OSError, ValueError):
         known = {}
-    if isinstance(known, dict) and isinstance(known.get(key), str):
-        return known[key]
+    cached = known.get(key) if isinstance(known, dict) else None
+    if isinstance(cached, str):
+        return cached
     digest = hashlib.sha256(f"{salt}\0".encode() if salt is not None else b"")
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -277,7 +277,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        return self.jitter() * min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return self.jitter() * min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
 
 
 @dataclass(frozen=True)
@@ -544,7 +544,8 @@ class BedrockEmbedder:
 
             emb.embed_query("which database does billing use?").shape  # (1024,)
         """
-        return self.embed_documents([text])[0][0]
+        vector: np.ndarray = self.embed_documents([text])[0][0]
+        return vector
 
     def close(self) -> None:
         """Stop the worker threads (the embedder can still be used; they restart on demand)."""
@@ -640,7 +641,8 @@ class BedrockEmbedder:
             )
         with self._lock:
             self._tokens += tokens
-        return unit_rows(vector[None, :])[0]
+        row: np.ndarray = unit_rows(vector[None, :])[0]
+        return row
 
     @staticmethod
     def _retryable(exc: Any) -> bool:

@@ -320,7 +320,7 @@ def wait_for_job(
         raise InvalidArgumentError(f"batch job {job.name} was not submitted")
     waited = 0.0
     while True:
-        description = bedrock.get_model_invocation_job(jobIdentifier=job.arn)
+        description: dict[str, Any] = bedrock.get_model_invocation_job(jobIdentifier=job.arn)
         status = description.get("status", "")
         if on_status is not None:
             on_status(job, description)

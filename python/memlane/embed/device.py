@@ -123,7 +123,9 @@ def cuda_libraries_hint(ort: Any = None) -> str:
         "this onnxruntime-gpu is a CUDA 13 build: it needs the CUDA 13 runtime libraries and cuDNN 9 ...
     """
     if ort is None:
-        import onnxruntime as ort
+        import onnxruntime
+
+        ort = onnxruntime
     major = str(getattr(ort, "cuda_version", "") or "").split(".")[0]
     if not major.isdigit():
         return "it needs the CUDA runtime libraries and cuDNN 9 its onnxruntime-gpu was built for (pip install 'onnxruntime-gpu[cuda,cudnn]')"

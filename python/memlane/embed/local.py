@@ -52,10 +52,9 @@ OVERLAP_TOKENS = 32
 MODES = ("q8", "fp32", "int8")
 # Products of the q8 graph kept in fp32: their inputs (the GELU outputs of the first three
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
-# int8 range per batch resolves poorly. Quantising each product alone, on LoCoMo windows, these
-# four cost the most cosine to fp32 (1 - cosine 0.0012, 0.0006, 0.0011, 0.0004 of the 0.0063
-# of quantising all 24, on 256-token windows); keeping them lifts the mean cosine there from
-# 0.993 to 0.997 for ~17% of the multiply-adds left in fp32.
+# int8 range per batch resolves poorly. Of the 24 products, these four lose the most cosine to
+# fp32 when quantised, so keeping them in fp32 buys most of the accuracy back for a small share
+# of the multiply-adds (benches/README.md, "Embeddings: the q8 default").
 Q8_KEEP_FP32 = ("layer0/ffn_out/matmul", "layer1/ffn_out/matmul", "layer2/ffn_out/matmul", "layer0/attn_out/matmul")
 
 
@@ -177,8 +176,8 @@ def _runtime(
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-            # Idle worker threads sleep instead of spinning: spinning burned ~20% more CPU for the
-            # same batches (and was no faster) on the shared 2-core machine this was measured on.
+            # Idle worker threads sleep instead of spinning: spinning burns CPU for the same batches
+            # and is no faster, which a machine shared with the user's other work pays for.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 session = ort.InferenceSession(str(onnx_path), sess_options=options, providers=list(providers))
@@ -403,8 +402,9 @@ class LocalEmbedder:
         """
         vectors = self._embed_windows(self._windows([text])[0])
         if len(vectors) == 1:
-            return vectors[0]
-        mean = vectors.mean(axis=0)
+            vector: np.ndarray = vectors[0]
+            return vector
+        mean: np.ndarray = vectors.mean(axis=0)
         return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
 
     def window_spans(self, text: str) -> list[tuple[int, int]]:

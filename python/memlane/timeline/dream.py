@@ -266,8 +266,8 @@ def dream(
 
         candidates.append((1.0 + len(files) / 10 + searched, len(candidates), name, make))
     chosen = sorted(candidates, key=lambda c: (-c[0], c[1]))[:MAX_OPERATIONS]
-    for _, _, _, apply in sorted(chosen, key=lambda c: c[1]):
-        op = apply()
+    for _, _, _, operation in sorted(chosen, key=lambda c: c[1]):
+        op = operation()
         if op is not None:
             report.operations.append({"op": op})
     for p in pages.values():

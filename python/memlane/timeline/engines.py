@@ -256,11 +256,13 @@ def parse_answer(text: str, sources: Sequence[Source], limit: int) -> list[State
         if not isinstance(item, dict):
             continue
         text_ = " ".join(str(item.get("text") or "").split())
-        ids = item.get("sources") if isinstance(item.get("sources"), list) else []
+        cited = item.get("sources")
+        ids = cited if isinstance(cited, list) else []
         refs = tuple(
             dict.fromkeys(sources[n - 1].ref for n in (_source_number(i) for i in ids) if n and 0 < n <= len(sources))
         )
-        section = item.get("section") if item.get("section") in SECTIONS else "Facts"
+        named = item.get("section")
+        section = named if isinstance(named, str) and named in SECTIONS else "Facts"
         if text_ and refs:
             out.append(Statement(section, text_, refs))
     return out[:limit]
