@@ -47,7 +47,7 @@ __all__ = [
 QUANTIZATIONS = ("i8", "f16", "f32")
 """How a home may store its vectors (see :class:`memlane.Memory`)."""
 DEFAULT_QUANTIZATION = "i8"
-"""A new home's vector storage: 533 B a chunk with its graph at 384 dims, recall as f16's."""
+"""A new home's vector storage: a byte a dimension, finding what ``f16`` finds."""
 
 _LOCK_FILE = "write.lock"
 """The core's write lock (:class:`memlane._core.HomeLock`): held while a home is cleared, so it stays."""

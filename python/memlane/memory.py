@@ -134,9 +134,9 @@ class Memory:
         embedder: ``"local"`` (default, offline MiniLM), ``"local:int8"``, ``"local:/model/dir"``
             (a sentence-embedding model of your own), ``"bedrock[:dims]"``, ``"none"`` for
             keyword-only, or any object implementing :class:`memlane.embed.Embedder`.
-        quantization: Vector storage for a new home: ``i8`` (default: 1 byte a dimension, 533 B
-            a chunk with its graph at 384 dims, evidence recall as ``f16``'s on LoCoMo), ``f16``
-            or ``f32``. A home keeps the storage it was made with.
+        quantization: Vector storage for a new home: ``i8`` (default: 1 byte a dimension, with
+            the evidence recall of ``f16``), ``f16`` or ``f32``. A home keeps the storage it was
+            made with.
         cache_dir: Shared embedding cache (default ``$MEMLANE_CACHE_DIR`` or ``~/.cache/memlane``).
         device: Where the local model runs: ``auto`` (default: a GPU when one is usable, else the
             CPU), ``cpu`` or ``gpu`` (fails, saying why, where no GPU can be used). On a GPU a new

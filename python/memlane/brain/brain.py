@@ -258,8 +258,8 @@ class Brain:
     def _withheld(self, text: str) -> str | None:
         """:meth:`MemoryGuard.withheld`, remembered in the home by content hash.
 
-        Screening a 16 KB MEMORY.md costs about 40 ms of CPU (benches/bench_guard.py), and
-        every hook is a new process that reads it: each text is judged once per rule set.
+        Screening a MEMORY.md costs tens of milliseconds (benches/bench_guard.py), and every
+        hook is a new process that reads it: each text is judged once per rule set.
         """
         if not text.strip():
             return None

@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane import _check, _core
@@ -36,6 +36,7 @@ from memlane.cluster.build import (
 from memlane.cluster.storage import location
 from memlane.errors import InvalidArgumentError
 from memlane.memory import DEFAULT_QUANTIZATION, QUANTIZATIONS
+from memlane.report import Report
 
 __all__ = ["ClusterReport", "index_sources", "init_ray", "shard_ref"]
 
@@ -48,7 +49,7 @@ _DEFAULT_STAGE = "/tmp/memlane-stage"
 
 
 @dataclass
-class ClusterReport:
+class ClusterReport(Report):
     """What a distributed index run did."""
 
     files_seen: int = 0
@@ -76,10 +77,6 @@ class ClusterReport:
     (an actor restarted by Ray starts its count again), and the rate limiter's counts."""
     list_seconds: float = 0.0
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def init_ray(address: str, **kwargs: Any) -> Any:

@@ -10,11 +10,18 @@ Vectors go to the embedding cache under the on-demand Bedrock embedder's id (sam
 request body and capping), never straight into the index: :meth:`memlane.Memory.embed_batch`
 then fills the index from the cache with the ordinary backfill, which makes no call for them.
 
+A run in outline (it needs S3 and Bedrock, so this is prose rather than a doctest):
+``BatchRun.start(home, embedder, "s3://my-bucket/memlane", role_arn, texts=pending_texts(writer,
+cache, embedder.id), cache=cache, s3=s3)`` streams the job inputs and saves the state; then
+``run.wait(cache=cache, s3=s3, bedrock=bedrock)`` submits, polls and joins the outputs, and its
+report's ``failed`` maps each record a job returned no vector for to the reason
+(``{'9f2c…': '400: Malformed input request'}``).
+
 Example:
-    >>> run = BatchRun.start(home, embedder, "s3://my-bucket/memlane", role_arn,  # doctest: +SKIP
-    ...                      texts=pending_texts(writer, cache, embedder.id), cache=cache, s3=s3)
-    >>> run.wait(cache=cache, s3=s3, bedrock=bedrock).failed  # doctest: +SKIP
-    {'9f2c...': '400: Malformed input request'}
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> BatchRun.load(Path(tempfile.mkdtemp())) is None  # no run saved in this home
+    True
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from memlane.embed.bedrock_batch import (
     run_jobs,
 )
 from memlane.errors import InvalidArgumentError, InvalidDataError
+from memlane.report import Report
 
 if TYPE_CHECKING:
     from memlane.embed.cache import EmbeddingCache
@@ -77,7 +85,7 @@ def _split_s3_uri(uri: str) -> tuple[str, str]:
 
 
 @dataclass
-class BatchBackfillReport:
+class BatchBackfillReport(Report):
     """What a batch backfill did.
 
     Attributes:
@@ -117,7 +125,7 @@ class BatchBackfillReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` shape), with the cost estimate."""
-        return {**asdict(self), "estimated_cost_usd": round(self.estimated_cost_usd, 6)}
+        return {**super().to_dict(), "estimated_cost_usd": round(self.estimated_cost_usd, 6)}
 
 
 @dataclass

@@ -12,8 +12,8 @@ A summary none of whose children matches stays, at its score (a wiki page at
 :data:`WIKI_WEIGHT` of it): it is the only route to what it says. The cost: one restricted search per summary among the hits; none when there is
 no summary.
 
-The Recall service's postmortem is why: with summaries ranked on their own, the top hit of
-98% of its failures was a summary, and 39% retrieved no daily at all.
+Why: ranked on their own, summaries (which restate many days in few words) take the top places
+and push out the daily entries that hold the details a question asks for.
 
 Example:
     >>> place_evidence([], 10, fetch=lambda since, until: [])
@@ -41,11 +41,10 @@ __all__ = ["LIFT", "WIKI_WEIGHT", "cited", "place_evidence"]
 LIFT = 1
 """Children of one summary that may take its place (the best matching one)."""
 WIKI_WEIGHT = 0.5
-"""Score weight of a wiki page none of whose cited entries matched: the highest weight at which
-LoCoMo dev as dailies with dreamt pages (benches/bench_timeline_locomo.py --dream, local
-embedder, with the relevance floor) reaches the floor of its curve: questions with a page above
-the first gold turn 1.5: 65, 1.1: 45, 0.9: 19, 0.7: 4, 0.5 / 0.3: 1; recall_any@5 0.653 →
-0.658. The generated timeline is flat from 1.5 to 0.5 (see benches/README.md)."""
+"""Score weight of a wiki page none of whose cited entries matched: high enough that the page
+stays a route to what it says, low enough that it seldom sits above the entries that are the
+evidence (the highest weight at which pages above the first piece of evidence stop falling;
+benches/bench_timeline_locomo.py --dream measures it)."""
 
 Fetch = Callable[[int, int], Sequence["Hit"]]
 """``fetch(since_ms, until_ms)``: the query's hits among knowledge chunks dated in ``[since, until)``."""

@@ -1,16 +1,10 @@
 """How much of a query is searched: its first :data:`MAX_QUERY_CHARS` characters.
 
 A search costs time in proportion to its query: every word is a posting list to walk, and the
-time-aware reordering runs its regexes over the whole text. A pasted 5 MB log made a hook take
-1.5–4 s and logged 10 MB a call. Bounded, a query costs what an ordinary long prompt costs:
-
-* cost (a home of 32k generated chunks, ``Memory.search``, best of 3): 2 ms at 1,000
-  characters, 8 ms at 4,000, 15 ms at 16,000, 0.8 s at 1,000,000 — it grows with the query
-  and flattens only where the query is cut;
-* what is lost: a prompt made of a chunk's own words followed by 1 MB of pasted text from the
-  same vocabulary finds that chunk in its top 10 for 60/60 chunks cut at 1,000 characters,
-  58/60 at 2,000, 52/60 at 4,000, 42/60 at 8,000 and 0/60 at 16,000 (pasted words drown the
-  user's); real prompts are far shorter (the shared Claude Code samples: p99 410 characters).
+time-aware reordering runs its regexes over the whole text, so a pasted log would make every
+hook slow. Bounded, a query costs what an ordinary long prompt costs. Little is lost: the
+words a person types come first, and past a few thousand characters pasted text drowns them
+anyway; real prompts are far shorter than the bound.
 
 4,000 characters (about 1,000 tokens) keeps the whole of nearly every prompt a person types,
 with room for a pasted error, and the cut is made at a word boundary. :meth:`memlane.Memory.search`

@@ -15,8 +15,9 @@ With vectors, ``relevance = 0.6 · cosine + 0.4 · coverage`` (cosine clamped to
 keyword-only, coverage × 4.5 (at most 1), scaled so the floor costs the same recall there.
 
 A search returns nothing when no candidate reaches :data:`FLOOR`, and otherwise ranks every
-candidate by its fused score as before (a floor on each hit instead cost 2–4 points of evidence
-recall on LoCoMo dev for the same off-topic rate). Recall injects nothing unless the search
+candidate by its fused score: the floor decides *whether* memory answers, not which hits it
+keeps, because a floor on each hit drops evidence that a relevant answer needs for no fewer
+off-topic answers (benches/README.md, *Relevance floor*). Recall injects nothing unless the search
 answers, and then the candidates that reach :data:`ITEM_FLOOR`. Brain entries are scored here
 on the same scale (:func:`entry_relevance`).
 
@@ -34,14 +35,14 @@ from memlane import _core
 __all__ = ["FLOOR", "ITEM_FLOOR", "VECTOR_WEIGHT", "entry_relevance"]
 
 FLOOR: float = round(_core.DEFAULT_THRESHOLD, 6)
-"""The default relevance floor (chosen on LoCoMo dev: the highest floor that costs at most 0.3
-points of session or turn evidence recall@10; see benches/README.md, *Relevance floor*)."""
+"""The default relevance floor: the highest that leaves evidence recall as it is without one,
+so that off-topic questions get nothing while on-topic ones lose nothing (benches/README.md,
+*Relevance floor*)."""
 
 ITEM_FLOOR = 0.175
 """Relevance under which recall leaves a candidate out of an answer the floor let through: the
-highest of 0.15 / 0.175 / 0.2 / 0.225 that keeps every gold turn LoCoMo dev recall injected with
-the old rule (a fused score of 0.2) at 2k, 4k and 15k tokens (1,094 / 1,177 / 1,237 of 1,349;
-0.225 keeps 1,041 / 1,104 / 1,144)."""
+highest that still injects every piece of evidence the fused-score rule it replaced injected,
+at every token budget, so that the room it frees goes to better candidates."""
 
 VECTOR_WEIGHT: float = round(_core.RELEVANCE_VECTOR_WEIGHT, 6)
 """Weight of the cosine in relevance; the keyword evidence gets the rest."""
