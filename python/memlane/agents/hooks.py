@@ -429,8 +429,8 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, pr
 
     Keyword-only, the relevance floor lets most everyday off-topic prompts through (with the
     query embedded, few are; benches/README.md, *Relevance floor*), so the first prompt of a
-    session pays for loading the model (about half a CPU-second). A home built by another embedder (billed, remote) or a model that cannot load
-    recalls keyword-only.
+    session pays for loading the model (about half a CPU-second). A home built by another
+    embedder (billed, remote) or a model that cannot load recalls keyword-only.
     """
     import memlane
     from memlane.embed import is_bundled_model

@@ -24,7 +24,7 @@ Shape:
 - **HTTP ingress**: with one replica on a cluster this process starts (``memlane serve``'s
   default) the replica itself listens on the port — Serve's direct ingress, see
   :func:`direct_ingress` — instead of Serve's HTTP proxy, one process hop less (a bare request
-  ~1.5 ms instead of ~16 ms on a 2-core machine); with several replicas, or on a cluster
+  answers several times faster); with several replicas, or on a cluster
   started elsewhere, Serve's proxy listens and balances the replicas.
 - **HTTP API** (read only): ``POST /search``, ``POST /recall`` (JSON bodies: the keyword
   arguments of :meth:`memlane.Memory.search`, ``k`` at most :data:`MAX_K`, and
@@ -501,8 +501,7 @@ class Router:
 
 def _json_response(content: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Any:
     """A JSON response rendered by orjson: the bytes Starlette's ``JSONResponse`` renders (UTF-8,
-    no spaces) in a tenth of the time (0.04 ms against 0.34 for ten hits), on the event loop
-    every request shares."""
+    no spaces) in a fraction of the time, on the event loop every request shares."""
     import orjson
     from starlette.responses import Response
 
@@ -527,10 +526,10 @@ def direct_ingress(port: int) -> dict[str, str]:
     cluster starts): one replica answers on ``port`` with no proxy in between, and a released
     port goes back at once (no quarantine), so a replica Serve restarts takes it again. The
     router's code runs on the replica's own event loop, not a second one in another thread:
-    a request then crosses no thread to reach it (0.3-0.5 ms less a request, 1M bench). The
+    a request then crosses no thread to reach it. The
     router never blocks that loop: a search runs on a worker thread. A replica stopping does
-    not stay reachable for a load balancer to deregister it (Serve's default: 30 s, which made
-    Ctrl-C take ~34 s): none stands in front of it.
+    not stay reachable for a load balancer to deregister it (Serve's default: 30 s, all of which
+    Ctrl-C would wait): none stands in front of it.
 
     Example:
         >>> direct_ingress(8765)["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"]
@@ -723,8 +722,8 @@ def start(
 
     if shard_actors is None:
         # On one machine the shards open in the router replica: a query's rounds then cost no
-        # hop between processes (on 2 cores a round through an actor cost 2-4 ms more than
-        # in process). Across machines shard actors spread the shards; a round costs one
+        # hop between processes (a round through an actor costs milliseconds more than one in
+        # process). Across machines shard actors spread the shards; a round costs one
         # message per actor, and an actor answers for its shards on threads, so more actors
         # than cores only add messages.
         with_data = sum(1 for s in catalog.shards if s.version)
