@@ -78,7 +78,9 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
             raise InvalidArgumentError(
                 f"--remote asks a served index: search, recall and status only (`memlane {args.command}` works on a --home)"
             )
-        return memlane.connect(args.remote)
+        from memlane.cluster.client import connect
+
+        return connect(args.remote)
     spec: Any = embedder
     if embedder.startswith("bedrock"):
         from memlane.embed import make_embedder
@@ -89,7 +91,9 @@ def _open(args: argparse.Namespace, embedder: str) -> Any:
             raise InvalidArgumentError(
                 f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)"
             )
-        return memlane.open_index(args.index, embedder=spec)
+        from memlane.cluster import open_index
+
+        return open_index(args.index, embedder=spec)
     return memlane.open(args.home, embedder=spec, quantization=getattr(args, "quantization", None) or DEFAULT_QUANTIZATION,
                         device=getattr(args, "device", "auto"))  # fmt: skip
 
@@ -111,7 +115,8 @@ def _cmd_index_cluster(args: argparse.Namespace) -> int:
         # The actors build their own clients (one cannot be pickled); building one here makes
         # a wrong region or profile a one-line error before any cluster work.
         options = {"region": args.aws_region, "profile": args.aws_profile, "concurrency": args.concurrency}
-        make_embedder(args.embed, **options).close()
+        probe: Any = make_embedder(args.embed, **options)
+        probe.close()
 
     def progress(stage: str, done: int, total: int) -> None:
         if not args.json:
@@ -555,7 +560,7 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             f"a sharded index is backfilled by Bedrock batch inference: use --embed bedrock[:1024|512|256], not {args.embed}"
         )
-    embedder = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
+    embedder: Any = make_embedder(args.embed, region=args.aws_region, profile=args.aws_profile)
     s3, bedrock = make_batch_clients(args.aws_region or embedder.region, args.aws_profile)
     on_status = _job_status_lines(args)
     report = batch.embed_index_batch(
@@ -596,7 +601,7 @@ def _last_index_device(mem: Any) -> str | None:
     return devices[-1] if devices else None
 
 
-def _served_shards(status: dict) -> str:
+def _served_shards(status: dict[str, Any]) -> str:
     """Where a server keeps its shards and how it takes HTTP, for ``status``."""
     where = f"{status['shard_actors']} shard actors" if status["shard_actors"] else "shards in the router"
     return where + (f", {status['ingress']} ingress" if "ingress" in status else "")
@@ -845,7 +850,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    def common(defaults: bool) -> argparse.ArgumentParser:
+    def common(defaults: bool) -> _Parser:
         # Subcommands repeat the global options with SUPPRESS defaults, so `memlane --json
         # status` and `memlane status --json` both work without one resetting the other.
         p = _Parser(add_help=False)

@@ -184,7 +184,7 @@ def merge_hooks(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]
         >>> [h["command"] for g in merge_hooks(s, new)["hooks"]["Stop"] for h in g["hooks"]]
         ['say done', 'memlane hook claude-code stop']
     """
-    out = json.loads(json.dumps(settings))
+    out: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidDataError('the settings\' "hooks" is not an object; fix it first, nothing was written')
@@ -368,7 +368,7 @@ def _without_hooks(data: dict[str, Any]) -> dict[str, Any]:
 
 def _without_server(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without ``mcpServers.memlane``, and without an ``mcpServers`` object left empty."""
-    out = json.loads(json.dumps(data))
+    out: dict[str, Any] = json.loads(json.dumps(data))
     servers = out.get("mcpServers")
     if isinstance(servers, dict):
         servers.pop("memlane", None)
