@@ -260,7 +260,7 @@ def decay(source: str, path: str, timestamp: str | None, now: datetime, half_lif
     if when is None:
         return 1.0
     age_days = max(0.0, (now - when).total_seconds() / 86_400)
-    return 0.5 ** (age_days / half_life_days)
+    return float(0.5 ** (age_days / half_life_days))
 
 
 # ---------------------------------------------------------------------------- provenance

@@ -116,7 +116,9 @@ class RemoteMemory:
         kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
         if self._proxy is None:
             return kind(host, port, timeout=self.timeout)
-        conn = kind(self._proxy.hostname, self._proxy.port or 80, timeout=self.timeout)
+        proxy_host = self._proxy.hostname
+        assert proxy_host is not None  # _proxy_for refuses a proxy URL without a host
+        conn = kind(proxy_host, self._proxy.port or 80, timeout=self.timeout)
         if scheme == "https":
             conn.set_tunnel(host, port, headers=self._proxy_auth())
         return conn
@@ -259,7 +261,8 @@ def _proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
         return None
     import urllib.request  # only a client beyond loopback pays for it
 
-    if urllib.request.proxy_bypass_environment(host):
+    # Undocumented but stable since Python 3.0, and the one reader of NO_PROXY as the environment means it.
+    if urllib.request.proxy_bypass_environment(host):  # type: ignore[attr-defined]
         return None
     proxy = urllib.request.getproxies_environment().get(scheme)
     if not proxy:

@@ -88,7 +88,7 @@ def init_ray(address: str, **kwargs: Any) -> Any:
     except ImportError:
         raise ImportError("--ray needs Ray: pip install 'memlane[ray]'") from None
     if not ray.is_initialized():
-        quiet = {"log_to_driver": False, "include_dashboard": False, "configure_logging": False}
+        quiet: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False, "configure_logging": False}
         if address == "local":
             ray.init(**quiet, **kwargs)
         else:
@@ -280,7 +280,7 @@ def index_sources(
         was = old.get(uri)
         before = was is not None and was.duplicate_of is None
         changed = was is None or (was.etag, was.size) != (now.etag, now.size)
-        if before and (changed or now.duplicate_of):
+        if was is not None and before and (changed or now.duplicate_of):
             remove.setdefault(was.shard, []).append(uri)
         if now.duplicate_of is None and (changed or not before):
             index.setdefault(now.shard, []).append((uri, now.etag))

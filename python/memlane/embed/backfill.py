@@ -172,9 +172,10 @@ def embed_batch(
             raise InvalidArgumentError(
                 "no batch run to resume in this home: give an S3 location and an IAM role to start one"
             )
-        with store.writer() as writer:
+        with store.writer() as writer:  # held while the pending texts stream to S3
             texts = pending_texts(writer, cache, embedder.id)
-            run = BatchRun.start(home, embedder, s3_uri, role_arn, texts=texts, cache=cache, s3=s3, **start_options)
+            new_run = BatchRun.start(home, embedder, s3_uri, role_arn, texts=texts, cache=cache, s3=s3, **start_options)
+        run = new_run
     elif run.embedder_id != embedder.id or (s3_uri or run.s3_uri) != run.s3_uri:
         raise InvalidArgumentError(
             f"a batch run of {run.embedder_id} to {run.s3_uri} is in progress in this home: resume it with "

@@ -222,9 +222,9 @@ def time_window(query: str, reference: datetime) -> TimeWindow | None:
     if absolute is not None:
         window, match = absolute
         offset = None
-        for m in _OFFSET.finditer(q[: match.start()]):
-            if m.end() == match.start() or q[m.end() : match.start()].strip() in ("", "on", "the"):
-                offset = m
+        for found in _OFFSET.finditer(q[: match.start()]):
+            if found.end() == match.start() or q[found.end() : match.start()].strip() in ("", "on", "the"):
+                offset = found
         if offset is None:
             return window
         count = _count(offset.group("count")) if offset.group("count") else 1
