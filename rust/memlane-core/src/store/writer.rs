@@ -1,0 +1,655 @@
+//! The one writer of a home: scans the roots against the manifest, parses and chunks the
+//! files that changed (in parallel), and files their chunks and vectors until a commit.
+
+use super::commit::tantivy_writer;
+use super::manifest::{mtime_ns, resume_file_of, write_json};
+use super::reader::library_of;
+use super::source::{head_keys, Prior, NOT_A_REGULAR_FILE};
+use super::{
+    guarded, read_json, Archive, FileEntry, FileReport, HomeLock, HomeMeta, IndexReport, Manifest,
+    ParsedSource, ResumeRef, ScanPlan, Segment, Store, META_FILE, REPAIR_DIR, RESUME_DIR,
+    VECTORS_FILE,
+};
+use crate::chunk::{Chunk, DEFAULT_BUDGET_TOKENS};
+use crate::error::{Error, Result};
+use crate::model::{Format, ParsedFile};
+use crate::parse;
+use crate::project::Projects;
+use crate::vector::VectorIndex;
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tantivy::IndexWriter;
+
+/// The one writer of a home: holds `write.lock` until dropped.
+pub struct Writer {
+    pub(super) store: Arc<Store>,
+    _lock: HomeLock,
+    pub(super) tantivy: IndexWriter,
+    pub(super) manifest: Manifest,
+    /// Keys live in tantivy (committed or added in this run).
+    pub(super) present: HashSet<u64>,
+    /// Chunks of transcripts whose files are gone, taken at the start of an index run: one a
+    /// live file also holds (a moved or copied transcript) is filed under that file again.
+    gone_keys: HashSet<u64>,
+    /// Archived copies stopped being named (merged, rewritten, forgotten): the next commit
+    /// sweeps the archive (listing it on every commit would cost a turn-by-turn index).
+    pub(super) archive_dropped: bool,
+    /// How many manifest files reference each key.
+    pub(super) refs: HashMap<u64, u32>,
+    /// The writable vector index, loaded only when vectors are added or removed: a no-op
+    /// re-index must not pay for reading hundreds of MB of vectors.
+    pub(super) vectors: Option<VectorIndex>,
+    pub(super) removed_keys: Vec<u64>,
+    /// Resume state files to write before the manifest, by name.
+    pub(super) new_states: HashMap<String, Vec<u8>>,
+    /// Resume state files the manifest stops naming, deleted after it is written.
+    pub(super) old_states: Vec<String>,
+    pub(super) manifest_dirty: bool,
+    pub(super) lexical_dirty: bool,
+    pub(super) vectors_dirty: bool,
+    format: Option<Format>,
+    pub(super) budget: usize,
+    /// Paths scanned, as named and canonical: a named path that gives nothing is reported.
+    pub(super) roots: Vec<(String, PathBuf)>,
+    /// Source files whose chunks this writer removed because they are gone.
+    pub(super) removed_paths: Vec<String>,
+    /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
+    pub(super) purge: bool,
+    /// Project keys of the working directories and library folders met so far.
+    projects: Projects,
+    /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
+    /// a commit must not write a manifest naming chunks that never reached the disk.
+    pub(super) detached: bool,
+    /// What this writer has done so far.
+    pub report: IndexReport,
+}
+
+impl Writer {
+    /// Take the write lock of `store`'s home.
+    ///
+    /// # Errors
+    /// `Locked` when another writer holds it.
+    pub fn new(store: Arc<Store>, format: Option<Format>) -> Result<Writer> {
+        let lock = HomeLock::acquire(&store.home)?;
+        store.lexical()?;
+        // What a crashed or failed commit left behind: temp files, and tantivy segments no
+        // commit names (collected below, once tantivy's own lock is held).
+        crate::durable::remove_stale(&store.home);
+        crate::durable::remove_stale(&store.home.join(RESUME_DIR));
+        let tantivy = tantivy_writer(&store)?;
+        store.lexical.reload()?;
+        // A writer needs both records whole: with a default in place of either it would
+        // drop every chunk (no manifest) or start a new vector file over the old (no meta).
+        read_json::<HomeMeta>(&store.home.join(META_FILE))?;
+        let manifest = store.read_manifest()?;
+        let mut refs: HashMap<u64, u32> = HashMap::new();
+        for entry in manifest.files.values() {
+            for key in &entry.keys {
+                *refs.entry(*key).or_insert(0) += 1;
+            }
+        }
+        let present = guarded(&store.lexical_dir(), || store.lexical.all_keys())?;
+        Ok(Writer {
+            store,
+            _lock: lock,
+            tantivy,
+            manifest,
+            present,
+            refs,
+            vectors: None,
+            removed_keys: Vec::new(),
+            new_states: HashMap::new(),
+            old_states: Vec::new(),
+            manifest_dirty: false,
+            lexical_dirty: false,
+            vectors_dirty: false,
+            format,
+            budget: DEFAULT_BUDGET_TOKENS,
+            roots: Vec::new(),
+            removed_paths: Vec::new(),
+            purge: false,
+            projects: Projects::default(),
+            detached: false,
+            report: IndexReport::default(),
+            gone_keys: HashSet::new(),
+            archive_dropped: false,
+        })
+    }
+
+    /// Walk `roots` and compare with the manifest: what is new, changed, unchanged or gone.
+    ///
+    /// # Errors
+    /// `NotFound` for a root that does not exist.
+    pub fn scan(&mut self, roots: &[PathBuf]) -> Result<ScanPlan> {
+        let mut plan = ScanPlan::default();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut root_prefixes = Vec::new();
+        let mut unarchived = Vec::new();
+        for named in roots {
+            let root = std::fs::canonicalize(named).map_err(|_| Error::NotFound(named.clone()))?;
+            self.roots
+                .push((named.to_string_lossy().into_owned(), root.clone()));
+            let files: Vec<PathBuf> = if !root.is_dir() {
+                // A named file exists, so nothing under it can be gone; adding it as a
+                // prefix would wrongly cover siblings such as `a.jsonl.zst` of `a.jsonl`.
+                // A FIFO or a device named here goes on too: reading refuses it, with a reason.
+                vec![root.clone()]
+            } else {
+                let mut prefix = root.to_string_lossy().into_owned();
+                if !prefix.ends_with('/') {
+                    prefix.push('/');
+                }
+                root_prefixes.push(prefix);
+                walkdir::WalkDir::new(&root)
+                    .follow_links(false)
+                    .into_iter()
+                    .filter_map(std::result::Result::ok)
+                    .filter(|e| {
+                        // Links are not followed; a FIFO, socket or device named like a
+                        // transcript is kept, to be refused (never opened) with a reason.
+                        let kind = e.file_type();
+                        !kind.is_dir()
+                            && !kind.is_symlink()
+                            && parse::is_candidate(e.path(), self.format)
+                    })
+                    .map(walkdir::DirEntry::into_path)
+                    .collect()
+            };
+            for path in files {
+                let key = path.to_string_lossy().into_owned();
+                if !seen.insert(key.clone()) || self.manifest.forgotten.paths.contains(&key) {
+                    continue;
+                }
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    continue;
+                };
+                let unchanged = self
+                    .manifest
+                    .files
+                    .get(&key)
+                    .is_some_and(|e| e.size == meta.len() && e.mtime_ns == mtime_ns(&meta));
+                if let Some(entry) = self.manifest.files.get_mut(&key) {
+                    if entry.gone_since.take().is_some() {
+                        self.manifest_dirty = true; // back where it was
+                    }
+                    if unchanged
+                        && entry.archive.is_empty()
+                        && entry.is_transcript()
+                        && !self.manifest.forgotten.names_file(&key)
+                    {
+                        unarchived.push(key.clone()); // indexed before the home kept copies
+                    }
+                }
+                if unchanged {
+                    plan.unchanged += 1;
+                } else {
+                    plan.bytes_to_index += meta.len();
+                    plan.to_index.push(path);
+                }
+            }
+        }
+        for (path, entry) in &self.manifest.files {
+            if seen.contains(path) || !root_prefixes.iter().any(|r| path.starts_with(r.as_str())) {
+                continue;
+            }
+            if !entry.is_transcript() {
+                plan.deleted.push(path.clone());
+            } else if entry.gone_since.is_none() {
+                plan.gone.push(path.clone());
+            }
+        }
+        self.archive_unarchived(&unarchived)?;
+        self.report.files_seen += seen.len() as u64;
+        Ok(plan)
+    }
+
+    fn release(&mut self, key: u64) {
+        let gone = match self.refs.get_mut(&key) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        };
+        if gone {
+            self.refs.remove(&key);
+            self.drop_chunk(key);
+        }
+    }
+
+    /// Delete chunk `key` from the keyword index (and, at commit, its vectors).
+    pub(super) fn drop_chunk(&mut self, key: u64) {
+        if self.present.remove(&key) {
+            self.tantivy.delete_term(self.store.lexical.key_term(key));
+            self.removed_keys.push(key);
+            self.report.chunks_removed += 1;
+            self.lexical_dirty = true;
+        }
+    }
+
+    /// The project `chunk` is filed under: the repository of the directory its turns were
+    /// written in; for a note, of its library folder (see [`library_of`]).
+    fn project_of(&mut self, chunk: &Chunk) -> String {
+        let dir = match &chunk.cwd {
+            Some(cwd) => cwd.clone(),
+            None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
+            None => return String::new(),
+        };
+        self.projects.of(&dir).to_owned()
+    }
+
+    /// Forget files that no longer exist.
+    pub fn remove_files(&mut self, paths: &[String]) {
+        for path in paths {
+            if let Some(entry) = self.manifest.files.remove(path) {
+                for key in entry.keys {
+                    self.release(key);
+                }
+                self.old_states.extend(entry.resume_state.map(|r| r.file));
+                self.archive_dropped |= !entry.archive.is_empty();
+                self.removed_paths.push(path.clone());
+                self.report.files_removed += 1;
+                self.manifest_dirty = true;
+            }
+        }
+    }
+
+    /// Mark these transcripts gone (a scan's `gone`): their chunks stay, and `status` counts
+    /// them; `forget --path` (or `--missing`) removes them.
+    pub fn mark_gone(&mut self, paths: &[String]) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        for path in paths {
+            if let Some(entry) = self.manifest.files.get_mut(path) {
+                if entry.gone_since.is_none() {
+                    entry.gone_since = Some(now);
+                    self.report.files_gone += 1;
+                    self.manifest_dirty = true;
+                }
+            }
+        }
+    }
+
+    /// Archive transcripts indexed before the home kept copies (once: their next scan finds
+    /// them archived), in parallel.
+    fn archive_unarchived(&mut self, paths: &[String]) -> Result<()> {
+        let archive = self.archive();
+        let done: Vec<(String, Result<Vec<Segment>>)> = paths
+            .par_iter()
+            .map(|path| {
+                let complete = self.manifest.files[path].complete_bytes;
+                (
+                    path.clone(),
+                    archive.extend(Path::new(path), &[], false, complete),
+                )
+            })
+            .collect();
+        for (path, segments) in done {
+            if let Some(entry) = self.manifest.files.get_mut(&path) {
+                entry.archive = segments?;
+                self.manifest_dirty = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The archive this writer's home keeps its copies in. A repair rebuilds the home in its
+    /// `repair.tmp` folder and swaps the index files in, never the archive: the rebuild
+    /// writes into the home's own.
+    pub(super) fn archive(&self) -> Archive {
+        let home = &self.store.home;
+        match home.parent() {
+            Some(parent) if self.rebuilds() => Archive::of(parent),
+            _ => Archive::of(home),
+        }
+    }
+
+    /// Whether this writer rebuilds a home in its repair folder (see [`Writer::archive`]).
+    pub(super) fn rebuilds(&self) -> bool {
+        self.store.home.file_name() == Some(std::ffi::OsStr::new(REPAIR_DIR))
+    }
+
+    /// Parse, chunk and add `paths` (in parallel over files). Nothing is visible to readers
+    /// before [`Writer::commit`].
+    ///
+    /// # Errors
+    /// Index errors; unreadable files are counted as skipped, not raised.
+    pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
+        self.index_files_unguarded(paths)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn index_files_unguarded(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
+        let read = self.read_sources(paths);
+        self.gone_keys = self
+            .manifest
+            .files
+            .values()
+            .filter(|e| e.gone_since.is_some())
+            .flat_map(|e| e.keys.iter().copied())
+            .collect();
+        let mut batch = IndexReport::default();
+        for (path, result) in read {
+            self.add_source(&mut batch, &path, result)?;
+        }
+        self.report.merge(&IndexReport {
+            files_seen: 0,
+            ..batch.clone()
+        });
+        Ok(batch)
+    }
+
+    /// Read `paths` side by side: each resumed from its manifest entry's resume state when it
+    /// only grew, else parsed whole; chunked, and its archived copy brought up to date. `Err`
+    /// holds why a file could not be read at all.
+    fn read_sources(
+        &self,
+        paths: &[PathBuf],
+    ) -> Vec<(PathBuf, std::result::Result<ParsedSource, String>)> {
+        let format = self.format;
+        let budget = self.budget;
+        let home = self.store.home.as_path();
+        let archive = self.archive();
+        let forgotten = &self.manifest.forgotten;
+        let jobs: Vec<(&PathBuf, Option<&FileEntry>)> = paths
+            .iter()
+            .map(|path| {
+                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
+                (path, entry)
+            })
+            .collect();
+        jobs.into_par_iter()
+            .map(|(path, entry)| {
+                // A log's format is decided by the index that first gave it chunks: a record
+                // appended to a short file must not sway detection and drop its turns.
+                let format = format.or_else(|| {
+                    entry
+                        .filter(|e| !e.keys.is_empty())
+                        .and_then(|e| Format::from_name(e.format.as_deref()?))
+                        .filter(|f| f.is_line_log())
+                });
+                let resumed = entry
+                    .and_then(|e| Prior::of(home, &path.to_string_lossy(), e))
+                    .and_then(|p| ParsedSource::resume(path, format, budget, p));
+                let source = match resumed {
+                    Some(source) => Ok(source),
+                    None => ParsedSource::read(path, format, budget),
+                };
+                let source = source.map(|mut s| {
+                    if !forgotten.names_file(&path.to_string_lossy()) {
+                        s.archived = s.archive(&archive, path, entry);
+                    }
+                    s
+                });
+                (path.clone(), source)
+            })
+            .collect()
+    }
+
+    /// Add what reading `path` gave (its chunks and manifest entry) to the index and to `batch`.
+    pub(super) fn add_source(
+        &mut self,
+        batch: &mut IndexReport,
+        path: &Path,
+        result: std::result::Result<ParsedSource, String>,
+    ) -> Result<()> {
+        let key = path.to_string_lossy().into_owned();
+        let source = match result {
+            Ok(source) => source,
+            Err(reason) => {
+                unreadable(batch, key, reason);
+                return Ok(());
+            }
+        };
+        let mut file_report = source.report(&key);
+        let ParsedSource {
+            size,
+            mtime_ns,
+            parsed,
+            hash,
+            chunks,
+            retained,
+            parsed_bytes,
+            resumed,
+            next,
+            archived,
+        } = source;
+        let archive = archived.transpose()?.unwrap_or_default();
+        batch.files_indexed += 1;
+        batch.bytes_parsed += parsed_bytes;
+        batch.files_resumed += u64::from(resumed);
+        for (reason, n) in &parsed.skipped {
+            *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
+        }
+        let new_keys = self.take_chunks(&key, &retained, &chunks, &mut file_report)?;
+        if let Some(old) = self.manifest.files.remove(&key) {
+            self.release_entry(old, &archive);
+        }
+        let resume_state = match next {
+            Some((state, rechunk_from)) => {
+                let (file, bytes) = resume_file_of(&key, &state)?;
+                self.new_states.insert(file.clone(), bytes);
+                Some(ResumeRef {
+                    file,
+                    head_keys: head_keys(&retained, &chunks, rechunk_from),
+                })
+            }
+            None => None,
+        };
+        file_report.chunks = new_keys.len() as u64;
+        if new_keys.is_empty() && file_report.empty_reason.is_none() {
+            file_report.empty_reason = Some(no_chunk_reason(&file_report, &parsed).into());
+        }
+        batch.files.push(file_report);
+        self.manifest.files.insert(
+            key,
+            FileEntry {
+                size,
+                mtime_ns,
+                hash,
+                complete_bytes: parsed.complete_bytes,
+                format: parsed.format.map(|f| f.as_str().to_owned()),
+                sessions: parsed.sessions.len(),
+                resume_state,
+                keys: new_keys,
+                archive,
+                gone_since: None,
+            },
+        );
+        self.manifest_dirty = true;
+        Ok(())
+    }
+
+    /// Take a reference to each chunk file `key` now gives, the `retained` ones first, and
+    /// add to the keyword index those it lacks or must rewrite: the file's keys, in order,
+    /// each once. A chunk that a tombstone covers is left out (counted in `file_report`).
+    fn take_chunks(
+        &mut self,
+        key: &str,
+        retained: &[u64],
+        chunks: &[Chunk],
+        file_report: &mut FileReport,
+    ) -> Result<Vec<u64>> {
+        let mut new_keys: Vec<u64> = Vec::with_capacity(retained.len() + chunks.len());
+        let mut seen_here = HashSet::with_capacity(retained.len() + chunks.len());
+        for &key in retained {
+            // Chunks of the turns before the resume point: already indexed, still ours.
+            if seen_here.insert(key) && !self.manifest.forgotten.covers(key, "") {
+                new_keys.push(key);
+                *self.refs.entry(key).or_insert(0) += 1;
+            }
+        }
+        // A chunk this file had before keeps its key (the key is the text's hash) but a
+        // re-parse can renumber its turns or move it to another session: rewrite the
+        // document so its metadata is what a fresh index would hold. Vectors stay.
+        let previous: HashSet<u64> = self
+            .manifest
+            .files
+            .get(key)
+            .map(|old| old.keys.iter().copied().collect())
+            .unwrap_or_default();
+        for chunk in chunks {
+            if !seen_here.insert(chunk.key) {
+                continue;
+            }
+            if self.manifest.forgotten.covers(chunk.key, &chunk.session_id) {
+                *file_report.skipped.entry("forgotten".into()).or_insert(0) += 1;
+                continue;
+            }
+            new_keys.push(chunk.key);
+            *self.refs.entry(chunk.key).or_insert(0) += 1;
+            let added = self.present.insert(chunk.key);
+            if added || previous.contains(&chunk.key) || self.gone_keys.remove(&chunk.key) {
+                if !added {
+                    self.tantivy
+                        .delete_term(self.store.lexical.key_term(chunk.key));
+                }
+                let project = self.project_of(chunk);
+                let doc =
+                    self.store
+                        .lexical
+                        .document(chunk, &chunk.source, &chunk.heading, &project);
+                self.tantivy.add_document(doc)?;
+                self.report.chunks_added += u64::from(added);
+                self.lexical_dirty = true;
+            }
+        }
+        Ok(new_keys)
+    }
+
+    /// Let go of what a file's previous manifest entry held, once its new version took its
+    /// references (so chunks that survive the change are never deleted and re-added): its
+    /// chunks, its resume state, and the archived segments `archive` no longer holds.
+    fn release_entry(&mut self, old: FileEntry, archive: &[Segment]) {
+        for k in old.keys {
+            self.release(k);
+        }
+        self.old_states.extend(old.resume_state.map(|r| r.file));
+        self.archive_dropped |= old.archive.iter().any(|s| !archive.contains(s));
+    }
+
+    /// Keys of chunks that have no vectors yet (all of them before the first embedding).
+    ///
+    /// # Errors
+    /// `Corrupt` when the vector file cannot be read.
+    pub fn pending_vectors(&self) -> Result<Vec<u64>> {
+        let view;
+        let vectors = match &self.vectors {
+            Some(v) => Some(v),
+            None => {
+                view = self.store.vectors()?;
+                view.as_deref()
+            }
+        };
+        let mut keys: Vec<u64> = self
+            .present
+            .iter()
+            .filter(|k| vectors.is_none_or(|v| !v.contains(**k)))
+            .copied()
+            .collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// The writable vector index, loaded from disk on first use.
+    pub(super) fn writable_vectors(&mut self) -> Result<Option<&VectorIndex>> {
+        if self.vectors.is_none() {
+            let path = self.store.home.join(VECTORS_FILE);
+            if let (Some(dim), true) = (self.store.meta()?.dim, path.exists()) {
+                self.vectors = Some(VectorIndex::load(
+                    &path,
+                    dim,
+                    self.store.quantization,
+                    false,
+                )?);
+            }
+        }
+        Ok(self.vectors.as_ref())
+    }
+
+    /// (key, content hash, text) of chunks, for embedding. Reads the committed index.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn chunk_texts(&self, keys: &[u64]) -> Result<Vec<(u64, String, String)>> {
+        self.store.lexical.texts(keys)
+    }
+
+    /// Store embeddings: chunk `keys[i]` gets `counts[i]` consecutive windows of `flat`.
+    ///
+    /// # Errors
+    /// `EmbedderMismatch` if the home's vectors come from another embedder; shape errors.
+    pub fn add_vectors(
+        &mut self,
+        embedder_id: &str,
+        dim: usize,
+        keys: &[u64],
+        counts: &[usize],
+        flat: &[f32],
+    ) -> Result<()> {
+        if keys.len() != counts.len() || counts.iter().sum::<usize>() * dim != flat.len() {
+            return Err(Error::InvalidArgument(format!(
+                "add_vectors: {} keys, {} window counts and {} floats do not match dimension {dim}",
+                keys.len(),
+                counts.len(),
+                flat.len()
+            )));
+        }
+        self.store.check_embedder(embedder_id, dim)?;
+        self.writable_vectors()?;
+        let vectors = match &mut self.vectors {
+            Some(v) => v,
+            empty @ None => {
+                if let Ok(mut meta) = self.store.meta.write() {
+                    meta.embedder_id = Some(embedder_id.to_owned());
+                    meta.dim = Some(dim);
+                }
+                write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
+                empty.insert(VectorIndex::new(dim, self.store.quantization)?)
+            }
+        };
+        let mut batch = Vec::with_capacity(keys.len());
+        let mut offset = 0;
+        for (key, count) in keys.iter().zip(counts) {
+            let end = offset + count * dim;
+            // Chunks deleted since the caller read their texts are dropped silently.
+            if self.present.contains(key) {
+                batch.push((*key, &flat[offset..end]));
+            }
+            offset = end;
+        }
+        vectors.add_batch(&batch)?;
+        self.vectors_dirty |= !batch.is_empty();
+        Ok(())
+    }
+}
+
+/// Count a file that could not be read at all in `batch`, with `reason` as its empty reason.
+fn unreadable(batch: &mut IndexReport, path: String, reason: String) {
+    let counted = if reason == NOT_A_REGULAR_FILE {
+        NOT_A_REGULAR_FILE
+    } else {
+        "unreadable_file"
+    };
+    *batch.records_skipped.entry(counted.into()).or_insert(0) += 1;
+    batch.files.push(FileReport {
+        path,
+        empty_reason: Some(reason),
+        ..FileReport::default()
+    });
+}
+
+/// Why a file that was read gave no chunk: all of them forgotten, an empty note, or a
+/// transcript without a conversation.
+fn no_chunk_reason(file_report: &FileReport, parsed: &ParsedFile) -> &'static str {
+    if file_report.skipped.contains_key("forgotten") {
+        "forgotten"
+    } else if parsed.note.is_some() {
+        "empty_file"
+    } else {
+        "no_conversation"
+    }
+}
