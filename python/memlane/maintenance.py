@@ -1,8 +1,9 @@
 """Looking after a home: verify and repair it, forget what should go, find the secrets it holds.
 
 The :class:`memlane.Memory` methods of the same names delegate here and document what each
-promises; these functions do the work on the memory's store, cache and event log. A repair
-rebuilds the home beside itself with the product's own indexing (a fresh keyword-only
+promises; these functions do the work on the memory's store, cache and event log (what they
+read of it is :class:`Home`: this module sits below ``memory.py`` and does not import it). A
+repair rebuilds the home beside itself with the product's own indexing (a fresh keyword-only
 :class:`~memlane.Memory` the caller opens, see :data:`OpenHome`), vectors from the embedding
 cache, then from the old vector file: never an embedding call.
 
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memlane import _check, _core
 from memlane.embed.backfill import CacheOnly, Progress, backfill
@@ -28,11 +29,15 @@ from memlane.ranking.hit import Hit
 from memlane.report import Report
 
 if TYPE_CHECKING:
-    from memlane.memory import Memory
+    from memlane.embed import Embedder
+    from memlane.embed.cache import EmbeddingCache
+    from memlane.events import EventLog
 
 __all__ = [
     "DEFAULT_QUANTIZATION",
     "QUANTIZATIONS",
+    "Home",
+    "Indexed",
     "OpenHome",
     "RepairReport",
     "forget",
@@ -52,7 +57,45 @@ DEFAULT_QUANTIZATION = "i8"
 _LOCK_FILE = "write.lock"
 """The core's write lock (:class:`memlane._core.HomeLock`): held while a home is cleared, so it stays."""
 
-OpenHome = Callable[[Path, str], "Memory"]
+
+class Indexed(Protocol):
+    """What a repair reads of an index run's report (:class:`memlane.memory.IndexReport`)."""
+
+    @property
+    def files_indexed(self) -> int: ...
+
+    @property
+    def files(self) -> list[dict[str, Any]]: ...
+
+
+class Home(Protocol):
+    """What maintenance works on: a :class:`memlane.Memory`'s home, store, embedding cache and
+    event log, and its indexing (a forget indexes changed notes again, a repair its sources)."""
+
+    home: Path
+    _store: _core.Store
+    _cache_dir: Path
+    events: EventLog
+
+    @property
+    def cache(self) -> EmbeddingCache: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    def index(
+        self,
+        paths: Iterable[str | PathLike[str]] | None = None,
+        *,
+        embed: bool = True,
+        format: str | None = None,
+        progress: Progress | None = None,
+    ) -> Indexed: ...
+
+    def close(self) -> None: ...
+
+
+OpenHome = Callable[[Path, str], Home]
 """``open_home(path, quantization)``: a keyword-only home at ``path`` sharing the embedding cache
 of the home repaired, into which a repair indexes the sources again."""
 
@@ -90,7 +133,7 @@ class RepairReport(Report):
 
 
 def forget(
-    mem: Memory,
+    mem: Home,
     *,
     session: str | None = None,
     path: str | PathLike[str] | None = None,
@@ -134,7 +177,7 @@ def forget(
     return report
 
 
-def _forget_in_brain(mem: Memory, session_id: str, *, remove: bool) -> dict[str, Any]:
+def _forget_in_brain(mem: Home, session_id: str, *, remove: bool) -> dict[str, Any]:
     """What the brain holds from ``session_id`` alone, removed when ``remove`` (the daily
     notes it changed are indexed again at once, so their text leaves the index too)."""
     from memlane.brain import Brain, cascade, default_brain_dir, tasks
@@ -151,14 +194,14 @@ def _forget_in_brain(mem: Memory, session_id: str, *, remove: bool) -> dict[str,
     }
 
 
-def forget_missing(mem: Memory, *, dry_run: bool = False) -> dict[str, Any]:
+def forget_missing(mem: Home, *, dry_run: bool = False) -> dict[str, Any]:
     """Forget every source whose file is gone (:meth:`memlane.Memory.forget_missing`)."""
     gone = [p for p in mem._store.sources() if not Path(p).exists()]
     reports = [forget(mem, path=p, dry_run=dry_run) for p in gone]
     return {"chunks": sum(r["chunks"] for r in reports), "files": gone, "dry_run": dry_run}
 
 
-def forget_all(mem: Memory, *, cache: bool = False) -> dict[str, Any]:
+def forget_all(mem: Home, *, cache: bool = False) -> dict[str, Any]:
     """Clear the home, leaving an empty one that verifies sound (:meth:`memlane.Memory.forget_all`)."""
     import shutil
 
@@ -183,7 +226,7 @@ def forget_all(mem: Memory, *, cache: bool = False) -> dict[str, Any]:
     return {"home": str(mem.home), "removed": removed, "cache_removed": cache}
 
 
-def remove_sources(mem: Memory, paths: Iterable[str | PathLike[str]]) -> int:
+def remove_sources(mem: Home, paths: Iterable[str | PathLike[str]]) -> int:
     """Drop the chunks of these source files as if deleted (:meth:`memlane.Memory.remove_sources`)."""
     gone = [str(p) for p in _check.paths("paths", paths)]
     with mem._store.writer() as writer:
@@ -196,7 +239,7 @@ def remove_sources(mem: Memory, paths: Iterable[str | PathLike[str]]) -> int:
 # -- secrets --------------------------------------------------------------------------------
 
 
-def secrets(mem: Memory) -> dict[str, Any]:
+def secrets(mem: Home) -> dict[str, Any]:
     """Where keys, tokens and passwords occur in the home's chunks, masked (:meth:`memlane.Memory.secrets`)."""
     from memlane import secrets as scanner
 
@@ -218,7 +261,7 @@ def secrets(mem: Memory) -> dict[str, Any]:
 # -- integrity ------------------------------------------------------------------------------
 
 
-def verify(mem: Memory, *, thorough: bool = True) -> dict[str, Any]:
+def verify(mem: Home, *, thorough: bool = True) -> dict[str, Any]:
     """Check the home and the shared embedding cache (:meth:`memlane.Memory.verify`)."""
     with _core.HomeLock(mem.home) as lock:
         report = dict(mem._store.verify(lock, thorough))
@@ -233,7 +276,7 @@ def verify(mem: Memory, *, thorough: bool = True) -> dict[str, Any]:
 
 
 def repair(
-    mem: Memory,
+    mem: Home,
     open_home: OpenHome,
     *,
     force: bool = False,
@@ -301,7 +344,7 @@ def repair(
     return report
 
 
-def _rebuilt_embedder(mem: Memory, old_meta: dict[str, Any], writer: _core.Writer) -> str | None:
+def _rebuilt_embedder(mem: Home, old_meta: dict[str, Any], writer: _core.Writer) -> str | None:
     """The embedder whose vectors a rebuilt home gets: the one ``memlane.json`` records.
     A readable record of none is a keyword-only home, and stays one (vectors of it in the
     shared cache come from other homes); only a record that cannot be read, or one that
@@ -312,7 +355,7 @@ def _rebuilt_embedder(mem: Memory, old_meta: dict[str, Any], writer: _core.Write
     return _cached_embedder(mem, writer)
 
 
-def _cached_embedder(mem: Memory, writer: _core.Writer) -> str | None:
+def _cached_embedder(mem: Home, writer: _core.Writer) -> str | None:
     """The embedder whose cached vectors cover the most of a sample of the home's chunks
     (what a repair uses when ``memlane.json`` no longer says which built the vectors)."""
     sample = [int(k) for k in writer.pending_vectors()[:200]]

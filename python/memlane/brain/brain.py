@@ -733,4 +733,4 @@ class Brain:
         Returns:
             Problems, errors first; empty when all is well (:func:`memlane.brain.check.check`).
         """
-        return check(self)
+        return check(self, self._archived())

@@ -7,7 +7,7 @@ a stale compact index, and the provenance of summaries and wiki pages.
 Example:
     >>> import tempfile
     >>> from memlane.brain import Brain
-    >>> check(Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp()))
+    >>> check(Brain(tempfile.mkdtemp(), home=tempfile.mkdtemp()), archived=[])
     []
 """
 
@@ -16,17 +16,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane import secrets
 from memlane.brain import provenance
 from memlane.brain._fs import read_text
-from memlane.brain.document import INDEX_END, parse
+from memlane.brain.document import INDEX_END, Entry, parse
 from memlane.brain.guard import DERIVABLE, Finding
 from memlane.brain.keywords import index_line
-
-if TYPE_CHECKING:
-    from memlane.brain.brain import Brain
+from memlane.brain.transaction import BrainFolder
 
 __all__ = ["Problem", "check"]
 
@@ -67,9 +65,10 @@ def _guard_problem(f: Finding, key: str | None, path: str) -> Problem:
     return Problem("error", "guard", message, key, path)
 
 
-def check(brain: Brain) -> list[Problem]:
-    """Validate ``brain``: unique keys, caps, references, supersession links, guard re-scan,
-    and the provenance of every summary and wiki statement (:mod:`memlane.brain.provenance`).
+def check(brain: BrainFolder, archived: list[Entry]) -> list[Problem]:
+    """Validate ``brain``: unique keys (``archived``: the entries of its archives), caps,
+    references, supersession links, guard re-scan, and the provenance of every summary and
+    wiki statement (:mod:`memlane.brain.provenance`).
 
     Returns:
         Problems, errors first; empty when all is well.
@@ -80,7 +79,6 @@ def check(brain: Brain) -> list[Problem]:
         (brain.memory_path, parse(memory_text, brain.memory_schema), memory_text),
         (brain.evolution_path, parse(evolution_text, brain.evolution_schema), evolution_text),
     ]
-    archived = brain._archived()
     live = [(p, e) for p, doc, _ in docs for e in doc.entries()]
     all_keys = Counter(e.key for _, e in live) + Counter(e.key for e in archived)
     known = set(all_keys)

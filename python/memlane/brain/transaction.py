@@ -17,23 +17,41 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memlane.brain._fs import atomic_write, read_text
 from memlane.brain.document import Document, Schema, new_document, parse
-from memlane.brain.guard import MemoryGuardError
+from memlane.brain.guard import MemoryGuard, MemoryGuardError
 from memlane.brain.keywords import index_line
 
-if TYPE_CHECKING:
-    from memlane.brain.brain import Brain
+__all__ = ["BrainFolder", "Transaction"]
 
-__all__ = ["Transaction"]
+
+class BrainFolder(Protocol):
+    """What a transaction (and :func:`memlane.brain.check.check`) reads of a
+    :class:`memlane.brain.Brain`: its folder, files, schemas, guard and event log."""
+
+    dir: Path
+    guard: MemoryGuard
+    memory_schema: Schema
+    evolution_schema: Schema
+
+    @property
+    def memory_path(self) -> Path: ...
+
+    @property
+    def evolution_path(self) -> Path: ...
+
+    @property
+    def archive_dir(self) -> Path: ...
+
+    def log(self, type: str, **fields: Any) -> None: ...
 
 
 class Transaction:
     """The files of one locked read-modify-write; see :meth:`memlane.brain.Brain.transaction`."""
 
-    def __init__(self, brain: Brain, today: str) -> None:
+    def __init__(self, brain: BrainFolder, today: str) -> None:
         self.brain = brain
         self.today = today
         self._docs: dict[Path, Document] = {}
