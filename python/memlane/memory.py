@@ -10,21 +10,20 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import _check, _core, maintenance
+from memlane import _check, _core, indexing, maintenance
 from memlane._paths import agent_transcript_dirs, default_cache_dir, default_home
 from memlane.embed import Embedder, Placement, check_device, check_spec, make_embedder, place
-from memlane.embed.backfill import Progress, backfill, record_embedder
-from memlane.errors import ArgumentTypeError, CorruptIndexError, InvalidArgumentError
+from memlane.embed.backfill import Progress, backfill
+from memlane.errors import ArgumentTypeError, InvalidArgumentError
 from memlane.events import EventLog
 from memlane.events import summarize as summarize_events
+from memlane.indexing import IndexReport
 from memlane.knowledge import library_dirs
 from memlane.maintenance import DEFAULT_QUANTIZATION, QUANTIZATIONS, RepairReport
 from memlane.ranking import pipeline
@@ -33,7 +32,6 @@ from memlane.ranking.pipeline import SearchRequest
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR
 from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallOptions, recall
-from memlane.report import Report
 
 __all__ = [
     "DEFAULT_QUANTIZATION",
@@ -52,58 +50,6 @@ if TYPE_CHECKING:
 
     from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
-
-# Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
-# smooth progress bar and prompt Ctrl-C.
-_FILES_PER_BATCH = 64
-_BYTES_PER_BATCH = 64 << 20
-
-
-@dataclass
-class IndexReport(Report):
-    """What :meth:`Memory.index` did."""
-
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_removed: int = 0
-    files_gone: int = 0
-    """Transcripts found gone this run: their chunks stay (the home keeps a copy); only
-    ``forget`` removes them."""
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    chunks_embedded: int = 0
-    embed_cache_hits: int = 0
-    records_skipped: dict[str, int] = field(default_factory=dict)
-    bytes_parsed: int = 0
-    files_resumed: int = 0
-    seconds: float = 0.0
-    keyword_seconds: float = 0.0
-    embed_usage: dict[str, Any] | None = None
-    files: list[dict[str, Any]] = field(default_factory=list)
-    """Per file read this run: ``path``, ``format``, ``sessions``, ``turns``, ``chunks``,
-    ``skipped`` (by reason), ``resumed``, ``empty_reason`` when it gave no chunk
-    (``binary``, ``unknown_format``, ``oversize_line``, ``empty_file``, ``no_conversation``,
-    ``not_a_regular_file``, ``unreadable: …``, ``corrupt: …``), and ``plans`` when its agents wrote plans
-    (:mod:`memlane.brain.tasks`)."""
-    tasks_changed: int = 0
-    """Tasks of the agents' own plans added or changed (``memlane tasks``)."""
-    empty_roots: list[str] = field(default_factory=list)
-    """Paths named in the run from which the home holds no chunk at all."""
-    repaired: RepairReport | None = None
-    """The repair this run did first, when the home was damaged."""
-
-
-def _fill(report: IndexReport, core_report: dict[str, Any]) -> None:
-    """Copy the core's counts of an index run into ``report``."""
-    report.files_seen = core_report["files_seen"]
-    report.files_indexed = core_report["files_indexed"]
-    report.files_removed = core_report["files_removed"]
-    report.files_gone = core_report["files_gone"]
-    report.chunks_added = core_report["chunks_added"]
-    report.chunks_removed = core_report["chunks_removed"]
-    report.bytes_parsed = core_report["bytes_parsed"]
-    report.files_resumed = core_report["files_resumed"]
-    report.records_skipped = dict(core_report["records_skipped"])
 
 
 def _parse_time(value: str | int | float | datetime | None) -> int | None:
@@ -300,84 +246,7 @@ class Memory:
         if paths is None:
             paths = [*agent_transcript_dirs(), *library_dirs(self.home)]
         roots = [str(Path(p).expanduser()) for p in paths]
-        report = IndexReport()
-        try:
-            opened = self._store.writer(format)
-        except CorruptIndexError:
-            # A keyword index or manifest that cannot be read is rebuilt, not indexed over: an
-            # empty one in its place would drop every chunk of the sources not named here.
-            report.repaired = self.repair(progress=progress)
-            opened = self._store.writer(format)
-        with opened as writer:
-            plan = writer.scan(roots)
-            writer.remove_files(plan["deleted"])
-            writer.mark_gone(plan["gone"])
-            todo: list[str] = plan["to_index"]
-            total_bytes, done_bytes = plan["bytes_to_index"], 0
-            batch: list[str] = []
-            batch_bytes = 0
-            with self._kept_on_interrupt(writer, report, len(todo), embed):
-                for i, path in enumerate(todo):
-                    try:
-                        size = Path(path).stat().st_size
-                    except OSError:  # vanished since the scan; index_files counts it
-                        size = 0
-                    batch.append(path)
-                    batch_bytes += size
-                    if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
-                        writer.index_files(batch)
-                        done_bytes += batch_bytes
-                        if progress:
-                            progress("parse", done_bytes, total_bytes)
-                        batch, batch_bytes = [], 0
-                core_report = writer.commit()
-                report.keyword_seconds = time.perf_counter() - started
-                if embed and self.embedder is not None:
-                    # Billed backends (Bedrock) expose cumulative usage; report this run's share.
-                    before = getattr(self.embedder, "usage", None)
-                    record_embedder(writer, self.embedder)
-                    report.chunks_embedded, report.embed_cache_hits = backfill(
-                        writer, self.cache, self.embedder, progress
-                    )
-                    core_report = writer.commit()
-                    if before is not None:
-                        after = getattr(self.embedder, "usage", None)
-                        report.embed_usage = (after - before).to_dict()
-        _fill(report, core_report)
-        report.files = core_report["files"]
-        report.empty_roots = core_report["empty_roots"]
-        if any(f.get("plans") for f in report.files):
-            from memlane.brain import tasks
-
-            report.tasks_changed = tasks.record(self.home, report.files)
-        report.seconds = time.perf_counter() - started
-        self.events.append(
-            "index",
-            paths=roots,
-            files_indexed=report.files_indexed,
-            chunks_added=report.chunks_added,
-            chunks_removed=report.chunks_removed,
-            chunks_embedded=report.chunks_embedded,
-            device=self._placement.device if embed and self._placement else None,
-        )
-        return report
-
-    @contextmanager
-    def _kept_on_interrupt(self, writer: Any, report: IndexReport, files_to_index: int, embed: bool) -> Iterator[None]:
-        """Turn Ctrl-C during an index run into :class:`~memlane.errors.IndexInterrupted`, after
-        committing what the run had done: the batches of files parsed (whole files: a batch is
-        added in one call) and the vectors added, so that running it again resumes there."""
-        try:
-            yield
-        except KeyboardInterrupt:
-            from memlane.errors import IndexInterrupted
-
-            committed = writer.commit()
-            _fill(report, committed)
-            report.files = committed["files"]
-            embedding = embed and self._embedder_spec not in (None, "none")
-            pending = len(writer.pending_vectors()) if embedding else 0
-            raise IndexInterrupted(report, files_to_index, pending) from None
+        return indexing.index(self, roots, embed=embed, format=format, progress=progress, started=started)
 
     def forget_missing(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Forget every source whose file is gone (transcripts are kept when their files go:
