@@ -1,7 +1,8 @@
-"""Ranking of search hits: the hit type, the relevance floor, time-aware reordering and temporal windows.
+"""Ranking of search hits: the search pipeline, the hit type, the relevance floor, time-aware reordering and temporal windows.
 
 Below :mod:`memlane.memory` (which calls it) and :mod:`memlane.recall`; imports neither.
 
+* :mod:`~memlane.ranking.pipeline` — a search's steps in order: candidates, reordering, hierarchy;
 * :mod:`~memlane.ranking.hit` — :class:`~memlane.ranking.hit.Hit`, one fused result with provenance;
 * :mod:`~memlane.ranking.relevance` — the absolute relevance scale and its floor;
 * :mod:`~memlane.ranking.rerank` — the current statement first, the named time first;
