@@ -626,7 +626,7 @@ def test_a_failing_hook_exits_1_with_one_line_through_either_entry(env: dict[str
     ):
         r = memlane_cli(env, *args, stdin=payload)
         assert r.returncode == 1 and r.stdout == ""
-        assert r.stderr == "memlane hook claude-code session-start: ValueError: session id is empty\n"
+        assert r.stderr == "memlane hook claude-code session-start: InvalidArgumentError: session id is empty\n"
 
 
 def test_hooks_on_real_claude_code_transcripts(env: dict[str, str], tmp_path: Path, shared_data: Path) -> None:
