@@ -456,8 +456,9 @@ class Memory:
         When no candidate's relevance reaches ``threshold`` the result is empty; otherwise the
         hits rank by their fused score and each carries its ``relevance`` (an absolute scale,
         see :mod:`memlane.ranking.relevance`). Vectors are used when the home has them and an
-        embedder is configured; otherwise BM25 answers alone. See :mod:`memlane.ranking.rerank`
-        for how ``recency`` and ``temporal`` reorder the fused hits.
+        embedder is configured; otherwise BM25 answers alone. The steps are those of
+        :mod:`memlane.ranking.pipeline`; see :mod:`memlane.ranking.rerank` for how ``recency`` and
+        ``temporal`` reorder the fused hits.
 
         Args:
             query: Free text; code identifiers, paths and error codes match exactly.
