@@ -100,12 +100,12 @@ def test_console_script_entry_point_runs(tmp_path):
 
 def test_embed_resumes_a_keyword_only_index(tmp_path, capsys, monkeypatch, fake_embedder):
     import memlane
-    import memlane.cli as cli
+    from memlane.cli import common
 
     write_jsonl(tmp_path / "t" / "a.jsonl", generic_session("a", PAIRS))
     home = str(tmp_path / "home")
     run(capsys, "--home", home, "index", str(tmp_path / "t"), "--embed", "none")
-    monkeypatch.setattr(cli, "_open", lambda args, embedder: memlane.open(args.home, embedder=fake_embedder))
+    monkeypatch.setattr(common, "open_memory", lambda args, embedder: memlane.open(args.home, embedder=fake_embedder))
     code, out, _ = run(capsys, "--home", home, "--json", "embed", "--resume")
     assert code == 0 and json.loads(out)["chunks_embedded"] == 1
     code, out, _ = run(capsys, "--home", home, "--json", "embed")
@@ -117,7 +117,7 @@ def test_embed_resumes_a_keyword_only_index(tmp_path, capsys, monkeypatch, fake_
 _INTERRUPTIBLE = """
 import pathlib, sys, time
 sys.path.insert(0, {tests!r})
-import memlane, memlane.cli as cli, memlane.embed.backfill
+import memlane, memlane.cli as cli, memlane.cli.common, memlane.embed.backfill
 from conftest import FakeEmbedder
 
 class Slow(FakeEmbedder):
@@ -128,7 +128,7 @@ class Slow(FakeEmbedder):
         return super().embed_documents(texts)
 
 memlane.embed.backfill._CHUNKS_PER_EMBED_BATCH = 4
-cli._open = lambda args, embedder: memlane.open(args.home, embedder="none" if embedder == "none" else Slow())
+memlane.cli.common.open_memory = lambda args, embedder: memlane.open(args.home, embedder="none" if embedder == "none" else Slow())
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -225,7 +225,7 @@ def test_a_fifo_named_like_a_transcript_is_reported_not_opened(tmp_path):
 
 
 def test_ctrl_c_while_parsing_names_the_files_committed(tmp_path, capsys, monkeypatch):
-    import memlane.cli as cli
+    from memlane.cli import common
 
     for n in range(70):  # two parse batches: 64 files, then 6
         write_jsonl(tmp_path / "t" / f"s{n:02d}.jsonl", generic_session(f"s{n}", PAIRS))
@@ -233,7 +233,7 @@ def test_ctrl_c_while_parsing_names_the_files_committed(tmp_path, capsys, monkey
     def interrupt(self, stage, done, total):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._Bar, "__call__", interrupt)
+    monkeypatch.setattr(common.ProgressBar, "__call__", interrupt)
     code, out, err = run(capsys, "--home", str(tmp_path / "home"), "index", str(tmp_path / "t"), "--embed", "none")
     assert code == 130 and out == ""
     assert (

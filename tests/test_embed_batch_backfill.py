@@ -213,8 +213,8 @@ def test_refusals_before_anything_is_sent(aws, runtime, home_with_chunks: Path, 
 def test_cli_batch_interrupted_then_resumed_by_plain_rerun(
     aws, runtime, home_with_chunks: Path, monkeypatch, capsys
 ) -> None:
-    import memlane.cli as cli
     import memlane.embed.bedrock_batch as bedrock_batch
+    from memlane.cli import common
 
     s3, bedrock, control = aws
     emb, _ = runtime
@@ -224,7 +224,7 @@ def test_cli_batch_interrupted_then_resumed_by_plain_rerun(
         opened.append(embedder)
         return memlane.open(args.home, embedder=emb)
 
-    monkeypatch.setattr(cli, "_open", fake_open)
+    monkeypatch.setattr(common, "open_memory", fake_open)
     monkeypatch.setattr(bedrock_batch, "make_batch_clients", lambda *a, **k: (s3, bedrock))
     polls: list[int] = []
 
