@@ -31,7 +31,7 @@ from memlane.ranking.hit import Hit
 from memlane.ranking.pipeline import SearchRequest
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR
-from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallOptions, recall
+from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallOptions, recall, shows_recall_options
 
 __all__ = [
     "DEFAULT_QUANTIZATION",
@@ -661,6 +661,7 @@ class Memory:
         """Window vectors of these chunks from the embedding cache (read, not counted as lookups)."""
         return self.cache.get_many(embedder_id, content_hashes, count=False)
 
+    @shows_recall_options
     def recall(self, query: str, max_tokens: int = DEFAULT_MAX_TOKENS, **options: Unpack[RecallOptions]) -> Recall:
         """Brain entries and hybrid hits for ``query`` as one block within ``max_tokens``, secrets masked.
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 import os
 import re
@@ -40,7 +41,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, ForwardRef, Protocol, TypedDict, TypeVar
 
 from memlane.embed.backfill import embed_chunks
 from memlane.errors import ArgumentTypeError, InvalidArgumentError
@@ -48,7 +49,7 @@ from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR, ITEM_FLOOR, entry_relevance
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import numpy as np
     from typing_extensions import Unpack
@@ -563,6 +564,36 @@ RECALL_DEFAULTS: RecallOptions = {
 """Every :class:`RecallOptions` key with its default, in the order a request to a server lists them."""
 
 
+_Function = TypeVar("_Function", bound="Callable[..., Any]")
+
+
+def shows_recall_options(function: _Function) -> _Function:
+    """``function``, whose ``**options`` are :class:`RecallOptions`, introspected (``help()``,
+    :func:`inspect.signature`) with those options as keyword parameters and their defaults, as
+    if each entry point had written them out.
+
+    Example:
+        >>> @shows_recall_options
+        ... def ask(query: str, **options: Any) -> None: ...
+        >>> str(inspect.signature(ask)).startswith("(query: 'str', *, half_life_days: 'float | None' = None")
+        True
+    """
+    signature = inspect.signature(function)
+    kept = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    hints = RecallOptions.__annotations__
+    options = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=hints[name].__forward_arg__ if isinstance(hints[name], ForwardRef) else hints[name],
+        )
+        for name, default in RECALL_DEFAULTS.items()
+    ]
+    function.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+    return function
+
+
 def recall_options(options: Mapping[str, Any]) -> RecallOptions:
     """``options`` completed with the defaults; a name that is no option is refused as Python
     refuses an unknown keyword argument.
@@ -586,6 +617,7 @@ def _render_item(n: int, item: RecallItem) -> str:
     return f"\n[{n}] {item.provenance}\n{item.text}\n"
 
 
+@shows_recall_options
 def recall(
     mem: Memory,
     query: str,

@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.ranking.hit import Hit
-from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallItem, RecallOptions, recall_options
+from memlane.recall import (
+    DEFAULT_MAX_TOKENS,
+    Recall,
+    RecallItem,
+    RecallOptions,
+    recall_options,
+    shows_recall_options,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -232,6 +239,7 @@ class RemoteMemory:
         """Each hit's passage as the server cut it for the last search (``snippet_chars``), else its beginning."""
         return [self._snippets.get((query, h.id)) or " ".join(h.text[:max_chars].split()) for h in hits]
 
+    @shows_recall_options
     def recall(self, query: str, max_tokens: int = DEFAULT_MAX_TOKENS, **options: Unpack[RecallOptions]) -> Recall:
         """The recall block as :meth:`memlane.Memory.recall` builds it, answered by the server
         (``options``: :class:`memlane.recall.RecallOptions`)."""
