@@ -248,7 +248,7 @@ def secrets(mem: Home) -> dict[str, Any]:
     # A batch of chunks at a time: the index holds every transcript verbatim.
     for at in range(0, len(keys), 512):
         for chunk in mem._store.get(keys[at : at + 512]):
-            hit = Hit._from_core({**chunk, "score": 0.0, "bm25": None, "vector": None})
+            hit = Hit._from_stored(chunk)
             found += [
                 {"kind": s.kind, "label": s.label, "masked": s.masked, "chunk": hit.id, "source": hit.source, "path": hit.path,
                  "session_id": hit.session_id, "turn_start": hit.turn_start, "turn_end": hit.turn_end, "heading": hit.heading,

@@ -697,7 +697,7 @@ class Memory:
         found = self._store.get([key])
         if not found:
             return None
-        return Hit._from_core({**found[0], "score": 0.0, "bm25": None, "vector": None})
+        return Hit._from_stored(found[0])
 
     def secrets(self) -> dict[str, Any]:
         """Where keys, tokens and passwords occur in this home's chunks, masked, so they can be

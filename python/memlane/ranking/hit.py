@@ -107,6 +107,11 @@ class Hit:
         )
         return hit
 
+    @classmethod
+    def _from_stored(cls, chunk: dict[str, Any]) -> Hit:
+        """A stored chunk (``Store.get``) as a hit that was looked up, not matched: no scores."""
+        return cls._from_core({**chunk, "score": 0.0, "bm25": None, "vector": None})
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` shape), sharing nothing with the hit.
 
