@@ -3,7 +3,7 @@
 //! Parses agent transcripts into [`model::Session`]s, chunks them into turn pairs
 //! ([`chunk`]), and keeps a tantivy BM25 index ([`lexical`]) and a usearch HNSW index
 //! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
-//! Markdown notes take the same road as sections ([`parse::markdown`], [`knowledge`]).
+//! Markdown notes take the same road as sections ([`parse::markdown`], [`chunk::chunk_note`]).
 //! Every chunk is filed under its project: the repository its turns were written in ([`project`]).
 #![warn(missing_docs)]
 
@@ -12,7 +12,6 @@ mod durable;
 pub mod error;
 pub mod features;
 pub mod hybrid;
-pub mod knowledge;
 pub mod lexical;
 pub mod literals;
 pub mod model;

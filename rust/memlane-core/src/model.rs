@@ -252,9 +252,6 @@ pub struct ParsedFile {
     /// blake3 (32 hex chars) of the file's first `complete_bytes` bytes, set by
     /// [`crate::parse::parse_file`] from the bytes it already read.
     pub content_hash: Option<String>,
-    /// Where a later run can parse only what is appended to the file, when it can.
-    #[serde(skip)]
-    pub resume: Option<crate::parse::ResumePoint>,
     /// The note, when the file is markdown (then `sessions` is empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<Note>,

@@ -360,6 +360,18 @@ fn unrecognised(bytes: &[u8], out: &mut ParsedFile) -> &'static str {
 /// [`Error::Parse`] when a `.zst` file is not valid zstd or `path` is a FIFO, socket or
 /// device (never opened). Malformed content never errors.
 pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
+    Ok(parse_file_resumable(path, forced)?.0)
+}
+
+/// [`parse_file`], with where a later run can parse only what is appended to the file, when
+/// its format allows it (see [`resume_file`]).
+///
+/// # Errors
+/// As [`parse_file`].
+pub fn parse_file_resumable(
+    path: &Path,
+    forced: Option<Format>,
+) -> Result<(ParsedFile, Option<ResumePoint>)> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         // Opening a FIFO waits for a writer (forever), a device may never end.
         return Err(Error::Parse {
@@ -377,12 +389,16 @@ pub fn parse_file(path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
     parse_read(&bytes, path, forced)
 }
 
-/// [`parse_file`] of the bytes of `path`, already read (the home's archived copy of a
-/// transcript whose file is gone).
+/// [`parse_file_resumable`] of the bytes of `path`, already read (the home's archived copy of
+/// a transcript whose file is gone).
 ///
 /// # Errors
 /// `Parse` when the whole file cannot be read (a broken zstd stream).
-pub fn parse_read(bytes: &[u8], path: &Path, forced: Option<Format>) -> Result<ParsedFile> {
+pub fn parse_read(
+    bytes: &[u8],
+    path: &Path,
+    forced: Option<Format>,
+) -> Result<(ParsedFile, Option<ResumePoint>)> {
     let named_zst = path.extension().is_some_and(|e| e == "zst");
     if named_zst && !bytes.is_empty() && !bytes.starts_with(&ZSTD_MAGIC) {
         return Err(Error::Parse {
@@ -398,7 +414,7 @@ pub fn parse_read(bytes: &[u8], path: &Path, forced: Option<Format>) -> Result<P
     let complete =
         usize::try_from(parsed.complete_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
     parsed.content_hash = Some(blake3::hash(&bytes[..complete]).to_hex()[..32].to_owned());
-    parsed.resume = match (anchor, parsed.format) {
+    let resume = match (anchor, parsed.format) {
         (Some(a), Some(format)) => {
             ResumePoint::new(&bytes[..complete], a, format, forced.is_some())
         }
@@ -411,7 +427,7 @@ pub fn parse_read(bytes: &[u8], path: &Path, forced: Option<Format>) -> Result<P
         });
     }
     subagent_title(path, &mut parsed);
-    Ok(parsed)
+    Ok((parsed, resume))
 }
 
 /// Bytes at the start of a file whose hash a resume checks (see [`ResumePoint`]).
@@ -526,8 +542,8 @@ impl ResumePoint {
 
 /// Parse only what was appended to `path` since `point` was taken: the returned
 /// [`ParsedFile`] holds the session's turns from `point.turn_base` on (numbered from 0),
-/// `complete_bytes` for the whole file, `content_hash` chained from `old_hash`, and the next
-/// resume point.
+/// `complete_bytes` for the whole file and `content_hash` chained from `old_hash`, with the
+/// next resume point.
 ///
 /// `Ok(None)` when the file cannot be shown to have only grown, or the appended records
 /// cannot be parsed alone (see [`ResumePoint`]): the caller then parses the whole file.
@@ -539,7 +555,7 @@ pub fn resume_file(
     point: &ResumePoint,
     forced: Option<Format>,
     old_hash: &str,
-) -> Result<Option<ParsedFile>> {
+) -> Result<Option<(ParsedFile, Option<ResumePoint>)>> {
     let same_format = match forced {
         Some(f) => f == point.format,
         None => !point.forced,
@@ -607,9 +623,9 @@ pub fn resume_file(
     }
     // As in `ResumePoint::new`: only from a terminated line.
     if memchr::memchr(b'\n', &region[anchor.offset..complete]).is_none() {
-        return Ok(Some(parsed));
+        return Ok(Some((parsed, None)));
     }
-    parsed.resume = Some(ResumePoint {
+    let next = ResumePoint {
         format: point.format,
         forced: point.forced,
         offset: next_offset as u64,
@@ -621,8 +637,8 @@ pub fn resume_file(
         head_hash: short_hash(&head),
         tail_hash: short_hash(&region[anchor.offset..complete]),
         state: anchor.state,
-    });
-    Ok(Some(parsed))
+    };
+    Ok(Some((parsed, Some(next))))
 }
 
 /// Title a subagent session from its `agent-<id>.meta.json` sidecar (`description`).

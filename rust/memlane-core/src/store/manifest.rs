@@ -93,16 +93,17 @@ pub(super) struct ResumeState {
 }
 
 impl ResumeState {
-    /// The state a later resume of `parsed` needs, taken from its resume point and its one
-    /// session, whose turns begin with turn `first_turn` (0 unless `parsed` was itself
+    /// The state a later resume of `parsed` needs, taken from its resume point `point` and its
+    /// one session, whose turns begin with turn `first_turn` (0 unless `parsed` was itself
     /// resumed); with the index of the first turn a resume re-chunks. `None` when the
     /// file cannot be resumed.
     pub(super) fn of(
-        parsed: &mut ParsedFile,
+        parsed: &ParsedFile,
+        point: Option<ResumePoint>,
         first_turn: u32,
         budget: usize,
     ) -> Option<(ResumeState, u32)> {
-        let point = parsed.resume.take()?;
+        let point = point?;
         let [session] = parsed.sessions.as_slice() else {
             return None;
         };

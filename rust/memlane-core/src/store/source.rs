@@ -7,7 +7,7 @@ use super::{archive, Archive, FileEntry, FileReport, Segment};
 use crate::chunk::{chunk_parsed, Chunk};
 use crate::error::{Error, Result};
 use crate::model::{Format, ParsedFile, Session};
-use crate::parse;
+use crate::parse::{self, ResumePoint};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -121,13 +121,14 @@ impl ParsedSource {
             // Opening a FIFO waits for a writer (forever), a device may never end.
             return Err(NOT_A_REGULAR_FILE.into());
         }
-        let parsed = parse::parse_file(path, format).map_err(|e| match e {
+        let (parsed, point) = parse::parse_file_resumable(path, format).map_err(|e| match e {
             Error::Parse { reason, .. } => format!("corrupt: {reason}"),
             Error::Io(io) => unreadable(&io),
             other => unreadable(&other),
         })?;
         Ok(Self::whole(
             parsed,
+            point,
             path,
             budget,
             meta.len(),
@@ -145,15 +146,16 @@ impl ParsedSource {
     ) -> Option<ParsedSource> {
         let bytes = archive.read(&entry.archive).ok()?;
         let format = entry.format.as_deref().and_then(Format::from_name);
-        let parsed = parse::parse_read(&bytes, path, format).ok()?;
-        let mut source = Self::whole(parsed, path, budget, entry.size, entry.mtime_ns);
+        let (parsed, point) = parse::parse_read(&bytes, path, format).ok()?;
+        let mut source = Self::whole(parsed, point, path, budget, entry.size, entry.mtime_ns);
         source.archived = Some(Ok(entry.archive.clone()));
         Some(source)
     }
 
-    /// A file parsed whole, chunked.
+    /// A file parsed whole, chunked, with its resume point `point`.
     fn whole(
-        mut parsed: ParsedFile,
+        parsed: ParsedFile,
+        point: Option<ResumePoint>,
         path: &Path,
         budget: usize,
         size: u64,
@@ -161,7 +163,7 @@ impl ParsedSource {
     ) -> ParsedSource {
         let hash = parsed.content_hash.clone().unwrap_or_default();
         let chunks = chunk_parsed(&parsed, &path.to_string_lossy(), budget);
-        let next = ResumeState::of(&mut parsed, 0, budget);
+        let next = ResumeState::of(&parsed, point, 0, budget);
         ParsedSource {
             size,
             mtime_ns,
@@ -192,7 +194,8 @@ impl ParsedSource {
             return None;
         }
         let ResumeState { point, carry } = prior.state;
-        let mut parsed = parse::resume_file(path, &point, format, &prior.hash).ok()??;
+        let (mut parsed, next_point) =
+            parse::resume_file(path, &point, format, &prior.hash).ok()??;
         // Re-chunk from where the carried turns start, so the last pack comes out whole.
         let first_turn = point
             .turn_base
@@ -207,7 +210,7 @@ impl ParsedSource {
             c.turn_start = c.turn_start.saturating_add(first_turn);
             c.turn_end = c.turn_end.saturating_add(first_turn);
         }
-        let next = ResumeState::of(&mut parsed, first_turn, budget);
+        let next = ResumeState::of(&parsed, next_point, first_turn, budget);
         Some(ParsedSource {
             size: meta.len(),
             mtime_ns: mtime_ns(&meta),

@@ -20,7 +20,7 @@
 //! provenance is always exact — a section that moves is re-keyed (a tantivy delete + add, its
 //! vector a cache hit), and the same section in two files is one chunk per file.
 
-use crate::chunk::{content_key, estimate_tokens, split_text, Chunk};
+use super::text::{content_key, estimate_tokens, split_text, Chunk};
 use crate::model::{Format, Note, NoteKind, Section};
 use crate::parse::markdown::code_lines;
 
