@@ -56,6 +56,23 @@ from memlane.brain.transaction import Transaction
 from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.events import EventLog
 
+__all__ = [
+    "ARCHIVE_DIR",
+    "CHAR_CAPS_ENV",
+    "DAILY_DIR",
+    "EVOLUTION_FILE",
+    "MAX_REFERENCES",
+    "MEMORY_FILE",
+    "VERDICTS_FILE",
+    "Brain",
+    "CapError",
+    "Problem",
+    "Transaction",
+    "default_brain_dir",
+    "keyword_scores",
+    "parse_caps",
+]
+
 MEMORY_FILE = "MEMORY.md"
 EVOLUTION_FILE = "EVOLUTION.md"
 ARCHIVE_DIR = "Archives"
