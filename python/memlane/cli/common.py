@@ -1,5 +1,12 @@
 """What the ``memlane`` commands share: the progress bar, opening the memory a command names
-(a home, a sharded index, a served one), and the lines on the device the local model runs on."""
+(a home, a sharded index, a served one), and the lines on the device the local model runs on.
+
+Example:
+    >>> import argparse
+    >>> require_home(argparse.Namespace(home="/nonexistent/memlane"))
+    Traceback (most recent call last):
+    FileNotFoundError: no memlane home at /nonexistent/memlane: `memlane index PATH` creates one (or pass --home DIR)
+"""
 
 from __future__ import annotations
 
@@ -54,6 +61,8 @@ def require_home(args: argparse.Namespace) -> None:
 
 
 def open_memory(args: argparse.Namespace, embedder: str) -> Any:
+    """The memory a command works on: a served index (``--remote``), a sharded one (``--index``)
+    or the home, with ``embedder`` (a ``--embed`` spec) for its queries and what it indexes."""
     import memlane
 
     if getattr(args, "remote", None):

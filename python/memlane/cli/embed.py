@@ -1,4 +1,12 @@
-"""``memlane embed``: vectors for the chunks that have none, locally or by Bedrock batch inference."""
+"""``memlane embed``: vectors for the chunks that have none, locally or by Bedrock batch inference.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["embed", "--batch", "s3://bucket/prefix/"]).batch
+    's3://bucket/prefix/'
+"""
 
 from __future__ import annotations
 
@@ -127,6 +135,7 @@ def _embed_batch_index(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``embed`` to the ``memlane`` parser."""
     p = sub.add_parser(
         "embed", parents=parents, help="embed chunks that have no vector yet (resumes an interrupted index)"
     )

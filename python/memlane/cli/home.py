@@ -1,5 +1,13 @@
 """``memlane status``, ``serve``, ``verify``, ``forget``, ``repair`` and ``secrets``: a home's
-(or a sharded index's) state, its upkeep, and serving a sharded index."""
+(or a sharded index's) state, its upkeep, and serving a sharded index.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["forget", "--session", "s1", "--dry-run"]).dry_run
+    True
+"""
 
 from __future__ import annotations
 
@@ -16,26 +24,6 @@ from memlane.cli_output import emit
 from memlane.errors import InvalidArgumentError
 from memlane.events import format_summary
 from memlane.memory import QUANTIZATIONS
-
-
-def _cmd_secrets(args: argparse.Namespace) -> int:
-    common.require_home(args)
-    report = common.open_memory(args, "none").secrets()
-    found = report["secrets"]
-    chunks = len({f["chunk"] for f in found})
-    lines = [
-        f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks"
-        + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")
-    ]
-    for f in found:
-        where = (
-            f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}"
-            if f["source"] == "transcript"
-            else f["heading"] or "note"
-        )
-        lines.append(f"{f['label']:<24} {f['masked']:<22} {where} · {f['path']} (chunk {f['chunk']})")
-    emit(args, report, "\n".join(lines))
-    return 0
 
 
 def _weights(embedder_id: str | None) -> str | None:
@@ -140,6 +128,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_status(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("status", parents=parents, help="what this home holds")
+    p.set_defaults(func=_cmd_status)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     """``memlane serve --index URI``: run until interrupted."""
     if not args.index:
@@ -181,6 +174,62 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         server.stop()
 
 
+def _add_serve(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve", parents=parents, help="serve a sharded index (--index URI) over HTTP on Ray Serve, read only"
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default="local",
+        help="local (default: start a cluster here), auto (join `ray start`'s) or an address",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; beyond loopback needs --token or --insecure)",
+    )
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
+    p.add_argument(
+        "--token",
+        default=os.environ.get("MEMLANE_TOKEN"),
+        help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="more tokens, one `TOKEN ROLE` a line (admin or project:NAME: that project only); readable by its owner only",
+    )
+    p.add_argument(
+        "--allow-show-secrets",
+        action="store_true",
+        help="let admin tokens ask for texts with secrets in clear (refused by default; each request logged)",
+    )
+    p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
+    p.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed",
+    )
+    p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
+    p.add_argument(
+        "--shard-actors",
+        type=int,
+        metavar="N",
+        help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)",
+    )
+    p.add_argument(
+        "--refresh",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the router looks for a new catalog version (default 2)",
+    )
+    p.set_defaults(func=_cmd_serve)
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     common.require_home(args)
     report = common.open_memory(args, "none").verify(thorough=not args.fast)
@@ -195,6 +244,18 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     )
     emit(args, report, "\n".join([*lines, verdict]))
     return 0 if report["sound"] else 1
+
+
+def _add_verify(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "verify",
+        parents=parents,
+        help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)",
+    )
+    p.add_argument(
+        "--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)"
+    )
+    p.set_defaults(func=_cmd_verify)
 
 
 def repair_text(r: Any) -> str:
@@ -225,6 +286,21 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     )
     emit(args, report.to_dict(), repair_text(report))
     return 0
+
+
+def _add_repair(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "repair",
+        parents=parents,
+        help="rebuild what verify finds broken from the sources and the embedding cache",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
+    p.add_argument(
+        "--quantization",
+        choices=QUANTIZATIONS,
+        help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)",
+    )
+    p.set_defaults(func=_cmd_repair)
 
 
 def _confirm_wipe(args: argparse.Namespace) -> None:
@@ -291,74 +367,7 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("status", parents=parents, help="what this home holds")
-    p.set_defaults(func=_cmd_status)
-
-    p = sub.add_parser(
-        "serve", parents=parents, help="serve a sharded index (--index URI) over HTTP on Ray Serve, read only"
-    )
-    p.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        default="local",
-        help="local (default: start a cluster here), auto (join `ray start`'s) or an address",
-    )
-    p.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to bind (default 127.0.0.1; beyond loopback needs --token or --insecure)",
-    )
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--replicas", type=int, default=1, help="router replicas (default 1)")
-    p.add_argument(
-        "--token",
-        default=os.environ.get("MEMLANE_TOKEN"),
-        help="every request must send Authorization: Bearer TOKEN (default $MEMLANE_TOKEN)",
-    )
-    p.add_argument(
-        "--token-file",
-        metavar="FILE",
-        help="more tokens, one `TOKEN ROLE` a line (admin or project:NAME: that project only); readable by its owner only",
-    )
-    p.add_argument(
-        "--allow-show-secrets",
-        action="store_true",
-        help="let admin tokens ask for texts with secrets in clear (refused by default; each request logged)",
-    )
-    p.add_argument("--insecure", action="store_true", help="allow binding beyond loopback without a token")
-    p.add_argument(
-        "--tls-cert",
-        metavar="PEM",
-        help="serve HTTPS with this certificate (its chain after it); clients trust it through SSL_CERT_FILE if self-signed",
-    )
-    p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
-    p.add_argument("--embed", default="local", help="query embedder of an index with vectors: local (default), none, …")
-    p.add_argument(
-        "--shard-actors",
-        type=int,
-        metavar="N",
-        help="shard actors; 0: shards open in the router replicas (default on one machine; else one per shard with data, at most one per CPU)",
-    )
-    p.add_argument(
-        "--refresh",
-        type=float,
-        default=2.0,
-        metavar="SECONDS",
-        help="how often the router looks for a new catalog version (default 2)",
-    )
-    p.set_defaults(func=_cmd_serve)
-
-    p = sub.add_parser(
-        "verify",
-        parents=parents,
-        help="check the home: manifest, keyword index, vectors, embedding cache (exit 1 if unsound)",
-    )
-    p.add_argument(
-        "--fast", action="store_true", help="skip file checksums and resume states (what `memlane doctor` runs)"
-    )
-    p.set_defaults(func=_cmd_verify)
-
+def _add_forget(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "forget",
         parents=parents,
@@ -386,22 +395,38 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p.add_argument("--embed", default="local", help="embedder for what --undo indexes again: local (default), none, …")
     p.set_defaults(func=_cmd_forget)
 
-    p = sub.add_parser(
-        "repair",
-        parents=parents,
-        help="rebuild what verify finds broken from the sources and the embedding cache",
-    )
-    p.add_argument("--force", action="store_true", help="rebuild even when verify finds nothing wrong")
-    p.add_argument(
-        "--quantization",
-        choices=QUANTIZATIONS,
-        help="store the rebuilt vectors so (default: as the home has them; another storage rebuilds a sound home too)",
-    )
-    p.set_defaults(func=_cmd_repair)
 
+def _cmd_secrets(args: argparse.Namespace) -> int:
+    common.require_home(args)
+    report = common.open_memory(args, "none").secrets()
+    found = report["secrets"]
+    chunks = len({f["chunk"] for f in found})
+    lines = [
+        f"{len(found)} secrets in {chunks} of {report['chunks_scanned']} chunks"
+        + (": rotate them, then forget the chunks (`memlane forget --chunk ID`)" if found else "")
+    ]
+    for f in found:
+        where = (
+            f"session {f['session_id']} · turns {f['turn_start']}-{f['turn_end']}"
+            if f["source"] == "transcript"
+            else f["heading"] or "note"
+        )
+        lines.append(f"{f['label']:<24} {f['masked']:<22} {where} · {f['path']} (chunk {f['chunk']})")
+    emit(args, report, "\n".join(lines))
+    return 0
+
+
+def _add_secrets(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "secrets",
         parents=parents,
         help="where keys, tokens and passwords occur in the index (masked), to rotate and forget them",
     )
     p.set_defaults(func=_cmd_secrets)
+
+
+def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``status``, ``serve``, ``verify``, ``forget``, ``repair``, ``secrets`` to the ``memlane`` parser,
+    in the order ``memlane --help`` lists them."""
+    for add in (_add_status, _add_serve, _add_verify, _add_forget, _add_repair, _add_secrets):
+        add(sub, parents)

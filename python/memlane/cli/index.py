@@ -1,4 +1,12 @@
-"""``memlane index``: transcripts and notes into a home, or into a sharded index built on Ray."""
+"""``memlane index``: transcripts and notes into a home, or into a sharded index built on Ray.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["index", "notes/", "--embed", "none"]).embed
+    'none'
+"""
 
 from __future__ import annotations
 
@@ -194,6 +202,7 @@ def _file_line(f: dict[str, Any]) -> str:
 
 
 def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``index`` to the ``memlane`` parser."""
     p = sub.add_parser(
         "index", parents=parents, help="index transcripts and markdown notes, files or folders (incremental)"
     )

@@ -1,4 +1,12 @@
-"""The parser class of every ``memlane`` command and the options several commands share."""
+"""The parser class of every ``memlane`` command and the options several commands share.
+
+Example:
+    >>> parser = Parser(prog="memlane", parents=[common_options(True)])
+    >>> scope_options(parser)
+    >>> args = parser.parse_args(["--json", "--project", "alpha"])
+    >>> args.json, args.project, args.index
+    (True, 'alpha', None)
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""``memlane search``, ``items`` and ``recall``: what memory holds, with secrets masked."""
+"""``memlane search``, ``items`` and ``recall``: what memory holds, with secrets masked.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="memlane")
+    >>> add_parsers(parser.add_subparsers(dest="command"), [])
+    >>> parser.parse_args(["recall", "why did the release break", "--max-tokens", "2000"]).max_tokens
+    2000
+"""
 
 from __future__ import annotations
 
@@ -96,89 +104,7 @@ def _search_items(args: argparse.Namespace, mem: Any) -> int:
     return 0
 
 
-def _cmd_items(args: argparse.Namespace) -> int:
-    """``memlane items``: every typed, cited item (of a project), or ``--export`` them as items.json."""
-    from collections import Counter
-
-    from memlane import secrets
-
-    common.require_home(args)
-    mem = common.open_memory(args, "none")
-    project = mem.project_keys(".")[0] if args.project == "." else args.project
-    found = [i.to_dict() for i in mem.items(types=args.type, project=project, k=None)]
-    doc = secrets.mask_json({"project": project, "items": found})
-    if args.export:
-        Path(args.export).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    counts = Counter(i["type"] for i in found)
-    where = f" in {project}" if project else ""
-    text = f"{len(found)} items{where}: " + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "none")
-    emit(args, doc, text + (f"; written to {args.export}" if args.export else " (`--export items.json` writes them)"))
-    return 0
-
-
-def _cmd_recall(args: argparse.Namespace) -> int:
-    if args.max_tokens < 1:
-        raise InvalidArgumentError("--max-tokens must be at least 1")
-    _secrets_at_terminal(args)
-    common.require_home(args)
-    mem = common.open_memory(args, args.embed)
-    result = mem.recall(
-        args.query,
-        max_tokens=args.max_tokens,
-        half_life_days=args.half_life,
-        include_brain=not args.no_brain,
-        show_secrets=args.show_secrets,
-        project=args.project,
-        branch=args.branch,
-    )
-    _say_partial(args, mem)
-    _unknown_project(mem, args.project)  # even with hits: the user's global notes answer any name
-    if not result:
-        sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
-        if args.json:
-            _emit_masked(args, result.to_dict(), "")
-        return 0
-    _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
-    return 0
-
-
-def _secrets_at_terminal(args: argparse.Namespace) -> None:
-    """Refuse ``--show-secrets`` unless stdout is a terminal: keys are shown to a person
-    reading them, never into a pipe or a file (an agent's shell tool reads a pipe)."""
-    if args.show_secrets and not sys.stdout.isatty():
-        raise InvalidArgumentError(
-            "--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked"
-        )
-
-
-def _say_partial(args: argparse.Namespace, mem: Any) -> None:
-    """One line on stderr when a served index answered without some of its shards."""
-    if getattr(mem, "missing_shards", None):
-        shards = ", ".join(map(str, mem.missing_shards))
-        sys.stderr.write(
-            f"memlane {args.command}: partial answer: shard(s) {shards} of {args.remote} did not answer (Ray restarts them)\n"
-        )
-
-
-def _unknown_project(mem: Any, project: str | None) -> None:
-    """Say so when ``--project`` names no project of the home (a typo, not an empty answer)."""
-    if project is not None and hasattr(mem, "project_keys") and not mem.project_keys(project):
-        names = ", ".join(sorted({Path(k).name for k in mem.projects()})) or "none yet"
-        from memlane._check import echo
-
-        sys.stderr.write(f"memlane: no project named {echo(project, quote=True)} in this home (projects: {names})\n")
-
-
-def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:
-    """:func:`emit` with secrets masked, unless the user asked ``--show-secrets``."""
-    if not args.show_secrets:
-        from memlane import secrets
-
-        payload, text = secrets.mask_json(payload), secrets.mask(text)
-    emit(args, payload, text)
-
-
-def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+def _add_search(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("search", parents=parents, help="hybrid search over what is indexed")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
@@ -219,6 +145,28 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_search)
 
+
+def _cmd_items(args: argparse.Namespace) -> int:
+    """``memlane items``: every typed, cited item (of a project), or ``--export`` them as items.json."""
+    from collections import Counter
+
+    from memlane import secrets
+
+    common.require_home(args)
+    mem = common.open_memory(args, "none")
+    project = mem.project_keys(".")[0] if args.project == "." else args.project
+    found = [i.to_dict() for i in mem.items(types=args.type, project=project, k=None)]
+    doc = secrets.mask_json({"project": project, "items": found})
+    if args.export:
+        Path(args.export).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    counts = Counter(i["type"] for i in found)
+    where = f" in {project}" if project else ""
+    text = f"{len(found)} items{where}: " + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "none")
+    emit(args, doc, text + (f"; written to {args.export}" if args.export else " (`--export items.json` writes them)"))
+    return 0
+
+
+def _add_items(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "items",
         parents=parents,
@@ -233,6 +181,34 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(func=_cmd_items)
 
+
+def _cmd_recall(args: argparse.Namespace) -> int:
+    if args.max_tokens < 1:
+        raise InvalidArgumentError("--max-tokens must be at least 1")
+    _secrets_at_terminal(args)
+    common.require_home(args)
+    mem = common.open_memory(args, args.embed)
+    result = mem.recall(
+        args.query,
+        max_tokens=args.max_tokens,
+        half_life_days=args.half_life,
+        include_brain=not args.no_brain,
+        show_secrets=args.show_secrets,
+        project=args.project,
+        branch=args.branch,
+    )
+    _say_partial(args, mem)
+    _unknown_project(mem, args.project)  # even with hits: the user's global notes answer any name
+    if not result:
+        sys.stderr.write("memlane recall: nothing relevant in memory for this query\n")
+        if args.json:
+            _emit_masked(args, result.to_dict(), "")
+        return 0
+    _emit_masked(args, result.to_dict(), result.text.rstrip("\n"))
+    return 0
+
+
+def _add_recall(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "recall",
         parents=parents,
@@ -252,3 +228,45 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     scope_options(p)
     embed_options(p, "embedder for the query (must match the index)")
     p.set_defaults(func=_cmd_recall)
+
+
+def _secrets_at_terminal(args: argparse.Namespace) -> None:
+    """Refuse ``--show-secrets`` unless stdout is a terminal: keys are shown to a person
+    reading them, never into a pipe or a file (an agent's shell tool reads a pipe)."""
+    if args.show_secrets and not sys.stdout.isatty():
+        raise InvalidArgumentError(
+            "--show-secrets prints keys and passwords only at a terminal, and stdout is not one; leave it out to get them masked"
+        )
+
+
+def _say_partial(args: argparse.Namespace, mem: Any) -> None:
+    """One line on stderr when a served index answered without some of its shards."""
+    if getattr(mem, "missing_shards", None):
+        shards = ", ".join(map(str, mem.missing_shards))
+        sys.stderr.write(
+            f"memlane {args.command}: partial answer: shard(s) {shards} of {args.remote} did not answer (Ray restarts them)\n"
+        )
+
+
+def _unknown_project(mem: Any, project: str | None) -> None:
+    """Say so when ``--project`` names no project of the home (a typo, not an empty answer)."""
+    if project is not None and hasattr(mem, "project_keys") and not mem.project_keys(project):
+        names = ", ".join(sorted({Path(k).name for k in mem.projects()})) or "none yet"
+        from memlane._check import echo
+
+        sys.stderr.write(f"memlane: no project named {echo(project, quote=True)} in this home (projects: {names})\n")
+
+
+def _emit_masked(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """:func:`emit` with secrets masked, unless the user asked ``--show-secrets``."""
+    if not args.show_secrets:
+        from memlane import secrets
+
+        payload, text = secrets.mask_json(payload), secrets.mask(text)
+    emit(args, payload, text)
+
+
+def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add ``search``, ``items``, ``recall`` to the ``memlane`` parser, in the order ``memlane --help`` lists them."""
+    for add in (_add_search, _add_items, _add_recall):
+        add(sub, parents)
