@@ -6,4 +6,6 @@ import sys
 
 from memlane.cli import main
 
-sys.exit(main())
+# Guarded: tools that import every module of the package (pkgutil.walk_packages) must not run it.
+if __name__ == "__main__":
+    sys.exit(main())
