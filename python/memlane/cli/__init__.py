@@ -4,6 +4,17 @@ Every command takes ``--home DIR`` and ``--json`` (one JSON document on stdout).
 prints one line on stderr (with ``--json``, ``{"error": …, "kind": …}`` on stdout) and exits
 with status 2, ``verify`` with 1 when the home is unsound; no tracebacks (``MEMLANE_DEBUG=1``
 shows them). A closed pipe (``memlane status | head``) ends the command quietly.
+
+Each module adds its commands (``add_parsers``) beside their handlers: :mod:`~memlane.cli.index`,
+:mod:`~memlane.cli.search` (``search``, ``items``, ``recall``), :mod:`~memlane.cli.embed` and
+:mod:`~memlane.cli.home` (``status``, ``serve``, ``verify``, ``forget``, ``repair``, ``secrets``);
+:mod:`~memlane.cli.common` and :mod:`~memlane.cli.parser` hold what they share. The brain, timeline,
+bench and agent commands come from those packages' own ``cli`` modules, added the same way.
+
+Example:
+    >>> main(["--home", "/nonexistent/memlane", "--json", "status"])
+    {"error": "no memlane home at /nonexistent/memlane: `memlane index PATH` creates one (or pass --home DIR)", "kind": "FileNotFoundError"}
+    2
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from memlane.cli.parser import Parser, common_options
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The ``memlane`` parser: the global options, then every command group's subcommands."""
     parser = Parser(
         prog="memlane",
         description="Memory for AI agents: index transcripts, recall them.",
