@@ -5,18 +5,20 @@
 //! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
 //! Markdown notes take the same road as sections ([`parse::markdown`], [`chunk::chunk_note`]).
 //! Every chunk is filed under its project: the repository its turns were written in ([`project`]).
+//! Two helpers serve steps of the Python side rather than the index: [`ranking`] (text
+//! features for the time-aware reordering) and [`secrets`] (the masker's literal prefilter).
 #![warn(missing_docs)]
 
 pub mod chunk;
 mod durable;
 pub mod error;
-pub mod features;
 pub mod hybrid;
 pub mod lexical;
-pub mod literals;
 pub mod model;
 pub mod parse;
 pub mod project;
+pub mod ranking;
+pub mod secrets;
 pub mod shard;
 pub mod store;
 pub mod tokenize;

@@ -1,7 +1,7 @@
 //! `TextFeatures` for Python: what the time-aware reordering reads from a hit's text.
 
 use crate::errors::to_py;
-use memlane_core::features::FeatureReader;
+use memlane_core::ranking::features::FeatureReader;
 use pyo3::prelude::*;
 
 /// One text's stems, identifiers, change (1, -1 or 0) and quantities (unit, numbers).

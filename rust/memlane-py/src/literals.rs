@@ -1,7 +1,7 @@
 //! `Literals` for Python: where any of a set of literal strings occurs in a text.
 
 use crate::errors::to_py;
-use memlane_core::literals::Literals;
+use memlane_core::secrets::literals::Literals;
 use pyo3::prelude::*;
 
 /// A set of literal strings, compiled once; `find` gives every occurrence in one pass.
