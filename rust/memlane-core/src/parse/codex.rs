@@ -526,41 +526,29 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     // The header decides the time of later records: only a header set before the anchor
     // is one the resumed parse starts from.
     let opened = opened.filter(|(offset, _)| sink.header_at.is_none_or(|h| h < *offset));
-    let (turns, anchor) = match opened {
-        Some((offset, raw)) => {
-            let (turns, turn_base) = b.finish_tracking(raw);
-            let before = Sources::of(sink.events.iter().take_while(|(o, _)| *o < offset));
-            let state = Continuation {
-                session_id: id.clone(),
-                parent_id: parent_id.clone(),
-                cwd: cwd.clone(),
-                branch: branch.clone(),
-                header_id: sink.header_id.clone(),
-                header_ts: sink.header_ts,
-                sources,
-                before,
-            };
-            let anchor = Anchor {
-                offset,
-                turn_base,
-                state: super::Continuation::Codex(state),
-            };
-            (turns, Some(anchor))
-        }
-        None => (b.finish(), None),
-    };
-    if !turns.is_empty() {
-        out.sessions.push(Session {
-            id,
-            parent_id,
-            format: Some(Format::Codex),
-            cwd,
-            branch,
-            title: sink.title,
-            turns,
-        });
-    }
-    anchor
+    let opened = opened.map(|(offset, raw)| {
+        let before = Sources::of(sink.events.iter().take_while(|(o, _)| *o < offset));
+        let state = Continuation {
+            session_id: id.clone(),
+            parent_id: parent_id.clone(),
+            cwd: cwd.clone(),
+            branch: branch.clone(),
+            header_id: sink.header_id.clone(),
+            header_ts: sink.header_ts,
+            sources,
+            before,
+        };
+        (offset, raw, super::Continuation::Codex(state))
+    });
+    super::finish_session(out, b, opened, |turns| Session {
+        id,
+        parent_id,
+        format: Some(Format::Codex),
+        cwd,
+        branch,
+        title: sink.title,
+        turns,
+    })
 }
 
 /// Parse `region`, a rollout from an earlier [`Anchor`] on: the session's turns from the

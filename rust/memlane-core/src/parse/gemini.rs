@@ -259,39 +259,27 @@ fn session(
             }
         }
     }
-    let (turns, anchor) = match opened {
-        Some((i, offset, raw)) => {
-            let (turns, turn_base) = b.finish_tracking(raw);
-            let ids = log.msgs[..i]
-                .iter()
-                .filter_map(|m| m.get("id").and_then(Value::as_str));
-            let state = Continuation {
-                session_id: id.clone(),
-                parent_id: parent_id.clone(),
-                has_meta: log.session_id.is_some(),
-                before: super::fingerprints(ids, known),
-            };
-            let anchor = Anchor {
-                offset,
-                turn_base,
-                state: super::Continuation::Gemini(state),
-            };
-            (turns, Some(anchor))
-        }
-        None => (b.finish(), None),
-    };
-    if !turns.is_empty() {
-        out.sessions.push(Session {
-            id,
-            parent_id,
-            format: Some(Format::Gemini),
-            cwd: None,
-            branch: None,
-            title: log.title.clone(),
-            turns,
-        });
-    }
-    anchor
+    let opened = opened.map(|(i, offset, raw)| {
+        let ids = log.msgs[..i]
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str));
+        let state = Continuation {
+            session_id: id.clone(),
+            parent_id: parent_id.clone(),
+            has_meta: log.session_id.is_some(),
+            before: super::fingerprints(ids, known),
+        };
+        (offset, raw, super::Continuation::Gemini(state))
+    });
+    super::finish_session(out, b, opened, |turns| Session {
+        id,
+        parent_id,
+        format: Some(Format::Gemini),
+        cwd: None,
+        branch: None,
+        title: log.title.clone(),
+        turns,
+    })
 }
 
 /// A legacy single-document session: `{sessionId, messages: [...]}`.

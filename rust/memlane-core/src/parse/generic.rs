@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::model::{Format, ParsedFile, Role, Session, Turn};
 
 use super::clean;
-use super::lines::{self, LineSink};
+use super::lines::{self, RecordSink};
 use super::turns::TurnBuilder;
 use super::Anchor;
 
@@ -86,8 +86,17 @@ impl Sink {
         }
         self.sessions.entry(id).or_default()
     }
+}
 
-    fn take(&mut self, v: &Value) {
+fn call(b: &mut TurnBuilder, name: &str, args: &Value, ts: Option<i64>) {
+    let summary = clean::tool_summary(name, args);
+    let mut files = Vec::new();
+    clean::tool_files(name, args, &mut files);
+    b.tool_call(name, &summary, &files, ts, None);
+}
+
+impl RecordSink for Sink {
+    fn record(&mut self, v: &Value) {
         let Some(o) = v.as_object() else { return };
         let Some(role) = s(o, "role") else { return };
         let ts = ["timestamp", "ts", "created_at", "time"]
@@ -187,24 +196,9 @@ impl Sink {
             self.opened = Some((self.offset, raw));
         }
     }
-}
 
-fn call(b: &mut TurnBuilder, name: &str, args: &Value, ts: Option<i64>) {
-    let summary = clean::tool_summary(name, args);
-    let mut files = Vec::new();
-    clean::tool_files(name, args, &mut files);
-    b.tool_call(name, &summary, &files, ts, None);
-}
-
-impl LineSink for Sink {
-    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
-        let v: Value = serde_json::from_slice(line)?;
-        self.take(&v);
-        Ok(())
-    }
-
-    fn line_start(&mut self, offset: usize) {
-        self.offset = offset;
+    fn line_offset(&mut self) -> &mut usize {
+        &mut self.offset
     }
 }
 
@@ -220,7 +214,7 @@ pub struct Continuation {
 pub(crate) fn message_turns(msgs: &[Value]) -> Vec<Turn> {
     let mut sink = Sink::default();
     for m in msgs {
-        sink.take(m);
+        sink.record(m);
     }
     let mut turns = Vec::new();
     for id in std::mem::take(&mut sink.order) {

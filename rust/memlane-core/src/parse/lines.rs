@@ -31,6 +31,28 @@ pub(crate) trait LineSink {
     fn line_start(&mut self, _offset: usize) {}
 }
 
+/// A sink of JSON records that keeps the offset of the line each came from: the formats
+/// whose records are read one [`serde_json::Value`] at a time. Each is a [`LineSink`].
+pub(crate) trait RecordSink {
+    /// Take in one record.
+    fn record(&mut self, record: &serde_json::Value);
+
+    /// Where the sink keeps the offset of the line being parsed.
+    fn line_offset(&mut self) -> &mut usize;
+}
+
+impl<S: RecordSink> LineSink for S {
+    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
+        let v: serde_json::Value = serde_json::from_slice(line)?;
+        self.record(&v);
+        Ok(())
+    }
+
+    fn line_start(&mut self, offset: usize) {
+        *self.line_offset() = offset;
+    }
+}
+
 /// Why a line was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reject {

@@ -24,7 +24,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Format, ParsedFile};
+use crate::model::{Format, ParsedFile, Session, Turn};
 
 mod aider;
 mod archive;
@@ -471,6 +471,34 @@ pub(crate) struct Anchor {
     pub turn_base: usize,
     /// What a parse from `offset` needs to know about the bytes before it.
     pub state: Continuation,
+}
+
+/// Finish the turns `b` built, with the anchor a resume needs when `opened` says where it is
+/// (the offset of the line of the record that opened the last turn group `b` can rebuild,
+/// how many raw turns `b` held then, and the format's state for a parse from there); the
+/// turns, unless there are none, become the session `session` makes of them, pushed to `out`.
+pub(crate) fn finish_session(
+    out: &mut ParsedFile,
+    b: turns::TurnBuilder,
+    opened: Option<(usize, usize, Continuation)>,
+    session: impl FnOnce(Vec<Turn>) -> Session,
+) -> Option<Anchor> {
+    let (turns, anchor) = match opened {
+        Some((offset, raw, state)) => {
+            let (turns, turn_base) = b.finish_tracking(raw);
+            let anchor = Anchor {
+                offset,
+                turn_base,
+                state,
+            };
+            (turns, Some(anchor))
+        }
+        None => (b.finish(), None),
+    };
+    if !turns.is_empty() {
+        out.sessions.push(session(turns));
+    }
+    anchor
 }
 
 /// Each resumable format's state for parsing a file from an [`Anchor`] on: the session's

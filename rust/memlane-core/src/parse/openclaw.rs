@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::model::{Format, ParsedFile, Role, Session, Turn};
 
 use super::clean;
-use super::lines::{self, LineSink};
+use super::lines::{self, RecordSink};
 use super::tree::{self, Link};
 use super::turns::{Piece, TurnBuilder};
 use super::Anchor;
@@ -58,61 +58,6 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-impl Sink {
-    fn take(&mut self, v: &Value) {
-        let Some(o) = v.as_object() else { return };
-        let kind = s(o, "type").unwrap_or("");
-        if kind == "session" && self.header.is_none() && self.entries.is_empty() {
-            self.header = Some((
-                s(o, "id").map(str::to_owned),
-                s(o, "cwd").map(str::to_owned),
-            ));
-            return;
-        }
-        let link = match o.get("parentId") {
-            Some(Value::String(p)) => Link::To(p.clone()),
-            _ => Link::Root,
-        };
-        let id = s(o, "id").map(str::to_owned);
-        if let Some(id) = &id {
-            self.repeated |= !self.ids.insert(id.clone());
-        }
-        let mut e = Entry {
-            offset: self.offset,
-            id,
-            link,
-            ts: o.get("timestamp").and_then(clean::value_ts),
-            human: None,
-            summary: None,
-            pieces: Vec::new(),
-        };
-        match kind {
-            "message" => {
-                if let Some(m) = o.get("message").and_then(Value::as_object) {
-                    if e.ts.is_none() {
-                        e.ts = m.get("timestamp").and_then(clean::value_ts);
-                    }
-                    message(&mut e, m);
-                }
-            }
-            "compaction" | "branch_summary" => {
-                if let Some(text) = s(o, "summary") {
-                    let mut files = Vec::new();
-                    if let Some(d) = o.get("details").and_then(Value::as_object) {
-                        files = string_list(d.get("readFiles"));
-                        for f in string_list(d.get("modifiedFiles")) {
-                            clean::push_unique(&mut files, &f);
-                        }
-                    }
-                    e.summary = Some((text.to_owned(), files));
-                }
-            }
-            _ => {}
-        }
-        self.entries.push(e);
-    }
 }
 
 fn message(e: &mut Entry, m: &Map<String, Value>) {
@@ -189,15 +134,62 @@ fn message(e: &mut Entry, m: &Map<String, Value>) {
     }
 }
 
-impl LineSink for Sink {
-    fn line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
-        let v: Value = serde_json::from_slice(line)?;
-        self.take(&v);
-        Ok(())
+impl RecordSink for Sink {
+    fn record(&mut self, v: &Value) {
+        let Some(o) = v.as_object() else { return };
+        let kind = s(o, "type").unwrap_or("");
+        if kind == "session" && self.header.is_none() && self.entries.is_empty() {
+            self.header = Some((
+                s(o, "id").map(str::to_owned),
+                s(o, "cwd").map(str::to_owned),
+            ));
+            return;
+        }
+        let link = match o.get("parentId") {
+            Some(Value::String(p)) => Link::To(p.clone()),
+            _ => Link::Root,
+        };
+        let id = s(o, "id").map(str::to_owned);
+        if let Some(id) = &id {
+            self.repeated |= !self.ids.insert(id.clone());
+        }
+        let mut e = Entry {
+            offset: self.offset,
+            id,
+            link,
+            ts: o.get("timestamp").and_then(clean::value_ts),
+            human: None,
+            summary: None,
+            pieces: Vec::new(),
+        };
+        match kind {
+            "message" => {
+                if let Some(m) = o.get("message").and_then(Value::as_object) {
+                    if e.ts.is_none() {
+                        e.ts = m.get("timestamp").and_then(clean::value_ts);
+                    }
+                    message(&mut e, m);
+                }
+            }
+            "compaction" | "branch_summary" => {
+                if let Some(text) = s(o, "summary") {
+                    let mut files = Vec::new();
+                    if let Some(d) = o.get("details").and_then(Value::as_object) {
+                        files = string_list(d.get("readFiles"));
+                        for f in string_list(d.get("modifiedFiles")) {
+                            clean::push_unique(&mut files, &f);
+                        }
+                    }
+                    e.summary = Some((text.to_owned(), files));
+                }
+            }
+            _ => {}
+        }
+        self.entries.push(e);
     }
 
-    fn line_start(&mut self, offset: usize) {
-        self.offset = offset;
+    fn line_offset(&mut self) -> &mut usize {
+        &mut self.offset
     }
 }
 
@@ -280,35 +272,23 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) -> Option<A
     let path_idx = branch.path;
     let (b, opened) = replay(entries, &path_idx);
     let opened = opened.filter(|_| !sink.repeated && in_file_order(&path_idx));
-    let (turns, anchor) = match opened {
-        Some((i, raw)) => {
-            let (turns, turn_base) = b.finish_tracking(raw);
-            let state = Continuation {
-                session_id: id.clone(),
-                linear: links.iter().all(|l| *l == Link::Root),
-                known: fingerprints(entries, Vec::new()),
-            };
-            let anchor = Anchor {
-                offset: entries[i].offset,
-                turn_base,
-                state: super::Continuation::Openclaw(state),
-            };
-            (turns, Some(anchor))
-        }
-        None => (b.finish(), None),
-    };
-    if !turns.is_empty() {
-        out.sessions.push(Session {
-            id,
-            parent_id: None,
-            format: Some(Format::Openclaw),
-            cwd,
-            branch: None,
-            title: None,
-            turns,
-        });
-    }
-    anchor
+    let opened = opened.map(|(i, raw)| {
+        let state = Continuation {
+            session_id: id.clone(),
+            linear: links.iter().all(|l| *l == Link::Root),
+            known: fingerprints(entries, Vec::new()),
+        };
+        (entries[i].offset, raw, super::Continuation::Openclaw(state))
+    });
+    super::finish_session(out, b, opened, |turns| Session {
+        id,
+        parent_id: None,
+        format: Some(Format::Openclaw),
+        cwd,
+        branch: None,
+        title: None,
+        turns,
+    })
 }
 
 /// Parse `region`, a session file from an earlier [`Anchor`] on, of which the first
