@@ -3,6 +3,8 @@
 use memlane_core::Error;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
 pyo3::create_exception!(
     memlane.errors,
@@ -51,13 +53,26 @@ pub fn to_py(err: Error) -> PyErr {
         Error::EmbedderMismatch { .. } => EmbedderMismatchError::new_err(msg),
         Error::Parse { .. } => ParseError::new_err(msg),
         Error::DiskFull(_) => DiskFullError::new_err(msg),
-        Error::InvalidArgument(_) => PyValueError::new_err(msg),
+        Error::InvalidArgument(_) => invalid_argument(msg),
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(msg)
         }
         Error::Io(_) => PyOSError::new_err(msg),
         Error::Tantivy(_) | Error::Vector(_) | Error::Json(_) => MemlaneError::new_err(msg),
     }
+}
+
+/// `memlane.errors.InvalidArgumentError` (a `MemlaneError` and a `ValueError`) with `msg`. The
+/// class is defined in Python, beside the package's other argument errors, so it is imported
+/// once, at the first such error; a plain `ValueError` should that import ever fail.
+fn invalid_argument(msg: String) -> PyErr {
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    Python::attach(
+        |py| match CLASS.import(py, "memlane.errors", "InvalidArgumentError") {
+            Ok(class) => PyErr::from_type(class.clone(), msg),
+            Err(_) => PyValueError::new_err(msg),
+        },
+    )
 }
 
 /// Register the exception classes on the module.
