@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -57,17 +58,24 @@ def dump(out: Path, embedder: str, k: int) -> int:
         print(f"{SHARED} is missing: the shared data this proof reads", file=sys.stderr)
         return 1
     answers: dict[str, list[list[list[object]]]] = {}
-    with tempfile.TemporaryDirectory(prefix="memlane-same-") as tmp:
-        src = Path(tmp) / "src"
+    # One fixed folder: a note's chunk id is built from its path, so two builds compared must
+    # index the same paths (ties rank by id).
+    tmp = Path(tempfile.gettempdir()) / "memlane-same-answers"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        src = tmp / "src"
         src.mkdir()
         homes, queries = _homes(src)
         for name, folders in homes.items():
-            with memlane.open(Path(tmp) / name, embedder=embedder) as mem:
+            with memlane.open(tmp / name, embedder=embedder) as mem:
                 for path, fmt in folders:
                     mem.index([path], format=fmt, embed=embedder != "none")
                 answers[name] = [[_answer(h) for h in mem.search(q, k=k)] for q in queries]
                 plain = dict(recency=False, temporal=False, hierarchy=False, threshold=0.0)
                 answers[name + "/plain"] = [[_answer(h) for h in mem.search(q, k=k, **plain)] for q in queries]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     out.write_text(json.dumps({"queries": queries, "answers": answers}))
     print(f"{sum(len(a) for a in answers.values())} answers from {memlane.__file__} -> {out}")
     return 0
