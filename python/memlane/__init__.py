@@ -10,6 +10,8 @@ Example:
     0
 """
 
+from typing import TYPE_CHECKING
+
 from memlane._core import __version__
 from memlane.errors import (
     CorruptIndexError,
@@ -20,6 +22,11 @@ from memlane.errors import (
 )
 from memlane.memory import IndexReport, Memory, open
 from memlane.ranking.hit import Hit
+
+if TYPE_CHECKING:  # what __getattr__ imports on first use, for the type checker
+    from memlane.brain import Brain, MemoryGuardError
+    from memlane.cluster import open_index
+    from memlane.cluster.client import connect
 
 __all__ = [
     "Brain",

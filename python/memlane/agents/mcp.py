@@ -45,6 +45,7 @@ from memlane import secrets
 from memlane._check import echo
 from memlane.agents.roles import Role
 from memlane.errors import InvalidArgumentError, MemlaneError
+from memlane.memory import Memory
 
 INSTRUCTIONS = (
     "memlane is this user's long-term memory across agent sessions: curated MEMORY.md entries "
@@ -113,35 +114,45 @@ class MemoryTools:
         self.reads = self.role.reads(cwd)
         self.cwd = cwd
 
+    @property
+    def _home(self) -> Memory:
+        """The local home: the tools that read the brain, tasks or chunk ids need one (over a served
+        index only recall and status are offered)."""
+        if not isinstance(self.mem, Memory):
+            raise InvalidArgumentError(
+                "this tool reads the home's brain and chunks, which a served index does not have"
+            )
+        return self.mem
+
     def _readable(self, project: str | None) -> str | None:
         """The project a read covers: the role's, or what the agent asked within it."""
         if self.reads is None:
             return project
         if self.remote:  # the served index resolves names; the role's project bounds the read
             return self.reads
-        if project is not None and set(self.mem.project_keys(project)) - set(self.mem.project_keys(self.reads)):
+        if project is not None and set(self._home.project_keys(project)) - set(self._home.project_keys(self.reads)):
             raise PermissionError(f"agent {self.role} reads project {self.reads} only, not {echo(project)}")
         return self.reads
 
     def _in_scope(self, hit: Any) -> bool:
         """Whether a chunk is the agent's to read: its project's, or a note of the user's global
         libraries (which every project reads)."""
-        if self.reads is None or hit.project in self.mem.project_keys(self.reads):
+        if self.reads is None or hit.project in self._home.project_keys(self.reads):
             return True
         return hit.source != "transcript" and any(
-            lib["global"] and lib["path"] == hit.project for lib in self.mem.libraries()
+            lib["global"] and lib["path"] == hit.project for lib in self._home.libraries()
         )
 
     def _entry_keys(self) -> list[str] | None:
         """The project keys brain entries must belong to for this agent (``None``: any)."""
-        return None if self.reads is None else self.mem.project_keys(self.reads) or [self.reads]
+        return None if self.reads is None else self._home.project_keys(self.reads) or [self.reads]
 
     @functools.cached_property
     def brain(self) -> Any:
         """The home's brain (MEMORY.md, EVOLUTION.md)."""
         from memlane.brain import Brain, default_brain_dir
 
-        return Brain(default_brain_dir(self.mem.home), home=self.mem.home)
+        return Brain(default_brain_dir(self._home.home), home=self._home.home)
 
     def recall(
         self,
@@ -160,7 +171,7 @@ class MemoryTools:
                 )
             from memlane import secrets
 
-            found = self.mem.items(query, types=types, project=self._readable(project))
+            found = self._home.items(query, types=types, project=self._readable(project))
             lines = [
                 f"- {i.type} {i.id}: {i.text.splitlines()[0] if i.text else ''} (cited: {i.citation})" for i in found
             ]
@@ -221,7 +232,7 @@ class MemoryTools:
             return secrets.mask(
                 "\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])])
             )
-        hit = self.mem.get(ident)
+        hit = self._home.get(ident)
         if hit is None or not self._in_scope(hit):
             raise KeyError(
                 f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects"
@@ -236,7 +247,7 @@ class MemoryTools:
         from memlane.brain.scopes import in_project
 
         key = self._readable(project) or project or (_core.project_of(self.cwd) if self.cwd else None)
-        found = tasks.open_tasks(self.mem.home, key)
+        found = tasks.open_tasks(self._home.home, key)
         lines = [
             f"- [{t.status}] {t.description} (session {t.session_id}, {t.updated[:10]}, {Path(t.project).name})"
             for t in found
@@ -265,7 +276,7 @@ class MemoryTools:
         )
         reads = f"project {self.reads} and the user's global libraries" if self.reads else "every project"
         return (
-            f"home {self.mem.home}\n"
+            f"home {self._home.home}\n"
             f"index: {s['chunks']:,} chunks, {s['sessions']:,} sessions, {s['files']:,} files; {vectors}\n"
             f"brain: {len(entries)} entries in MEMORY.md and EVOLUTION.md, {active} active ({self.brain.dir})\n"
             f"agent: {self.role}, reads {reads}" + ("" if self.role.can_write else ", writes nothing")
