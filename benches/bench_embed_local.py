@@ -16,7 +16,7 @@ Run from the repository root:
 2026-11-26, AMD EPYC (Zen 3, AVX2, no AVX-512/VNNI), 2 vCPUs, onnxruntime 1.32, machine busy
 (other builds, load 3-6), 64 chunks x 500 tokens, 4 repeats:
 
-    see benches/README.md, "Embeddings", for the table of this run
+    see benches/LOG.md, "Embeddings: the q8 default against fp32", for the table of this run
 
 "build s" is the one-off cost of writing the graph into an empty cache;
 "load s" is constructing an embedder once the cache is warm.

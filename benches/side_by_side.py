@@ -14,7 +14,7 @@ chunker renders them (``Speaker: text``), one line per turn. A hit counts for th
 its source file; at turn level for the turns whose lines its drawer text holds (a drawer cut
 mid-turn counts for the turn the fragment comes from), nothing wider.
 
-Setup (once per machine; see benches/README.md):
+Setup (once per machine; see benches/LOG.md, "Side by side with MemPalace"):
     python3 -m venv .venv-mempalace && .venv-mempalace/bin/pip install mempalace
     python benches/side_by_side.py setup        # MiniLM ONNX for ChromaDB, built offline
 
@@ -251,7 +251,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"ChromaDB MiniLM model installed in {install_chroma_model()}")
         return
     if not args.mempalace_python.exists():
-        parser.error(f"no MemPalace venv at {args.mempalace_python} (see benches/README.md)")
+        parser.error(
+            f'no MemPalace venv at {args.mempalace_python} (see benches/LOG.md, "Side by side with MemPalace")'
+        )
     if args.dataset == "reversal":
         reversal_main(args)
         return

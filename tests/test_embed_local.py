@@ -336,7 +336,7 @@ def test_q8_is_the_default_and_stays_close_to_fp32(
     b = np.concatenate(q8.embed_documents(texts))
     cosines = (a * b).sum(axis=1)
     record_property("mean_cosine_fp32_q8", float(cosines.mean()))
-    # Real windows average 0.996 (benches/README.md); lone sentences and the empty text, where
+    # Real windows average 0.996 (benches/LOG.md, "Embeddings: the q8 default against fp32"); lone sentences and the empty text, where
     # [CLS] and [SEP] weigh most in the mean, sit lower. A broken quantisation falls to ~0.93.
     assert cosines.mean() > 0.99 and cosines.min() > 0.975, cosines
 

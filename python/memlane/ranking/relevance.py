@@ -17,7 +17,7 @@ keyword-only, coverage × 4.5 (at most 1), scaled so the floor costs the same re
 A search returns nothing when no candidate reaches :data:`FLOOR`, and otherwise ranks every
 candidate by its fused score: the floor decides *whether* memory answers, not which hits it
 keeps, because a floor on each hit drops evidence that a relevant answer needs for no fewer
-off-topic answers (benches/README.md, *Relevance floor*). Recall injects nothing unless the search
+off-topic answers (benches/LOG.md, *Relevance floor*). Recall injects nothing unless the search
 answers, and then the candidates that reach :data:`ITEM_FLOOR`. Brain entries are scored here
 on the same scale (:func:`entry_relevance`).
 
@@ -36,7 +36,7 @@ __all__ = ["FLOOR", "ITEM_FLOOR", "VECTOR_WEIGHT", "entry_relevance"]
 
 FLOOR: float = round(_core.DEFAULT_THRESHOLD, 6)
 """The default relevance floor: the highest that leaves evidence recall as it is without one,
-so that off-topic questions get nothing while on-topic ones lose nothing (benches/README.md,
+so that off-topic questions get nothing while on-topic ones lose nothing (benches/LOG.md,
 *Relevance floor*)."""
 
 ITEM_FLOOR = 0.175
