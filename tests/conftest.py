@@ -103,7 +103,7 @@ def generic_session(session_id: str, pairs: list[tuple[str, str]], start: str = 
 
 # A small two-session corpus: exact identifiers and a database fact (deploy), and an unrelated
 # topic (cooking) that must not come back for them. Every exchange is over 100 estimated tokens,
-# so no two are packed into one chunk (see PACK_TOKENS in chunk.rs): one chunk an exchange.
+# so no two are packed into one chunk (see PACK_TOKENS in rust/memlane-core/src/chunk/session.rs): one chunk an exchange.
 DEPLOY = [
     (
         "why did the deploy fail?",

@@ -54,7 +54,7 @@ def runtime(fake_aws: None):
     emb.close()
 
 
-# Long enough that no two exchanges are packed into one chunk (see PACK_TOKENS in chunk.rs).
+# Long enough that no two exchanges are packed into one chunk (see PACK_TOKENS in rust/memlane-core/src/chunk/session.rs).
 LONG_REPLY = (
     " The scheduler kept placing new replicas on the same host, the kernel killed the largest"
     " process each time, and the restarts hid the pattern until the memory graphs were put side"

@@ -39,7 +39,7 @@ FILLER = [
 
 def padded(pair: tuple[str, str]) -> tuple[str, str]:
     """A filler exchange long enough (over 185 estimated tokens) that the short statements
-    between fillers are never packed into one chunk with one (see PACK_TOKENS in chunk.rs):
+    between fillers are never packed into one chunk with one (see PACK_TOKENS in rust/memlane-core/src/chunk/session.rs):
     its reply said over and over, so its words and their proportions stay the same."""
     return pair[0], " ".join([pair[1]] * 12)
 
