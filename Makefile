@@ -91,9 +91,16 @@ test-rust: install ## cargo tests of the core (no Python), reusing the extension
 test-python: install ## the pytest suite (bindings + Python layer)
 	$(PY) -m pytest -q
 
-test: test-rust test-python ## everything CI runs
+test: lint test-rust test-python ## everything CI runs: the gate, then the tests
 
-lint: install ## clippy and rustfmt
+# The Python gate first (seconds), then the Rust one: clippy builds its own check-mode copy of the
+# dependencies (a few minutes the first time). stubtest imports the built extension and holds
+# python/memlane/_core.pyi to what it really exports.
+lint: install ## the gate: ruff (lint, format), mypy, stubtest of memlane._core, rustfmt, clippy
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest memlane._core
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
