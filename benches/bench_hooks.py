@@ -182,7 +182,7 @@ def main() -> None:
     else:
         print(f"{samples} is missing: the first prompt on a home with vectors is not measured", file=sys.stderr)
 
-    from memlane.brain._fs import _try_lock, _unlock
+    from memlane._fs import _try_lock, _unlock
 
     (home / "queue").mkdir(exist_ok=True)
     fd = os.open(home / "queue" / "worker.lock", os.O_RDWR | os.O_CREAT)

@@ -10,9 +10,9 @@ from conftest import generic_session, write_jsonl
 
 import memlane
 from memlane import _check
-from memlane.agents.roles import Role
 from memlane.brain import Brain
 from memlane.cli import main
+from memlane.roles import Role
 
 HUGE = 1_000_000
 BOUND = 200  # what "one short line" means here: the message's fixed words plus 80 echoed characters

@@ -141,7 +141,7 @@ def test_mcp_project_agent_recalls_and_gets_global_notes_only_beside_its_project
     world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memlane.agents.mcp import MemoryTools
-    from memlane.agents.roles import Role
+    from memlane.roles import Role
 
     monkeypatch.delenv("MEMLANE_BRAIN_DIR", raising=False)
     mem = _index(world)

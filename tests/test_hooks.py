@@ -293,7 +293,7 @@ def test_stop_hook_returns_before_the_worker_indexes(env: dict[str, str], tmp_pa
         tmp_path / "p" / "s1.jsonl", "s1", "/w", [("kafka retention?", "seven days on the orders topic")]
     )
     (home / "queue").mkdir(parents=True)
-    from memlane.brain._fs import _try_lock, _unlock
+    from memlane._fs import _try_lock, _unlock
 
     fd = os.open(home / "queue" / "worker.lock", os.O_RDWR | os.O_CREAT)
     try:

@@ -264,7 +264,7 @@ def test_hooks_scope_recall_to_the_sessions_project(repos: dict[str, Path], tmp_
     assert ALPHA_ANSWER in recalled and BETA_ANSWER in recalled
     assert "project alpha" in recalled and "project beta" in recalled
     # A project agent never reaches into other projects, even when its own has nothing.
-    from memlane.agents.roles import Role
+    from memlane.roles import Role
 
     payload = {"session_id": "s-gamma-2", "cwd": str(gamma), "prompt": "which database does billing use?"}
     assert user_prompt_submit(home, payload, role=Role.parse("project:gamma")) is None

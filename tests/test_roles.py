@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters
 from test_projects import ALPHA_ANSWER, BETA_ANSWER, claude_lines
 
 import memlane
-from memlane.agents.roles import Role
 from memlane.brain import Brain
+from memlane.roles import Role
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTION = "which database does billing use?"

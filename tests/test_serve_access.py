@@ -16,9 +16,9 @@ from conftest import write_jsonl
 from test_projects import claude_lines
 
 import memlane
-from memlane.agents.roles import Role
 from memlane.cli import main
 from memlane.cluster.access import OPEN, Access, Forbidden, bearer, parse_tokens, read_tokens
+from memlane.roles import Role
 
 
 def _tokens_file(folder: Path, text: str, mode: int = 0o600) -> Path:

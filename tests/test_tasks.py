@@ -251,7 +251,7 @@ def test_export_writes_the_designs_schema_and_open_threads_are_listed(
 
 def test_the_mcp_tasks_tool_lists_the_sessions_project_and_a_project_agent_its_own(tmp_path: Path) -> None:
     from memlane.agents.mcp import MemoryTools
-    from memlane.agents.roles import Role
+    from memlane.roles import Role
 
     home, app, web = tmp_path / "home", repo(tmp_path, "app"), repo(tmp_path, "web")
     write_jsonl(tmp_path / "s1.jsonl", claude_session("s1", app, [[todo("Ship 2.0", "pending")]]))

@@ -19,7 +19,7 @@ The whole family, all :class:`MemlaneError` s (and where each lives):
   ``memlane.brain.DistillError`` and ``memlane.timeline.engines.EngineError``);
 - :class:`memlane.embed.bedrock.BedrockError` (a Bedrock embedding call failed),
   :class:`memlane.embed.bedrock_batch.BatchJobError` (a Bedrock batch job failed);
-- :class:`memlane.brain._fs.BrainLockedError` (another process writes to the brain),
+- :class:`memlane._fs.BrainLockedError` (another process writes to the brain),
   :class:`memlane.brain.guard.MemoryGuardError` (MEMORY.md fails its guard),
   :class:`memlane.brain.brain.CapError` (a section over its cap, a ``ValueError``),
   :class:`memlane.brain.team.NotATeamFileError` (not a team memory file, a ``ValueError``);

@@ -128,7 +128,7 @@ class EventLog:
         inode read again under the lock tells the others it was moved already (without that
         check, a second move would put a fresh log over the generation just moved aside).
         """
-        from memlane.brain._fs import _try_lock, _unlock  # only when the log is full
+        from memlane._fs import _try_lock, _unlock  # only when the log is full
 
         fd = os.open(self.path.with_name(_ROTATE_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
         try:

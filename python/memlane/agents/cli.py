@@ -22,7 +22,7 @@ from memlane.cli_output import emit
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from memlane.agents.mcp import serve
-    from memlane.agents.roles import Role
+    from memlane.roles import Role
 
     serve(args.home, embedder=args.embed, role=Role.parse(args.agent), remote=getattr(args, "remote", None))
     return 0

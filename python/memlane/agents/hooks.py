@@ -25,7 +25,7 @@ Recall is scoped to the session's project (the repository around the payload's `
 snapshot leaves out brain entries bound to other projects, and the recall reads this project's
 transcripts and notes; only when nothing there clears the relevance floor do other projects'
 memories come in, each labelled with its project. An agent role (``--agent``,
-:mod:`memlane.agents.roles`) narrows that: a project or skill agent reads its project only,
+:mod:`memlane.roles`) narrows that: a project or skill agent reads its project only,
 and a skill agent's sessions are never distilled into the brain.
 
 SessionStart recalls keyword-only: a hook is a fresh process per event, and loading the local
@@ -82,9 +82,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
-from memlane.agents.roles import Role
 from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.events import EventLog
+from memlane.roles import Role
 
 CLIENTS = {
     "claude-code": ("session-start", "user-prompt-submit", "stop", "session-end", "pre-compact"),
@@ -605,7 +605,7 @@ def drain(home: str | os.PathLike[str]) -> DrainReport:
     After releasing the lock the queue is checked once more, so an entry queued while the last
     pass was ending is not left waiting for the next hook.
     """
-    from memlane.brain._fs import _try_lock, _unlock
+    from memlane._fs import _try_lock, _unlock
 
     queue = _queue(home)
     queue.mkdir(parents=True, exist_ok=True)

@@ -147,7 +147,7 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
 
 def _write(path: Path, text: str, report: InstallReport) -> None:
     """Back the old file up, then replace it atomically; record what happened."""
-    from memlane.brain._fs import atomic_write
+    from memlane._fs import atomic_write
 
     old = path.read_text(encoding="utf-8") if path.exists() else None
     if old == text:

@@ -12,7 +12,7 @@ context the agent pays for on every turn):
   with the entries it references;
 - ``status()`` — what the memory holds.
 
-An agent's role (``--agent``, see :mod:`memlane.agents.roles`) bounds every tool: a project
+An agent's role (``--agent``, see :mod:`memlane.roles`) bounds every tool: a project
 agent recalls and gets only its project's memories, the admin's and the notes of the user's
 global libraries, and writes only its project's entries; a skill agent is not offered
 ``remember`` or ``supersede`` at all.
@@ -43,9 +43,9 @@ from typing import Any, Literal, TypeVar
 
 from memlane import secrets
 from memlane._check import echo
-from memlane.agents.roles import Role
 from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.memory import Memory
+from memlane.roles import Role
 
 INSTRUCTIONS = (
     "memlane is this user's long-term memory across agent sessions: curated MEMORY.md entries "

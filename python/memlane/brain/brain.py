@@ -37,8 +37,8 @@ from typing import Any
 
 from memlane import secrets
 from memlane._check import echo
+from memlane._fs import atomic_write, brain_lock, read_text
 from memlane._paths import default_home
-from memlane.brain._fs import atomic_write, brain_lock, read_text
 from memlane.brain.check import Problem, check
 from memlane.brain.document import (
     EVOLUTION_SCHEMA,

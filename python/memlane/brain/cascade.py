@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlane.brain._fs import read_text
+from memlane._fs import read_text
 from memlane.brain.brain import Brain
 from memlane.brain.document import Entry
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memlane import secrets
+from memlane._fs import read_text
 from memlane.brain import provenance
-from memlane.brain._fs import read_text
 from memlane.brain.document import INDEX_END, Entry, parse
 from memlane.brain.guard import DERIVABLE, Finding
 from memlane.brain.keywords import index_line

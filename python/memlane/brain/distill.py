@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane import _core, secrets
+from memlane._fs import read_text
 from memlane._paths import default_home
-from memlane.brain._fs import read_text
 from memlane.brain.brain import DAILY_DIR, Brain, CapError, Transaction
 from memlane.brain.capture import Capture, capture
 from memlane.brain.document import Entry

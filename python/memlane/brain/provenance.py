@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.brain._fs import read_text
+from memlane._fs import read_text
 
 SEP = " › "
 """Between a file and the entry heading inside it."""

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane import _core
-from memlane.brain._fs import atomic_write, brain_lock
+from memlane._fs import atomic_write, brain_lock
 
 TASKS_NAME = "tasks.json"
 OPEN = ("pending", "in_progress")

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlane.brain._fs import atomic_write, read_text
+from memlane._fs import atomic_write, read_text
 from memlane.brain.brain import Brain, Transaction
 from memlane.brain.document import Entry, Schema, parse_meta, render_meta
 from memlane.brain.scopes import entry_scope, entry_type

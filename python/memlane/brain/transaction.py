@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from memlane.brain._fs import atomic_write, read_text
+from memlane._fs import atomic_write, read_text
 from memlane.brain.document import Document, Schema, new_document, parse
 from memlane.brain.guard import MemoryGuard, MemoryGuardError
 from memlane.brain.keywords import index_line

@@ -4,7 +4,7 @@ token stands for, and the narrowing of a request to that role.
 - ``--token T`` (or ``$MEMLANE_TOKEN``) is an admin token: it reads every project.
 - ``--token-file FILE`` maps more tokens to roles, one ``TOKEN ROLE`` a line (blank lines and
   ``#`` comments ignored), a role as ``memlane mcp --agent`` takes it: ``admin`` or
-  ``project:NAME`` (see :mod:`memlane.agents.roles`). A request with a project agent's token
+  ``project:NAME`` (see :mod:`memlane.roles`). A request with a project agent's token
   reads that project only: a ``project`` field naming another one is refused (403) rather than
   quietly replaced, so an agent that asked for the wrong project learns it instead of reading
   answers it takes for that project's. A ``skill:NAME`` role reads the project its session
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane import _check
-from memlane.agents.roles import Role
 from memlane.errors import InvalidArgumentError, MemlaneError
+from memlane.roles import Role
 
 __all__ = ["Access", "Forbidden", "Grant", "bearer", "parse_tokens", "read_tokens"]
 

@@ -33,8 +33,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane._fs import brain_lock
 from memlane.brain import provenance
-from memlane.brain._fs import brain_lock
 from memlane.brain.provenance import Ref
 from memlane.errors import InvalidArgumentError
 from memlane.timeline import notes

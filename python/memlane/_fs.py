@@ -1,4 +1,4 @@
-"""File plumbing for the brain: an exclusive lock per brain folder and atomic writes.
+"""File plumbing: an exclusive lock per folder and atomic writes (the brain's files, the events log's rotation).
 
 Every read-modify-write of MEMORY.md, EVOLUTION.md, the archives and DailyActivity holds
 :func:`brain_lock`, re-reads the files under it and replaces them with :func:`atomic_write`,
