@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from os import PathLike
 from pathlib import Path
 
 
@@ -12,6 +13,18 @@ def default_home() -> Path:
         return Path(env).expanduser()
     data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data).expanduser() / "memlane"
+
+
+def default_brain_dir(home: str | PathLike[str] | None = None) -> Path:
+    """``$MEMLANE_BRAIN_DIR``, else ``<home>/brain`` (home: ``$MEMLANE_HOME`` or the XDG data dir).
+
+    Example:
+        >>> default_brain_dir("/tmp/h").name if "MEMLANE_BRAIN_DIR" not in __import__("os").environ else "brain"
+        'brain'
+    """
+    if env := os.environ.get("MEMLANE_BRAIN_DIR"):
+        return Path(env).expanduser()
+    return (Path(home).expanduser() if home is not None else default_home()) / "brain"
 
 
 def default_cache_dir() -> Path:

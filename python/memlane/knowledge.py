@@ -30,14 +30,14 @@ import os
 from os import PathLike
 from pathlib import Path
 
+from memlane._paths import default_brain_dir
+
 LIBRARY_ENV = "MEMLANE_LIBRARY"
 
 
 def library_dirs(home: str | PathLike[str] | None = None) -> list[Path]:
     """Markdown folders indexed when no path is named: ``$MEMLANE_LIBRARY`` (``os.pathsep``-separated),
     then the brain folder of ``home`` for its DailyActivity notes; only those that exist."""
-    from memlane.brain.brain import default_brain_dir
-
     named = [Path(p).expanduser() for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p.strip()]
     found: list[Path] = []
     for folder in [*named, default_brain_dir(home)]:

@@ -38,7 +38,7 @@ from typing import Any
 from memlane import secrets
 from memlane._check import echo
 from memlane._fs import atomic_write, brain_lock, read_text
-from memlane._paths import default_home
+from memlane._paths import default_brain_dir, default_home
 from memlane.brain.check import Problem, check
 from memlane.brain.document import (
     EVOLUTION_SCHEMA,
@@ -84,18 +84,6 @@ MAX_REFERENCES = 3
 CHAR_CAPS_ENV = "MEMLANE_CHAR_CAPS"
 """Character caps for every brain of this environment: ``KD=3000,LL=none``."""
 _INHERITED = ("type", "scope", "project")
-
-
-def default_brain_dir(home: str | PathLike[str] | None = None) -> Path:
-    """``$MEMLANE_BRAIN_DIR``, else ``<home>/brain`` (home: ``$MEMLANE_HOME`` or the XDG data dir).
-
-    Example:
-        >>> default_brain_dir("/tmp/h").name if "MEMLANE_BRAIN_DIR" not in __import__("os").environ else "brain"
-        'brain'
-    """
-    if env := os.environ.get("MEMLANE_BRAIN_DIR"):
-        return Path(env).expanduser()
-    return (Path(home).expanduser() if home is not None else default_home()) / "brain"
 
 
 def _today(on: Date | str | None) -> str:
