@@ -1,13 +1,15 @@
-"""A bad argument the Rust core refuses raises memlane's InvalidArgumentError, still a ValueError."""
+"""A bad argument the native module refuses raises memlane's argument errors: InvalidArgumentError
+(still a ValueError) for a value, ArgumentTypeError (still a TypeError) for a type or layout."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memlane import _core
-from memlane.errors import InvalidArgumentError, MemlaneError
+from memlane.errors import ArgumentTypeError, InvalidArgumentError, MemlaneError
 
 
 def test_an_unknown_quantization_is_an_invalid_argument(tmp_path: Path) -> None:
@@ -20,3 +22,17 @@ def test_an_unknown_quantization_is_an_invalid_argument(tmp_path: Path) -> None:
 def test_an_empty_literal_is_an_invalid_argument() -> None:
     with pytest.raises(InvalidArgumentError, match="empty literal"):
         _core.Literals(["token", ""])
+
+
+def test_an_unknown_fusion_is_an_invalid_argument(tmp_path: Path) -> None:
+    store = _core.Store(tmp_path / "home")
+    with pytest.raises(InvalidArgumentError, match="unknown fusion"):
+        store.search("deploy", fusion="max")
+
+
+def test_a_strided_query_vector_is_an_argument_type_error(tmp_path: Path) -> None:
+    store = _core.Store(tmp_path / "home")
+    strided = np.ones(16, dtype=np.float32)[::2]
+    with pytest.raises(ArgumentTypeError, match="C-contiguous") as caught:
+        store.search("deploy", vector=strided)
+    assert isinstance(caught.value, TypeError)

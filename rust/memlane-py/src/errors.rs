@@ -1,7 +1,7 @@
 //! The one mapping from core errors to Python exceptions (public path `memlane.errors`).
 
 use memlane_core::Error;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -62,17 +62,43 @@ pub fn to_py(err: Error) -> PyErr {
     }
 }
 
-/// `memlane.errors.InvalidArgumentError` (a `MemlaneError` and a `ValueError`) with `msg`. The
-/// class is defined in Python, beside the package's other argument errors, so it is imported
-/// once, at the first such error; a plain `ValueError` should that import ever fail.
-fn invalid_argument(msg: String) -> PyErr {
+/// `memlane.errors.InvalidArgumentError` (a `MemlaneError` and a `ValueError`) with `msg`:
+/// an argument of the right type with a value that cannot be used.
+pub(crate) fn invalid_argument(msg: impl Into<String>) -> PyErr {
     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    Python::attach(
-        |py| match CLASS.import(py, "memlane.errors", "InvalidArgumentError") {
-            Ok(class) => PyErr::from_type(class.clone(), msg),
-            Err(_) => PyValueError::new_err(msg),
-        },
+    python_error(
+        &CLASS,
+        "InvalidArgumentError",
+        msg.into(),
+        PyValueError::new_err,
     )
+}
+
+/// `memlane.errors.ArgumentTypeError` (a `MemlaneError` and a `TypeError`) with `msg`: an
+/// argument of the wrong type or layout.
+pub(crate) fn argument_type(msg: impl Into<String>) -> PyErr {
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    python_error(
+        &CLASS,
+        "ArgumentTypeError",
+        msg.into(),
+        PyTypeError::new_err,
+    )
+}
+
+/// An instance of `memlane.errors.<name>` with `msg`. Those classes are defined in Python,
+/// beside the package's other errors, so each is imported once (into `class`), at its first
+/// use; should that import ever fail, the builtin base `fallback` makes the error instead.
+fn python_error(
+    class: &PyOnceLock<Py<PyType>>,
+    name: &str,
+    msg: String,
+    fallback: fn(String) -> PyErr,
+) -> PyErr {
+    Python::attach(|py| match class.import(py, "memlane.errors", name) {
+        Ok(class) => PyErr::from_type(class.clone(), msg),
+        Err(_) => fallback(msg),
+    })
 }
 
 /// Register the exception classes on the module.

@@ -1,10 +1,15 @@
 //! memlane._core: thin PyO3 bindings over memlane-core. Converts arguments, releases the GIL
 //! around every index and disk operation, and maps errors; no logic lives here.
 
+mod convert;
 mod errors;
 mod features;
+mod inspect;
 mod literals;
+mod lock;
+mod shard;
 mod store;
+mod writer;
 
 use pyo3::prelude::*;
 
@@ -23,21 +28,21 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(m)?;
     m.add_class::<store::PyStore>()?;
-    m.add_class::<store::PyWriter>()?;
-    m.add_class::<store::PyHomeLock>()?;
+    m.add_class::<writer::PyWriter>()?;
+    m.add_class::<lock::PyHomeLock>()?;
     m.add_class::<literals::PyLiterals>()?;
     m.add_class::<features::PyTextFeatures>()?;
-    m.add_function(wrap_pyfunction!(store::install_rebuilt, m)?)?;
-    m.add_function(wrap_pyfunction!(store::clear_repair_leftovers, m)?)?;
+    m.add_function(wrap_pyfunction!(lock::install_rebuilt, m)?)?;
+    m.add_function(wrap_pyfunction!(lock::clear_repair_leftovers, m)?)?;
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
-    m.add_function(wrap_pyfunction!(store::parse_file, m)?)?;
-    m.add_function(wrap_pyfunction!(store::chunk_file, m)?)?;
-    m.add_function(wrap_pyfunction!(store::merge_term_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(store::query_tokens, m)?)?;
-    m.add_function(wrap_pyfunction!(store::is_candidate, m)?)?;
-    m.add_function(wrap_pyfunction!(store::fuse_candidates, m)?)?;
-    m.add_function(wrap_pyfunction!(store::search_across, m)?)?;
-    m.add_function(wrap_pyfunction!(store::project_of, m)?)?;
-    m.add_function(wrap_pyfunction!(store::repository_root, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::parse_file, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::chunk_file, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::merge_term_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::query_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::is_candidate, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::fuse_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::search_across, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::project_of, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::repository_root, m)?)?;
     Ok(())
 }
