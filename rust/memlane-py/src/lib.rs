@@ -9,7 +9,6 @@ mod literals;
 mod lock;
 mod shard;
 mod store;
-mod writer;
 
 use pyo3::prelude::*;
 
@@ -28,7 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(m)?;
     m.add_class::<store::PyStore>()?;
-    m.add_class::<writer::PyWriter>()?;
+    m.add_class::<store::PyWriter>()?;
     m.add_class::<lock::PyHomeLock>()?;
     m.add_class::<literals::PyLiterals>()?;
     m.add_class::<features::PyTextFeatures>()?;
