@@ -47,7 +47,7 @@ pub struct FileEntry {
     /// `resume`: that field is ignored, and such a file is parsed whole once more.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_state: Option<ResumeRef>,
-    /// The home's own copy of the file (transcripts only; see [`archive`]).
+    /// The home's own copy of the file (transcripts only; see [`super::Archive`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub archive: Vec<Segment>,
     /// When a scan first found the file gone (ms since the epoch): a transcript's chunks stay

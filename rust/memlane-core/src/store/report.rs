@@ -14,7 +14,8 @@ pub struct IndexReport {
     pub files_indexed: u64,
     /// Files gone since the last run, whose chunks were dropped.
     pub files_removed: u64,
-    /// Transcripts found gone in this run, whose chunks stay (see [`FileEntry::gone_since`]).
+    /// Transcripts found gone in this run, whose chunks stay (see
+    /// [`super::FileEntry::gone_since`]).
     #[serde(default)]
     pub files_gone: u64,
     /// Chunks newly added to the index.

@@ -297,8 +297,9 @@ impl Store {
         ))
     }
 
-    /// The passage of each text that best matches `query` (see [`Lexical::passages`]), terms
-    /// weighed by this home's statistics or, in a sharded index, the whole corpus's `stats`.
+    /// The passage of each text that best matches `query` (see
+    /// [`crate::lexical::Lexical::passages`]), terms weighed by this home's statistics or, in a
+    /// sharded index, the whole corpus's `stats`.
     ///
     /// # Errors
     /// Index errors.
