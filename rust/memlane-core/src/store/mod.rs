@@ -15,6 +15,12 @@
 //! Write order on commit is tantivy → vectors → new resume states → manifest, each atomic. A
 //! crash between them leaves chunks the manifest does not reference, which the next commit
 //! collects, and resume states it does not name, which are never read.
+//!
+//! By file: `manifest` (the records: `memlane.json`, `manifest.json`, resume states), `reader`
+//! ([`Store`]: opening a home, its vectors, status) and `search` (its searches), `lock`
+//! ([`HomeLock`]), `writer` ([`Writer`]: scan and index) with `source` (one file read for it) and
+//! `commit` (commit and recovery), `report` (what a run reports); `archive` (the home's copies
+//! of transcripts), `forget` and `health` (verify and repair).
 
 mod archive;
 mod commit;
