@@ -36,3 +36,11 @@ def test_a_strided_query_vector_is_an_argument_type_error(tmp_path: Path) -> Non
     with pytest.raises(ArgumentTypeError, match="C-contiguous") as caught:
         store.search("deploy", vector=strided)
     assert isinstance(caught.value, TypeError)
+
+
+def test_a_closed_writer_raises_a_memlane_error(tmp_path: Path) -> None:
+    store = _core.Store(str(tmp_path / "home"))
+    writer = store.writer()
+    writer.close()
+    with pytest.raises(MemlaneError, match="writer is closed"):
+        writer.scan([str(tmp_path)])

@@ -47,7 +47,7 @@ import numpy as np
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import Location, location
 from memlane.embed.batch_backfill import BatchBackfillReport, BatchRun, pending_texts
-from memlane.errors import InvalidArgumentError, InvalidDataError
+from memlane.errors import InvalidArgumentError, InvalidDataError, MemlaneError
 
 __all__ = [
     "CacheOnlyEmbedder",
@@ -99,11 +99,11 @@ class CacheOnlyEmbedder:
 
     def embed_documents(self, texts: Any) -> list[np.ndarray]:
         """Never called: ``embed_pending(cache_only=True)`` takes vectors from the cache only."""
-        raise RuntimeError(f"a shard filled from the vector cache asked to embed {len(texts)} texts online")
+        raise MemlaneError(f"a shard filled from the vector cache asked to embed {len(texts)} texts online")
 
     def embed_query(self, text: str) -> np.ndarray:
         """Never called: a shard being filled answers no query."""
-        raise RuntimeError("a shard being filled embeds no query")
+        raise MemlaneError("a shard being filled embeds no query")
 
 
 def _merge_packs(out: Location, shard: int, cache_path: Path, work: Path) -> int:

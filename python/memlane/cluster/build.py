@@ -28,7 +28,7 @@ import numpy as np
 from memlane import _core
 from memlane.cluster import catalog as cat
 from memlane.cluster.storage import location
-from memlane.errors import InvalidArgumentError
+from memlane.errors import InvalidArgumentError, MemlaneError
 from memlane.memory import DEFAULT_QUANTIZATION
 
 __all__ = [
@@ -348,4 +348,4 @@ class PoolEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        raise RuntimeError("a shard build embeds documents only")
+        raise MemlaneError("a shard build embeds documents only")

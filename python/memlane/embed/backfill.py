@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memlane.errors import EmbedderMismatchError, InvalidArgumentError
+from memlane.errors import EmbedderMismatchError, InvalidArgumentError, MemlaneError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,7 +63,7 @@ class CacheOnly:
     id: str
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        raise RuntimeError("a repair makes no embedding call")
+        raise MemlaneError("a repair makes no embedding call")
 
 
 def record_embedder(writer: _core.Writer, embedder: Embedder) -> None:

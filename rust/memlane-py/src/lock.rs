@@ -1,9 +1,8 @@
 //! `HomeLock` for Python, and the repair steps that need it held.
 
 use crate::convert::detached;
-use crate::errors::to_py;
+use crate::errors::{to_py, MemlaneError};
 use memlane_core::store::{self as core_store, HomeLock};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -23,10 +22,10 @@ impl PyHomeLock {
         let guard = self
             .inner
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("home lock poisoned"))?;
+            .map_err(|_| MemlaneError::new_err("home lock poisoned"))?;
         let lock = guard
             .as_ref()
-            .ok_or_else(|| PyRuntimeError::new_err("home lock is released"))?;
+            .ok_or_else(|| MemlaneError::new_err("home lock is released"))?;
         py.detach(|| f(lock)).map_err(to_py)
     }
 }
@@ -45,7 +44,7 @@ impl PyHomeLock {
     fn close(&self) -> PyResult<()> {
         self.inner
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("home lock poisoned"))?
+            .map_err(|_| MemlaneError::new_err("home lock poisoned"))?
             .take();
         Ok(())
     }

@@ -5,7 +5,7 @@ use crate::convert::{
     chunk_dict, detached, filters, hit_list, json_to_py, parse_format, parse_fusion, parse_stats,
     query_vector,
 };
-use crate::errors::{argument_type, invalid_argument, to_py};
+use crate::errors::{argument_type, invalid_argument, to_py, MemlaneError};
 use crate::lock::PyHomeLock;
 use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::Filters;
@@ -13,7 +13,6 @@ use memlane_core::store::{Forget, SearchRequest, Store, Writer};
 use memlane_core::vector::Quantization;
 use memlane_core::Error;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::PathBuf;
@@ -263,10 +262,10 @@ impl PyWriter {
         let mut guard = self
             .inner
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+            .map_err(|_| MemlaneError::new_err("writer lock poisoned"))?;
         let writer = guard
             .as_mut()
-            .ok_or_else(|| PyRuntimeError::new_err("writer is closed"))?;
+            .ok_or_else(|| MemlaneError::new_err("writer is closed"))?;
         py.detach(|| f(writer)).map_err(to_py)
     }
 }
@@ -411,7 +410,7 @@ impl PyWriter {
         let mut guard = self
             .inner
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("writer lock poisoned"))?;
+            .map_err(|_| MemlaneError::new_err("writer lock poisoned"))?;
         guard.take();
         Ok(())
     }
