@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,20 @@ def test_doctor_before_install_hooks_names_what_is_missing_per_client(
     main(["--home", str(tmp_path / "m"), "doctor"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 6 and sum("install-hooks" in line for line in lines) == 4
+
+
+def test_recall_keeps_an_aider_edit_block_as_aider_wrote_it(shared_data: Path, tmp_path: Path) -> None:
+    # Aider marks its own output lines with `>`; an edit block's `>>>>>>> REPLACE` inside the
+    # answer's code fence is the answer's text and must come back with all seven.
+    import memlane
+
+    sample = shared_data / "transcripts" / "aider"
+    written = sum(line.startswith(">>>>>>> REPLACE") for f in sample.iterdir() for line in f.read_text().splitlines())
+    assert written > 0
+    mem = memlane.open(tmp_path / "m", embedder="none")
+    mem.index([sample])
+    text = mem.recall("SEARCH REPLACE edit block", max_tokens=20_000).text
+    lines = text.splitlines()
+    assert any(line == ">>>>>>> REPLACE" for line in lines)
+    # Before, each came back as an output line with one `>` eaten: `[result] >>>>>> REPLACE`.
+    assert not [line for line in lines if re.search(r"(^|[^>])>>>>>> REPLACE", line)]

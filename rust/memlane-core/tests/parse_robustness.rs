@@ -903,6 +903,10 @@ fn aider_sessions_crlf_and_detection() {
     assert_eq!(s.turns[0].text, "fix the bug\nin a.py");
     assert_eq!(s.turns[0].files, ["src/a.py"]);
     assert!(s.turns[1].text.starts_with("Done.\n\nsrc/a.py\n```python"));
+    // An edit block's markers stay as aider wrote them (the `>` is not an output line's).
+    assert!(s.turns[1]
+        .text
+        .contains("\n=======\nx = 2\n>>>>>>> REPLACE\n```"));
     assert!(s.turns[1]
         .text
         .ends_with("```\n[result] Applied edit to src/a.py"));

@@ -233,15 +233,23 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
     let text = text.as_ref();
     let base = base_id(path);
     let mut reader = Reader::new(base.clone(), None);
+    // Inside a code fence of the assistant's answer a line is the answer's, verbatim: the `>` of
+    // an edit block's `>>>>>>> REPLACE` is not aider's output marker.
+    let mut in_fence = false;
     for line in text.split('\n') {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if let Some(ts) = header_time(line) {
             let raw = line[HEADER.len()..].trim().replace(' ', "T");
             let next = Reader::new(format!("{base}:{raw}"), ts);
             std::mem::replace(&mut reader, next).finish(out);
+            in_fence = false;
         } else if let Some(rest) = line.strip_prefix("####") {
             let rest = rest.strip_prefix(' ').unwrap_or(rest);
             reader.line(Block::User, rest.trim_end());
+            in_fence = false;
+        } else if in_fence {
+            in_fence = !line.trim_start().starts_with("```");
+            reader.line(Block::Assistant, line);
         } else if let Some(rest) = line.strip_prefix('>') {
             let rest = rest.strip_prefix(' ').unwrap_or(rest).trim_end();
             if !rest.is_empty() {
@@ -250,6 +258,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, out: &mut ParsedFile) {
         } else if line.trim().is_empty() || is_modeline(line) {
             reader.blank();
         } else {
+            in_fence = line.trim_start().starts_with("```");
             reader.line(Block::Assistant, line);
         }
     }
