@@ -750,14 +750,14 @@ class Memory:
 
         Raises:
             memlane.errors.InvalidArgumentError (a ValueError): Not exactly one of ``session``,
-                ``path``, ``chunk``. ValueError: nothing indexed (or, for ``undo``, forgotten) matches.
+                ``path``, ``chunk``; or nothing indexed (or, for ``undo``, forgotten) matches.
 
         Example:
             >>> import memlane, tempfile
             >>> memlane.open(tempfile.mkdtemp(), embedder="none").forget(session="s1", dry_run=True)
             Traceback (most recent call last):
             ...
-            ValueError: no chunk of session s1 is indexed in this home
+            memlane.errors.InvalidArgumentError: no chunk of session s1 is indexed in this home
         """
         return maintenance.forget(
             self, session=session, path=path, chunk=chunk, dry_run=dry_run, undo=undo, cascade=cascade
