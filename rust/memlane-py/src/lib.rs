@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod features;
+mod held;
 mod inspect;
 mod literals;
 mod lock;

@@ -1,16 +1,15 @@
 //! `HomeLock` for Python, and the repair steps that need it held.
 
 use crate::convert::detached;
-use crate::errors::{to_py, MemlaneError};
+use crate::held::Held;
 use memlane_core::store::{self as core_store, HomeLock};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// The write lock of a home, held until `close()` (or the end of a `with` block).
 #[pyclass(name = "HomeLock", module = "memlane._core", frozen)]
 pub struct PyHomeLock {
-    inner: Mutex<Option<HomeLock>>,
+    inner: Held<HomeLock>,
 }
 
 impl PyHomeLock {
@@ -19,14 +18,7 @@ impl PyHomeLock {
         py: Python<'_>,
         f: impl FnOnce(&HomeLock) -> memlane_core::Result<T> + Send,
     ) -> PyResult<T> {
-        let guard = self
-            .inner
-            .lock()
-            .map_err(|_| MemlaneError::new_err("home lock poisoned"))?;
-        let lock = guard
-            .as_ref()
-            .ok_or_else(|| MemlaneError::new_err("home lock is released"))?;
-        py.detach(|| f(lock)).map_err(to_py)
+        self.inner.with(py, |lock| f(lock))
     }
 }
 
@@ -36,17 +28,13 @@ impl PyHomeLock {
     fn new(py: Python<'_>, home: PathBuf) -> PyResult<Self> {
         let lock = detached(py, || HomeLock::acquire(&home))?;
         Ok(PyHomeLock {
-            inner: Mutex::new(Some(lock)),
+            inner: Held::new(lock, "home lock poisoned", "home lock is released"),
         })
     }
 
     /// Release the lock.
     fn close(&self) -> PyResult<()> {
-        self.inner
-            .lock()
-            .map_err(|_| MemlaneError::new_err("home lock poisoned"))?
-            .take();
-        Ok(())
+        self.inner.release()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -5,7 +5,8 @@ use crate::convert::{
     chunk_dict, detached, filters, hit_list, json_to_py, parse_format, parse_fusion, parse_stats,
     query_vector,
 };
-use crate::errors::{argument_type, invalid_argument, to_py, MemlaneError};
+use crate::errors::{argument_type, invalid_argument, to_py};
+use crate::held::Held;
 use crate::lock::PyHomeLock;
 use memlane_core::hybrid::{Fusion, DEFAULT_THRESHOLD};
 use memlane_core::lexical::Filters;
@@ -16,7 +17,7 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods}
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Read side of a memlane home.
 #[pyclass(name = "Store", module = "memlane._core", frozen)]
@@ -242,7 +243,7 @@ impl PyStore {
         let store = self.inner.clone();
         let writer = detached(py, || Writer::new(store, format))?;
         Ok(PyWriter {
-            inner: Mutex::new(Some(writer)),
+            inner: Held::new(writer, "writer lock poisoned", "writer is closed"),
         })
     }
 }
@@ -250,7 +251,7 @@ impl PyStore {
 /// The one writer of a home; holds the write lock until `close()`.
 #[pyclass(name = "Writer", module = "memlane._core", frozen)]
 pub struct PyWriter {
-    pub(crate) inner: Mutex<Option<Writer>>,
+    pub(crate) inner: Held<Writer>,
 }
 
 impl PyWriter {
@@ -259,14 +260,7 @@ impl PyWriter {
         py: Python<'_>,
         f: impl FnOnce(&mut Writer) -> memlane_core::Result<T> + Send,
     ) -> PyResult<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| MemlaneError::new_err("writer lock poisoned"))?;
-        let writer = guard
-            .as_mut()
-            .ok_or_else(|| MemlaneError::new_err("writer is closed"))?;
-        py.detach(|| f(writer)).map_err(to_py)
+        self.inner.with(py, f)
     }
 }
 
@@ -407,12 +401,7 @@ impl PyWriter {
 
     /// Release the write lock (uncommitted work is discarded).
     fn close(&self) -> PyResult<()> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| MemlaneError::new_err("writer lock poisoned"))?;
-        guard.take();
-        Ok(())
+        self.inner.release()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
