@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Suffix of every temp file memlane writes beside its target (cleaned by [`remove_stale`]).
 pub(crate) const TMP_SUFFIX: &str = ".tmp";
@@ -17,6 +18,16 @@ pub(crate) const TMP_SUFFIX: &str = ".tmp";
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(TMP_SUFFIX);
+    path.with_file_name(name)
+}
+
+/// A temp file for `path` no other call uses: for writers that may race to the same target
+/// (the same content stored by two threads); still cleaned by [`remove_stale`].
+pub(crate) fn unique_tmp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    name.push(format!(".{}-{n}{TMP_SUFFIX}", std::process::id()));
     path.with_file_name(name)
 }
 
