@@ -426,7 +426,22 @@ def test_cli_recall_prints_the_block_or_json(mem, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"query", "tokens", "text", "items"}
     assert doc["tokens"] <= 500 and doc["items"]
-    assert set(doc["items"][0]) == {"id", "source", "text", "score", "provenance", "timestamp", "superseded"}
+    assert set(doc["items"][0]) == {
+        "id",
+        "source",
+        "text",
+        "score",
+        "provenance",
+        "timestamp",
+        "superseded",
+        "relevance",
+        "parts",
+    }
+    for item in doc["items"]:  # why each was recalled: its relevance and what made it
+        assert isinstance(item["relevance"], float) and item["relevance"] > 0
+        assert set(item["parts"]) == (
+            {"keyword", "vector"} if item["source"] == "brain" else {"bm25", "vector", "coverage"}
+        )
 
 
 def test_cli_recall_empty_and_bad_input(mem, capsys):

@@ -12,7 +12,8 @@ before to ``.2``; :data:`GENERATIONS` are kept) and a new one starts. One append
 under a lock, after checking that no other did meanwhile; an appender that opened the file
 before the move finishes its line in the moved file, so no line is torn or lost (but the
 oldest generation's). Reading (:meth:`EventLog.read`, :func:`summarize`) covers every
-generation kept, oldest first.
+generation kept, oldest first. The injection audit (:mod:`memlane.audit`) is the same kind of
+log under another name and cap.
 
 Example:
     >>> import tempfile
@@ -45,7 +46,6 @@ MAX_LOG_BYTES = 16 << 20
 GENERATIONS = 2
 """Moved-aside logs kept (``events.jsonl.1``, ``.2``): at most ~48 MiB of events in all."""
 
-_ROTATE_LOCK = EVENTS_NAME + ".lock"
 # O_NONBLOCK: a FIFO put where the log belongs (with no reader) fails to open instead of
 # hanging the search that logs; regular files ignore the flag.
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
@@ -73,10 +73,12 @@ class EventLog:
     Args:
         home: The memlane home; the log is ``events.jsonl`` inside it.
         max_bytes: Size past which the log rotates (default :data:`MAX_LOG_BYTES`).
+        name: The log's file name in the home: another log with the same bounds, masking and
+            rotation (the injection audit's ``injections.jsonl``, :mod:`memlane.audit`).
     """
 
-    def __init__(self, home: str | PathLike[str], max_bytes: int = MAX_LOG_BYTES) -> None:
-        self.path = Path(home).expanduser() / EVENTS_NAME
+    def __init__(self, home: str | PathLike[str], max_bytes: int = MAX_LOG_BYTES, *, name: str = EVENTS_NAME) -> None:
+        self.path = Path(home).expanduser() / name
         self.max_bytes = max_bytes
 
     def append(self, type: str, **fields: Any) -> None:
@@ -130,7 +132,8 @@ class EventLog:
         """
         from memlane._fs import _try_lock, _unlock  # only when the log is full
 
-        fd = os.open(self.path.with_name(_ROTATE_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        name = self.path.name
+        fd = os.open(self.path.with_name(name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if not _try_lock(fd):  # another appender is moving it
                 return
@@ -138,17 +141,18 @@ class EventLog:
                 if self.path.stat().st_ino != full:  # moved by another appender meanwhile
                     return
                 for n in range(GENERATIONS - 1, 0, -1):
-                    older = self.path.with_name(f"{EVENTS_NAME}.{n}")
+                    older = self.path.with_name(f"{name}.{n}")
                     if older.exists():
-                        os.replace(older, self.path.with_name(f"{EVENTS_NAME}.{n + 1}"))
-                os.replace(self.path, self.path.with_name(f"{EVENTS_NAME}.1"))
+                        os.replace(older, self.path.with_name(f"{name}.{n + 1}"))
+                os.replace(self.path, self.path.with_name(f"{name}.1"))
             finally:
                 _unlock(fd)
         finally:
             os.close(fd)
 
     def generations(self) -> list[Path]:
-        """The log's files, oldest first: ``events.jsonl.2``, ``.1``, then ``events.jsonl``."""
+        """The log's files, oldest first: ``events.jsonl.2``, ``.1``, then ``events.jsonl``
+        (the moved-aside files that exist, and the log's own path whether it exists or not)."""
         return _generations(self.path)
 
     def read(self) -> list[dict[str, Any]]:

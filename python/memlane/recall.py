@@ -160,6 +160,11 @@ class RecallItem:
         timestamp: ISO date or time of the item, if known.
         superseded: A brain entry another entry replaced, or a hit the search marked
             ``superseded_by`` a newer one (an earlier statement; it keeps its score).
+        relevance: The item's relevance on the absolute scale the floor is set on (before
+            weighting and decay), when known.
+        parts: What the relevance was made of: a hit's ``bm25``, ``vector`` and ``coverage``
+            (:attr:`memlane.ranking.hit.Hit.scores`), a brain entry's ``keyword`` score and
+            ``vector`` similarity (None in keyword-only mode); None when not known.
     """
 
     id: str
@@ -169,6 +174,8 @@ class RecallItem:
     provenance: str
     timestamp: str | None
     superseded: bool = False
+    relevance: float | None = None
+    parts: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -352,7 +359,15 @@ def _hit_candidates(
         score = h.score * decay(h.source, h.path, h.timestamp, now, half_life)
         provenance = hit_provenance(h, project=label)
         item = RecallItem(
-            h.id, h.source, h.text.strip(), round(score, 6), provenance, h.timestamp, h.superseded_by is not None
+            h.id,
+            h.source,
+            h.text.strip(),
+            round(score, 6),
+            provenance,
+            h.timestamp,
+            h.superseded_by is not None,
+            h.relevance,
+            dict(h.scores),
         )
         out.append(_candidate(item))
     return out
@@ -449,7 +464,15 @@ def _brain_candidates(mem: Memory, brain: Brain, query: str, threshold: float, p
         text = e.text + (f"\nDetail: {e.detail}" if e.detail else "")
         weight = SUPERSEDED_WEIGHT if e.superseded else 1.0
         item = RecallItem(
-            e.key, "brain", text, round(relevance * weight, 6), entry_provenance(e, brain.dir), e.date, e.superseded
+            e.key,
+            "brain",
+            text,
+            round(relevance * weight, 6),
+            entry_provenance(e, brain.dir),
+            e.date,
+            e.superseded,
+            round(relevance, 6),
+            {"keyword": round(kw, 6), "vector": None if sims is None else round(sims[i], 6)},
         )
         out.append(_candidate(item))
     brain.log("search", query=query, results=len(out), path=str(brain.dir))

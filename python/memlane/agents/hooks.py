@@ -198,25 +198,60 @@ def _read_stdin(stdin: Any) -> str:
 
 class _Reply:
     """The context a hook has ready: parts added, in order, by the thread handling the event,
-    read once by the thread answering (at the end, or at the deadline: later parts are dropped)."""
+    read once by the thread answering (at the end, or at the deadline: later parts are dropped).
+
+    Each part carries the memory items it injects (:mod:`memlane.audit`), so that what the
+    answer held, and only that, is recorded once it is out (:meth:`record`).
+    """
 
     def __init__(self, event: str) -> None:
         self.event = event
-        self._parts: list[str] = []
+        self.session: str | None = None
+        self.project: str | None = None
+        self.query: str | None = None
+        self._parts: list[tuple[str, list[dict[str, Any]]]] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._sent: tuple[str, list[dict[str, Any]]] | None = None
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, items: Sequence[dict[str, Any]] = ()) -> None:
         with self._lock:
             if not self._closed:
-                self._parts.append(text)
+                self._parts.append((text, list(items)))
 
     def output(self) -> str | None:
         """The hook's output for what is ready (None if nothing); nothing is added after."""
         with self._lock:
             self._closed = True
             parts = list(self._parts)
-        return _context_output(self.event, "\n\n".join(parts)) if parts else None
+        if not parts:
+            return None
+        context = "\n\n".join(text for text, _ in parts)
+        self._sent = (context, [item for _, items in parts for item in items])
+        return _context_output(self.event, context)
+
+    def record(self, home: str | os.PathLike[str], client: str) -> None:
+        """Append what the answer injected to the injection audit (nothing if it injected
+        nothing); a log that cannot be written never fails the hook."""
+        if self._sent is None:
+            return
+        from memlane import audit
+        from memlane.recall import estimate_tokens
+
+        context, items = self._sent
+        try:
+            audit.record(
+                home,
+                client=client,
+                session=self.session,
+                event=self.event,
+                project=self.project,
+                query=self.query,
+                tokens=estimate_tokens(context),
+                items=items,
+            )
+        except Exception as exc:  # a malformed cap in the environment, say: said, and the answer stands
+            sys.stderr.write(f"memlane hook: injection not recorded: {type(exc).__name__}: {_one_line(str(exc))}\n")
 
 
 def _context_output(event: str, text: str) -> str:
@@ -270,19 +305,34 @@ def _project(role: Role, payload: dict[str, Any]) -> str | None:
     return _core.project_of(cwd)
 
 
-def _recall(mem: Any, query: str, budget: int, project: str | None, role: Role) -> str:
+_Recalled = tuple[str, list[dict[str, Any]]]
+"""A hook's recall: the text injected ("" for none) and its items for the audit."""
+
+
+def _recalled(recall: Any, note: str = "") -> _Recalled:
+    from memlane.audit import recall_items
+
+    if not recall:
+        return "", []
+    text = str(recall).strip()
+    return (f"{note}\n\n{text}" if note else text), recall_items(recall.items)
+
+
+def _recall(mem: Any, query: str, budget: int, project: str | None, role: Role) -> _Recalled:
     """Index recall (no brain) from ``project``; for the admin, other projects', labelled,
     when nothing in it clears the relevance floor."""
     if project is not None and not mem.records_projects():
         # A home indexed before projects were recorded cannot tell them apart: the admin reads
         # it whole, as before; a scoped agent reads nothing of it.
-        return str(mem.recall(query, max_tokens=budget, include_brain=False)).strip() if role.kind == "admin" else ""
+        return (
+            _recalled(mem.recall(query, max_tokens=budget, include_brain=False)) if role.kind == "admin" else ("", [])
+        )
     scoped = mem.recall(query, max_tokens=budget, include_brain=False, project=project)
     if scoped or project is None or role.kind != "admin":
-        return str(scoped).strip()
+        return _recalled(scoped)
     note = f"[memlane: nothing in this project ({Path(project).name}) clears the relevance floor; these memories come from other projects, each labelled with its own.]"
     others = mem.recall(query, max_tokens=budget - len(note) // 4 - 1, include_brain=False, label_projects=True)
-    return f"{note}\n\n{str(others).strip()}" if others else ""
+    return _recalled(others, note)
 
 
 def session_start(
@@ -292,6 +342,7 @@ def session_start(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
     role: Role | None = None,
+    client: str = "claude-code",
 ) -> str | None:
     """The SessionStart hook output: frozen snapshot plus pre-session recall (None if both are empty).
 
@@ -299,11 +350,14 @@ def session_start(
     The whole context stays within ``max_chars``: the snapshot first (cut at a line if it must
     be; MEMORY.md's compact index comes first, so the cut keeps it), then a recall in the room left.
     A damaged index gives the snapshot and, in place of the recall, the line saying to run
-    ``memlane repair`` (:data:`memlane.recall.DAMAGED_INDEX`).
+    ``memlane repair`` (:data:`memlane.recall.DAMAGED_INDEX`). What it injects is recorded
+    in the injection audit (:mod:`memlane.audit`) as ``client``'s.
     """
     reply = _Reply("session-start")
     _session_start(home, payload, reply, max_tokens=max_tokens, max_chars=max_chars, role=role)
-    return reply.output()
+    out = reply.output()
+    reply.record(home, client)
+    return out
 
 
 def _session_start(
@@ -316,6 +370,7 @@ def _session_start(
     role: Role | None,
 ) -> None:
     from memlane import _check
+    from memlane.audit import snapshot_items
     from memlane.brain.tasks import carried_block
     from memlane.errors import CorruptIndexError
     from memlane.recall import DAMAGED_INDEX, focus_query, session_snapshot
@@ -324,10 +379,12 @@ def _session_start(
     _check.integer("max_chars", max_chars, minimum=1)
     role = role or Role()
     project = _project(role, payload)
+    reply.session, reply.project = _field(payload, "session_id"), project
     with _open(home) as mem:
-        snapshot = _fit(session_snapshot(mem, _field(payload, "session_id"), project).strip(), max_chars)
+        snapshot = _fit(session_snapshot(mem, reply.session, project).strip(), max_chars)
         if snapshot:
-            reply.add(snapshot)  # ready before the recall starts: what a deadline leaves the agent
+            # Ready before the recall starts: what a deadline leaves the agent.
+            reply.add(snapshot, snapshot_items(snapshot))
         room = max_chars - len(snapshot) - 2
         # The project's open work from its last sessions, before the recall and within its room.
         if project and (carried := carried_block(home, project, min(room, _CARRIED_CHARS))):
@@ -339,12 +396,11 @@ def _session_start(
             query = focus_query(
                 mem, cwd=_field(payload, "cwd") or None, transcript_path=_field(payload, "transcript_path") or None
             )
-            if (
-                query
-                and budget >= _MIN_RECALL_TOKENS
-                and (recalled := _recall(_remote() or mem, query, budget, project, role))
-            ):
-                reply.add(recalled)
+            if query and budget >= _MIN_RECALL_TOKENS:
+                reply.query = query
+                recalled, items = _recall(_remote() or mem, query, budget, project, role)
+                if recalled:
+                    reply.add(recalled, items)
         except CorruptIndexError:
             if DAMAGED_INDEX not in snapshot and len(DAMAGED_INDEX) <= room:  # a snapshot frozen before the damage
                 reply.add(DAMAGED_INDEX)
@@ -376,15 +432,19 @@ def user_prompt_submit(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
     role: Role | None = None,
+    client: str = "claude-code",
 ) -> str | None:
     """Recall on the user's first prompt of a session; None on later prompts or when nothing clears the threshold.
 
     Only the prompt's first :data:`~memlane.ranking.query.MAX_QUERY_CHARS` characters are
     recalled on. A damaged index answers with the line saying to run ``memlane repair``.
+    What it injects is recorded in the injection audit (:mod:`memlane.audit`) as ``client``'s.
     """
     reply = _Reply("user-prompt-submit")
     _user_prompt_submit(home, payload, reply, max_tokens=max_tokens, max_chars=max_chars, role=role)
-    return reply.output()
+    out = reply.output()
+    reply.record(home, client)
+    return out
 
 
 def _user_prompt_submit(
@@ -414,15 +474,18 @@ def _user_prompt_submit(
     ):
         return
     role = role or Role()
+    reply.session, reply.project, reply.query = session_id, _project(role, payload), prompt
     try:
-        recalled = _recall_words(home, prompt, budget, _project(role, payload), role)
+        recalled, items = _recall_words(home, prompt, budget, reply.project, role)
     except CorruptIndexError:
-        recalled = DAMAGED_INDEX
+        recalled, items = DAMAGED_INDEX, []
     if recalled:
-        reply.add(recalled)
+        reply.add(recalled, items)
 
 
-def _recall_words(home: str | os.PathLike[str], prompt: str, max_tokens: int, project: str | None, role: Role) -> str:
+def _recall_words(
+    home: str | os.PathLike[str], prompt: str, max_tokens: int, project: str | None, role: Role
+) -> _Recalled:
     """Recall on the user's own words, weighing their meaning when the home holds the local
     model's vectors (the session-start snapshot already holds the brain, so it is left out),
     scoped to ``project`` as :func:`_recall` scopes it.
@@ -861,10 +924,14 @@ def _answer(args: argparse.Namespace, stdin: Any, what: str, hard_exit: bool) ->
         out = reply.output()
         if out:
             sys.stdout.write(out + "\n")
+            sys.stdout.flush()  # the agent has its answer before the audit line is written
+        reply.record(Path(args.home).expanduser(), args.client)
         return 0
     out = reply.output()
     if out:
         sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    reply.record(Path(args.home).expanduser(), args.client)
     ready = "the context ready by then" if out else "nothing (no context was ready)"
     sys.stderr.write(
         f"memlane hook {what}: answered at its {deadline:g} s deadline with {ready}; --deadline or ${DEADLINE_ENV} sets it\n"

@@ -108,6 +108,7 @@ class MemoryTools:
     ) -> None:
         import memlane
 
+        self.home = Path(home).expanduser()
         self.remote = remote
         self.mem = memlane.connect(remote) if remote else memlane.open(home, embedder=embedder)
         self.role = role or Role()
@@ -163,26 +164,67 @@ class MemoryTools:
         types: Sequence[str] | None = None,
     ) -> str:
         """The recall block for ``query``, followed by the items' ids for :meth:`get`; with
-        ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`)."""
+        ``types``, the typed, cited items of those types instead (:meth:`memlane.Memory.items`).
+        What it answers with is recorded in the injection audit (:mod:`memlane.audit`)."""
+        from memlane import audit
+
+        scope = self._readable(project)
         if types:
             if self.remote:
                 raise InvalidArgumentError(
                     "types are read from the home's brain and tasks, which a served index does not have"
                 )
-            from memlane import secrets
-
-            found = self._home.items(query, types=types, project=self._readable(project))
+            found = self._home.items(query, types=types, project=scope)
             lines = [
                 f"- {i.type} {i.id}: {i.text.splitlines()[0] if i.text else ''} (cited: {i.citation})" for i in found
             ]
-            return secrets.mask("\n".join(lines)) if lines else f"No {' or '.join(types)} in memory for this query."
-        result = self.mem.recall(query, max_tokens=max_tokens, project=self._readable(project), branch=branch)
+            if not lines:
+                return f"No {' or '.join(types)} in memory for this query."
+            answer = secrets.mask("\n".join(lines))
+            items = [audit.text_item(i.id, i.type, n, line) for n, (i, line) in enumerate(zip(found, lines), 1)]
+            self._record("recall", scope, query, answer, items)
+            return answer
+        result = self.mem.recall(query, max_tokens=max_tokens, project=scope, branch=branch)
         if not result:
             return "Nothing in memory clears the relevance threshold for this query."
         if self.remote:  # no `get` over a served index
-            return result.text.rstrip()
-        ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
-        return f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
+            answer = result.text.rstrip()
+        else:
+            ids = " ".join(f"[{n}] {item.id}" for n, item in enumerate(result.items, 1))
+            answer = f"{result.text.rstrip()}\n\nids for get: {ids}"  # recall masks secrets
+        self._record("recall", scope, query, answer, audit.recall_items(result.items))
+        return answer
+
+    def _record(
+        self, tool: str, project: str | None, query: str | None, answer: str, items: list[dict[str, Any]]
+    ) -> None:
+        """Record an answer that injected memory in the injection audit, once it is ready (the
+        server knows no agent session id: the session is left unknown)."""
+        import sys
+
+        from memlane import audit
+        from memlane.recall import estimate_tokens
+
+        try:
+            audit.record(
+                self.home,
+                client="mcp",
+                session=None,
+                event=tool,
+                project=project or self._cwd_project,
+                query=query,
+                tokens=estimate_tokens(answer),
+                items=items,
+            )
+        except Exception as exc:  # a malformed cap in the environment, say: the answer still goes out
+            sys.stderr.write(f"memlane mcp: injection not recorded: {type(exc).__name__}: {exc}\n")
+
+    @functools.cached_property
+    def _cwd_project(self) -> str | None:
+        """The project the agent works in (its working directory's repository), if known."""
+        from memlane import _core
+
+        return _core.project_of(self.cwd) if self.cwd else None
 
     def remember(
         self,
@@ -220,7 +262,10 @@ class MemoryTools:
         return f"[{key.upper()}] superseded by [{new.key}]"
 
     def get(self, id: str) -> str:
-        """A brain entry (by key, with the entries it references) or a chunk (by hex id), in full."""
+        """A brain entry (by key, with the entries it references) or a chunk (by hex id), in full
+        (recorded in the injection audit)."""
+        from memlane import audit
+
         ident = id.strip()
         if _BRAIN_KEY.match(ident):
             from memlane.brain.scopes import in_project
@@ -229,15 +274,19 @@ class MemoryTools:
             loaded = [e for e in self.brain.load(ident) if keys is None or in_project(e, keys)]
             if not loaded or loaded[0].key != ident.upper():
                 raise KeyError(f"no entry {echo(ident.upper())} in agent {self.role}'s memory")
-            return secrets.mask(
-                "\n\n".join([_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])])
-            )
+            rendered = [_render_entry(loaded[0]), *(f"referenced: {_render_entry(e)}" for e in loaded[1:])]
+            answer = secrets.mask("\n\n".join(rendered))
+            items = [audit.text_item(e.key, "brain", n, r) for n, (e, r) in enumerate(zip(loaded, rendered), 1)]
+            self._record("get", self.reads, None, answer, items)
+            return answer
         hit = self._home.get(ident)
         if hit is None or not self._in_scope(hit):
             raise KeyError(
                 f"no chunk {echo(ident)}: removed from the index, mistyped, or outside agent {self.role}'s projects"
             )
-        return secrets.mask(_render_hit(hit))
+        answer = secrets.mask(_render_hit(hit))
+        self._record("get", self.reads, None, answer, [audit.text_item(hit.id, hit.source, 1, answer)])
+        return answer
 
     def tasks(self, project: str | None = None) -> str:
         """The open items of the agents' own plans in ``project`` (default: the session's, as
