@@ -148,6 +148,15 @@ class Store:
         """Whether chunks record their project and branch (homes built before they did do not)."""
     def projects(self) -> dict[str, int]:
         """Live chunks per project key."""
+    def sessions(self) -> list[tuple[str, int, int | None, int | None, str, str, int]]:
+        """One ``(session_id, chunks, first_ts_ms, last_ts_ms, project, branch, key)`` per session of
+        the live transcript chunks, latest ``last_ts_ms`` first (none last), then by id; read from
+        the index's terms and fast fields, never the stored chunks. ``key`` is the session's
+        earliest chunk (fetch it with ``get`` for its path and format); ``project`` and ``branch``
+        are ``""`` when unknown."""
+    def session_keys(self, session_id: str) -> list[int]:
+        """Keys of every live chunk of ``session_id`` (any source), ascending; an empty id raises
+        ``InvalidArgumentError``."""
     def libraries(self) -> list[dict[str, Any]]:
         """The project keys holding notes: ``[{"key", "notes", "global"}]``, by key."""
     def meta(self) -> dict[str, Any]:

@@ -19,6 +19,10 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// A row of `Store.sessions`: session id, chunks, first and last timestamps (ms), project,
+/// branch, the key of its earliest chunk.
+type SessionRow = (String, u64, Option<i64>, Option<i64>, String, String, u64);
+
 /// Read side of a memlane home.
 #[pyclass(name = "Store", module = "memlane._core", frozen)]
 pub struct PyStore {
@@ -194,6 +198,36 @@ impl PyStore {
     fn projects(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, u64>> {
         let inner = &self.inner;
         detached(py, || inner.projects())
+    }
+
+    /// One `(session_id, chunks, first_ts_ms, last_ts_ms, project, branch, key)` per transcript
+    /// session, latest first, read without the doc store; tuples convert fast at 10k sessions.
+    fn sessions(&self, py: Python<'_>) -> PyResult<Vec<SessionRow>> {
+        let inner = &self.inner;
+        let sessions = detached(py, || inner.sessions())?;
+        Ok(sessions
+            .into_iter()
+            .map(|s| {
+                (
+                    s.session_id,
+                    s.chunks,
+                    s.first_ts,
+                    s.last_ts,
+                    s.project,
+                    s.branch,
+                    s.key,
+                )
+            })
+            .collect())
+    }
+
+    /// Keys of every live chunk of `session_id` (any source), ascending.
+    fn session_keys(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<u64>> {
+        if session_id.is_empty() {
+            return Err(invalid_argument("session_id must not be empty"));
+        }
+        let inner = &self.inner;
+        detached(py, || inner.session_keys(session_id))
     }
 
     /// The project keys holding notes: `[{"key", "notes", "global"}]`, by key.

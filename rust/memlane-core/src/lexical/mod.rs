@@ -2,7 +2,8 @@
 //!
 //! [`Lexical`] here opens the index and reads and writes documents by key; a chunk becomes a
 //! document and back in `document`, filters and per-project counts are in `filter`, and BM25
-//! scoring (ties at the cut, canonical scores, the query's ceiling, passages) in `search`.
+//! scoring (ties at the cut, canonical scores, the query's ceiling, passages) in `search`, the
+//! session catalog in `sessions`.
 
 use crate::error::Result;
 use document::{analyzer, schema, Fields};
@@ -20,11 +21,13 @@ use tantivy::{
 mod document;
 mod filter;
 mod search;
+mod sessions;
 #[cfg(test)]
 mod tests;
 
 pub use document::{query_tokens, StoredChunk};
 pub use filter::Filters;
+pub use sessions::SessionSummary;
 
 /// Name the analyzer is registered under.
 const ANALYZER: &str = "memlane";

@@ -348,3 +348,78 @@ fn a_tie_across_the_cut_is_settled_by_chunk_key_not_by_document_order() {
     assert_eq!(answers[0], answers[1]);
     assert_eq!(answers[0], all);
 }
+
+/// The session catalog counts live transcript chunks only, merged across segments, and takes
+/// its key, project and branch from a session's earliest chunk that has them.
+#[test]
+fn sessions_are_summed_over_segments_from_live_transcripts() {
+    use super::SessionSummary;
+    let dir = tempfile::tempdir().unwrap();
+    let lexical = Lexical::open(dir.path()).unwrap();
+    let mut writer = lexical.writer().unwrap();
+    /// Key, session, source, timestamp, project, branch.
+    type Doc = (
+        u64,
+        &'static str,
+        &'static str,
+        Option<i64>,
+        &'static str,
+        &'static str,
+    );
+    let segments: [&[Doc]; 2] = [
+        &[
+            (1, "s1", "transcript", Some(100), "/src/a", "main"),
+            (2, "s1", "transcript", Some(300), "/src/a", "main"),
+            (3, "s2", "transcript", Some(50), "", ""),
+            // A note of session s1, earlier than all of it: not a transcript chunk.
+            (4, "s1", "knowledge", Some(10), "/notes", ""),
+            (5, "", "transcript", Some(70), "/src/a", ""),
+        ],
+        &[
+            (6, "s1", "transcript", Some(500), "/src/a", "dev"),
+            (7, "s2", "transcript", Some(20), "/src/b", ""),
+            // Deleted below: neither counted nor widening s1's time span.
+            (8, "s1", "transcript", Some(900), "/src/c", "main"),
+            (9, "s3", "transcript", None, "", ""),
+        ],
+    ];
+    for chunks in segments {
+        for &(key, session, source, ts, project, branch) in chunks {
+            let mut chunk = note_chunk(usize::try_from(key).unwrap());
+            chunk.key = key;
+            chunk.session_id = session.into();
+            chunk.ts_start = ts;
+            chunk.branch = (!branch.is_empty()).then(|| branch.to_owned());
+            writer
+                .add_document(lexical.document(&chunk, source, "", project))
+                .unwrap();
+        }
+        writer.commit().unwrap();
+    }
+    writer.delete_term(lexical.key_term(8));
+    writer.commit().unwrap();
+    lexical.reload().unwrap();
+    // Each commit writes a segment per indexing thread at least.
+    assert!(lexical.searcher().segment_readers().len() >= 2);
+    let row = |session_id: &str, chunks, ts: [Option<i64>; 2], project: &str, branch: &str, key| {
+        SessionSummary {
+            session_id: session_id.into(),
+            chunks,
+            first_ts: ts[0],
+            last_ts: ts[1],
+            project: project.into(),
+            branch: branch.into(),
+            key,
+        }
+    };
+    assert_eq!(
+        lexical.sessions().unwrap(),
+        vec![
+            row("s1", 3, [Some(100), Some(500)], "/src/a", "main", 1),
+            row("s2", 2, [Some(20), Some(50)], "/src/b", "", 7),
+            row("s3", 1, [None, None], "", "", 9),
+        ]
+    );
+    assert_eq!(lexical.session_keys("s1").unwrap(), vec![1, 2, 4, 6]);
+    assert_eq!(lexical.session_keys("s9").unwrap(), Vec::<u64>::new());
+}

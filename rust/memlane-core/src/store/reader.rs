@@ -6,7 +6,7 @@ use super::{
     VECTORS_FILE,
 };
 use crate::error::{Error, Result};
-use crate::lexical::{Lexical, StoredChunk};
+use crate::lexical::{Lexical, SessionSummary, StoredChunk};
 use crate::vector::{Quantization, VectorIndex};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -423,6 +423,31 @@ impl Store {
         guarded(&self.lexical_dir(), || {
             lexical.reload()?;
             lexical.projects()
+        })
+    }
+
+    /// One row per transcript session, latest first, from the index's terms and fast fields
+    /// alone (no stored chunk is read): see [`Lexical::sessions`].
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            lexical.sessions()
+        })
+    }
+
+    /// Keys of every live chunk of `session_id` (any source), ascending.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn session_keys(&self, session_id: &str) -> Result<Vec<u64>> {
+        let lexical = self.lexical()?;
+        guarded(&self.lexical_dir(), || {
+            lexical.reload()?;
+            lexical.session_keys(session_id)
         })
     }
 
