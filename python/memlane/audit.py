@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidArgumentError
-from memlane.events import EventLog
+from memlane.events import EventLog, parse_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -215,20 +215,6 @@ class _Parsed:
     records: list[dict[str, Any]]
 
 
-def _parse(data: bytes) -> list[dict[str, Any]]:
-    import json
-
-    out = []
-    for line in data.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:  # a line torn by a crash, or not UTF-8
-            continue
-        if isinstance(value, dict) and value.get("type") == "inject":
-            out.append(value)
-    return out
-
-
 def _read(path: Path, cache: dict[tuple[int, int], _Parsed]) -> tuple[tuple[int, int], _Parsed] | None:
     """``path`` parsed, from where the cache (by inode) stopped reading it when it can be; None
     when it is absent or no regular file (a FIFO is never opened: it would wait for a writer)."""
@@ -247,9 +233,9 @@ def _read(path: Path, cache: dict[tuple[int, int], _Parsed]) -> tuple[tuple[int,
             known = _Parsed(b"", 0, [])  # a new file, or another file on a reused inode
         fh.seek(known.offset)
         data = fh.read()
-    whole = data[: data.rfind(b"\n") + 1]  # a line being written is read once it is whole
-    if whole:
-        known = _Parsed(head, known.offset + len(whole), known.records + _parse(whole))
+    records, end = parse_lines(data, "inject")  # a line being written is read once it is whole
+    if end:
+        known = _Parsed(head, known.offset + end, known.records + records)
     return ident, known
 
 

@@ -159,6 +159,25 @@ class EventLog:
         """Every event kept, oldest first (a torn last line from a crash is skipped)."""
         return [record for p in self.generations() for record in _iter_events(p)]
 
+    def tail(self, n: int) -> list[dict[str, Any]]:
+        """The last ``n`` events (or fewer), oldest first, read from the end of the newest
+        files only: a page showing recent events reads kilobytes, not a 16 MiB log.
+
+        Example:
+            >>> import tempfile
+            >>> log = EventLog(tempfile.mkdtemp())
+            >>> for q in ("a", "b", "c"):
+            ...     log.append("search", query=q)
+            >>> [e["query"] for e in log.tail(2)]
+            ['b', 'c']
+        """
+        found: list[dict[str, Any]] = []
+        for path in reversed(self.generations()):
+            found = _tail_events(path, n - len(found)) + found
+            if len(found) >= n:
+                break
+        return found[-n:] if n > 0 else []
+
 
 class NoEventLog(EventLog):
     """An events log that keeps nothing: for an index whose local folder is a cache (a
@@ -177,10 +196,45 @@ class NoEventLog(EventLog):
         """No events."""
         return []
 
+    def tail(self, n: int) -> list[dict[str, Any]]:
+        """No events."""
+        return []
+
 
 def _generations(path: Path) -> list[Path]:
     older = [path.with_name(f"{path.name}.{n}") for n in range(GENERATIONS, 0, -1)]
     return [p for p in older if p.is_file()] + [path]
+
+
+_TAIL_BYTES = 256 << 10
+"""How far from its end :meth:`EventLog.tail` reads a file (a thousand events or more)."""
+
+
+def _tail_events(path: Path, n: int) -> list[dict[str, Any]]:
+    """The last ``n`` whole events in the last :data:`_TAIL_BYTES` of ``path``, oldest first."""
+    try:
+        if n <= 0 or not stat.S_ISREG(path.stat().st_mode):
+            return []
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - _TAIL_BYTES))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    if size > _TAIL_BYTES:
+        lines = lines[1:]  # the first line read may be cut
+    out = []
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+            if len(out) == n:
+                break
+    return out[::-1]
 
 
 def _iter_events(path: Path) -> Any:
@@ -198,6 +252,27 @@ def _iter_events(path: Path) -> Any:
                 continue
             if isinstance(record, dict):
                 yield record
+
+
+def parse_lines(data: bytes, type: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The records in the whole lines of ``data`` (a log read from some offset on), those of
+    ``type`` only when given, and how many bytes those whole lines take: a line still being
+    written is left for the next read; a line torn by a crash is skipped.
+
+    Example:
+        >>> parse_lines(b'{"type": "search"}\\n{"type": "read"}\\nnot json\\n{"type": "sea', "search")
+        ([{'type': 'search'}], 45)
+    """
+    end = data.rfind(b"\n") + 1
+    records = []
+    for line in data[:end].splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # torn, or not UTF-8
+            continue
+        if isinstance(record, dict) and (type is None or record.get("type") == type):
+            records.append(record)
+    return records, end
 
 
 def summarize(path: str | PathLike[str]) -> dict[str, Any]:

@@ -51,6 +51,10 @@ aside first, then the recall; when the deadline passes, the hook prints what is 
 snapshot at least, once rendered), says so in one line on stderr and exits 0 at once
 (``os._exit``, so that a thread stuck in a system call cannot hold the process).
 
+What a hook injects (the snapshot's brain entries, the recall's chunks) is recorded by key in
+the injection audit once the answer is out (:mod:`memlane.audit`, ``<home>/injections.jsonl``):
+one append, and a log that cannot be written never fails the hook.
+
 The query a hook recalls on is bounded (:mod:`memlane.ranking.query`): a pasted 5 MB prompt
 costs what its first 4,000 characters cost. A damaged index still gives the brain snapshot,
 with one line saying to run ``memlane repair`` in place of the recall.

@@ -12,6 +12,9 @@ context the agent pays for on every turn):
   with the entries it references;
 - ``status()`` — what the memory holds.
 
+What ``recall`` and ``get`` answer with is recorded by key in the injection audit
+(:mod:`memlane.audit`; client ``mcp``, the session unknown to the server).
+
 An agent's role (``--agent``, see :mod:`memlane.roles`) bounds every tool: a project
 agent recalls and gets only its project's memories, the admin's and the notes of the user's
 global libraries, and writes only its project's entries; a skill agent is not offered

@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 import stat
 import uuid
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import secrets
 from memlane.brain.brain import DAILY_DIR
 from memlane.brain.provenance import Ref
-from memlane.events import EVENTS_NAME
+from memlane.events import EVENTS_NAME, parse_lines
 from memlane.timeline import notes
 from memlane.timeline.decisions import Decision, decisions
 from memlane.timeline.engines import Engine, Source, _sentences, dropped_for_details, make_engine
@@ -146,16 +145,8 @@ def _searches_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
             data = f.read()
     except OSError:
         return [], offset
-    end = data.rfind(b"\n") + 1  # a torn last line waits for the next run
-    events = []
-    for line in data[:end].splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(e, dict) and e.get("type") == "search" and isinstance(e.get("query"), str):
-            events.append(e)
-    return events, offset + end
+    searches, end = parse_lines(data, "search")  # a torn last line waits for the next run
+    return [e for e in searches if isinstance(e.get("query"), str)], offset + end
 
 
 def _norm(query: str) -> str:
