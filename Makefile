@@ -27,7 +27,7 @@ endif
 RUST_CRATES := 196
 RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: help install demo test test-rust test-python lint bench clean
+.PHONY: help install browser demo test test-rust test-python lint bench clean
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -88,8 +88,16 @@ demo: install $(DEMO_ARCHIVE) ## quick start: index your transcripts (else ../sh
 test-rust: install ## cargo tests of the core (no Python), reusing the extension's build
 	cargo test --release -p memlane-core -p memlane-py --features memlane-py/dev-unify
 
-test-python: install ## the pytest suite (bindings + Python layer)
+test-python: install browser ## the pytest suite (bindings + Python layer, the viewer in a real browser)
 	$(PY) -m pytest -q
+
+# The viewer's browser tests drive Debian's chromium through its chromedriver (selenium, from the
+# dev extras): a browser a tool downloads at run time cannot be fetched on these machines.
+browser: ## install chromium and chromedriver with apt when absent (the viewer's browser tests)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "==> Installing chromium and chromium-driver (apt) for the viewer's browser tests"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 test: lint test-rust test-python ## everything CI runs: the gate, then the tests
 

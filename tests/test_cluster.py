@@ -505,7 +505,7 @@ def test_cli_index_search_status_and_a_downloaded_shard_is_a_home(
     assert main(["--home", str(home), "search", "deploy rollback", "--embed", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
     assert main(["--index", out, "forget", "--session", "syn-1"]) == 2
-    assert "search, recall and status only" in capsys.readouterr().err
+    assert "search, recall, status and ui only" in capsys.readouterr().err
 
 
 def test_bedrock_actors_share_one_rate_limit_and_back_off_on_throttling(cluster, s3, tmp_path: Path) -> None:

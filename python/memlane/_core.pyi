@@ -157,6 +157,10 @@ class Store:
     def session_keys(self, session_id: str) -> list[int]:
         """Keys of every live chunk of ``session_id`` (any source), ascending; an empty id raises
         ``InvalidArgumentError``."""
+    def formats(self) -> dict[str, int]:
+        """Files per detected format (``unknown`` where none was detected), from the manifest."""
+    def has_vectors(self, keys: list[int]) -> list[bool]:
+        """Whether each of ``keys`` has a vector, in the order given."""
     def libraries(self) -> list[dict[str, Any]]:
         """The project keys holding notes: ``[{"key", "notes", "global"}]``, by key."""
     def meta(self) -> dict[str, Any]:

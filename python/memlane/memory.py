@@ -32,6 +32,7 @@ from memlane.ranking.pipeline import SearchRequest
 from memlane.ranking.query import bounded as bounded_query
 from memlane.ranking.relevance import FLOOR
 from memlane.recall import DEFAULT_MAX_TOKENS, Recall, RecallOptions, recall, shows_recall_options
+from memlane.sessions import Session, catalog, chunks_of
 
 __all__ = [
     "DEFAULT_QUANTIZATION",
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     import numpy as np
     from typing_extensions import Unpack
 
+    from memlane.audit import Injections
     from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
 
@@ -124,6 +126,7 @@ class Memory:
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self._cache: EmbeddingCache | None = None
         self.events = EventLog(self.home)
+        self._audit: Injections | None = None
         self._last_query: tuple[tuple[str, str], np.ndarray] | None = None
         self._projects: tuple[int | None, dict[str, int]] | None = None
         self._libraries: tuple[int | None, list[dict[str, Any]]] | None = None
@@ -698,6 +701,44 @@ class Memory:
         if not found:
             return None
         return Hit._from_stored(found[0])
+
+    def sessions(self, *, project: str | None = None) -> list[Session]:
+        """The transcript sessions this home holds, the most recent first (``project``: those
+        filed under that project key), from the index's catalog without reading a chunk.
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").sessions()
+            []
+        """
+        found = catalog(self._store)
+        return found if project is None else [s for s in found if s.project == project]
+
+    def session(self, session_id: str) -> list[Hit]:
+        """A session's chunks in turn order, in full with their provenance (empty when the
+        home holds none of it)."""
+        _check.text("session_id", session_id)
+        return chunks_of(self._store, session_id)
+
+    def injections(
+        self, *, session: str | None = None, key: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """What was injected into agents' contexts (hooks and MCP recalls), newest first: when,
+        which client, session and event, the query (masked) and each item's key, rank, relevance
+        and score parts (never its text). ``session`` or ``key`` (a chunk id or brain key) narrow
+        it to one session or to the injections of one item (:mod:`memlane.audit`; the parsed log
+        is kept, so a long-lived caller reads only what was appended since).
+
+        Example:
+            >>> import memlane, tempfile
+            >>> memlane.open(tempfile.mkdtemp(), embedder="none").injections()
+            []
+        """
+        if self._audit is None:
+            from memlane.audit import Injections
+
+            self._audit = Injections(self.home)
+        return self._audit.records(session=session, key=key, limit=limit, offset=offset)
 
     def secrets(self) -> dict[str, Any]:
         """Where keys, tokens and passwords occur in this home's chunks, masked, so they can be

@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from memlane.cli import embed, home, index, search
+from memlane.cli import embed, home, index, search, ui
 from memlane.cli.parser import Parser, common_options
 
 
@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_parsers(sub, [common_options(False)])
     embed.add_parsers(sub, [common_options(False)])
     home.add_parsers(sub, [common_options(False)])
+    ui.add_parsers(sub, [common_options(False)])
 
     from memlane.agents.cli import add_parsers as add_agent_parsers
     from memlane.bench.cli import add_parser as add_bench_parser

@@ -79,9 +79,9 @@ def open_memory(args: argparse.Namespace, embedder: str) -> Any:
 
         spec = make_embedder(embedder, region=args.aws_region, profile=args.aws_profile, concurrency=args.concurrency)
     if getattr(args, "index", None):
-        if args.command not in ("search", "recall", "status"):
+        if args.command not in ("search", "recall", "status", "ui"):
             raise InvalidArgumentError(
-                f"--index searches a sharded index: search, recall and status only (`memlane {args.command}` works on a --home)"
+                f"--index searches a sharded index: search, recall, status and ui only (`memlane {args.command}` works on a --home)"
             )
         from memlane.cluster import open_index
 

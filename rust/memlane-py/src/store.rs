@@ -230,6 +230,18 @@ impl PyStore {
         detached(py, || inner.session_keys(session_id))
     }
 
+    /// Files per detected format, from the manifest.
+    fn formats(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, u64>> {
+        let inner = &self.inner;
+        detached(py, || inner.formats())
+    }
+
+    /// Whether each of `keys` has a vector (in the order given).
+    fn has_vectors(&self, py: Python<'_>, keys: Vec<u64>) -> PyResult<Vec<bool>> {
+        let inner = &self.inner;
+        detached(py, || inner.has_vectors(&keys))
+    }
+
     /// The project keys holding notes: `[{"key", "notes", "global"}]`, by key.
     fn libraries(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let inner = &self.inner;

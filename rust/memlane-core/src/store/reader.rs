@@ -451,6 +451,31 @@ impl Store {
         })
     }
 
+    /// Files per detected format (`unknown` for a file none was detected in), from the manifest.
+    ///
+    /// # Errors
+    /// I/O or manifest errors.
+    pub fn formats(&self) -> Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        for f in self.read_manifest()?.files.values() {
+            let format = f.format.as_deref().unwrap_or("unknown");
+            *out.entry(format.to_owned()).or_insert(0) += 1;
+        }
+        Ok(out)
+    }
+
+    /// Whether each of `keys` has a vector in the current vector index.
+    ///
+    /// # Errors
+    /// Vector index errors.
+    pub fn has_vectors(&self, keys: &[u64]) -> Result<Vec<bool>> {
+        let vectors = self.vectors()?;
+        Ok(keys
+            .iter()
+            .map(|k| vectors.as_ref().is_some_and(|v| v.contains(*k)))
+            .collect())
+    }
+
     /// The project keys holding notes, by key, each marked global when it is the user's own
     /// library (none when the home predates projects).
     ///
