@@ -321,6 +321,28 @@ def test_bm25_sharded_equals_one_home(cluster, s3, corpus: Path, tmp_path: Path)
     assert len(index._store.select(None, "deploy-1", None, None)) == 1
 
 
+def test_ui_shows_a_sharded_index_read_only(cluster, s3, corpus: Path, tmp_path: Path) -> None:
+    """`memlane ui --index`: the overview and search of the shards, every action refused, and
+    the pages only a home has say so."""
+    from starlette.testclient import TestClient
+
+    from memlane.ui import create_app
+    from memlane.ui.guard import Access
+
+    _upload(s3, corpus, "ui")
+    out = f"s3://{OUT_BUCKET}/ui/"
+    report = index_sources([f"s3://{BUCKET}/ui/"], out, shards=3, embed="none")
+    index = memlane.open_index(out, embedder="none", cache_dir=tmp_path / "cache")
+    c = TestClient(create_app(index, Access("127.0.0.1", 8765, read_only=True)), base_url="http://127.0.0.1:8765")
+    assert f'id="chunk-count">{report.chunks:,}<' in c.get("/").text
+    hit = index.search(QUERIES[0], 1)[0]
+    assert f'data-id="{hit.id}"' in c.get("/search", params={"q": QUERIES[0]}).text
+    assert c.get("/chunk", params={"id": hit.id}).status_code == 200
+    assert c.get("/sessions").status_code == 404 and "a sharded index" in c.get("/sessions").text
+    assert c.post("/forget", data={"kind": "chunk", "value": hit.id}).status_code == 403
+    assert index.search(QUERIES[0], 1)[0].id == hit.id
+
+
 def test_hybrid_sharded_equals_one_home_and_vectors_travel(cluster, s3, corpus: Path, tmp_path: Path) -> None:
     _upload(s3, corpus, "hybrid")
     out = f"s3://{OUT_BUCKET}/hybrid/"

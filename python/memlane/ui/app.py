@@ -83,13 +83,11 @@ def create_app(mem: Memory, access: Access) -> Starlette:
     templates = _templates()
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        context.update(access=access, csrf=access.csrf, read_only=access.read_only, home=str(mem.home))
+        context.update(csrf=access.csrf, read_only=access.read_only, sharded=views.sharded, home=str(mem.home))
         return templates.TemplateResponse(request, name, context, status_code=status)
 
     async def form(request: Request) -> FormData:
         """A POST's form, once the rules for actions pass."""
-        if access.read_only:
-            raise _Refused(403, "this viewer is read-only (memlane ui --read-only): no action is taken")
         if not access.origin_allowed(request.headers.get("origin")):
             raise _Refused(403, "cross-origin request refused")
         data = await request.form()
@@ -197,6 +195,17 @@ def create_app(mem: Memory, access: Access) -> Starlette:
             return page(request, "login.html", 401, failed=True)
         return page(request, "login.html", failed=False)
 
+    def home_only(route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """A page only a home has: a sharded index says so instead."""
+
+        async def answer(request: Request) -> Response:
+            if views.sharded:
+                what = "such page: a sharded index shows its overview, search and chunks (the rest is a home's: --home)"
+                return page(request, "missing.html", 404, what=what)
+            return await route(request)
+
+        return answer
+
     async def rules(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await _checked(request, call_next)
         response.headers.update(HEADERS)
@@ -214,6 +223,9 @@ def create_app(mem: Memory, access: Access) -> Starlette:
                 return _with_cookie(RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), 303), access)
             if not access.token_matches(request.cookies.get(COOKIE)):
                 return RedirectResponse("/login", status_code=303)
+        if access.read_only and request.method == "POST" and request.url.path != "/login":
+            message = "this viewer is read-only (memlane ui --read-only, or a sharded index): no action is taken"
+            return page(request, "error.html", 403, message=message)
         return await call_next(request)
 
     async def refused(request: Request, exc: Exception) -> Response:
@@ -223,17 +235,17 @@ def create_app(mem: Memory, access: Access) -> Starlette:
     routes = [
         Route("/", overview),
         Route("/search", search),
-        Route("/sessions", sessions),
-        Route("/session", session),
         Route("/chunk", chunk),
-        Route("/brain", brain),
-        Route("/brain/page", brain_page),
-        Route("/injections", injections),
-        Route("/secrets", secrets_page),
-        Route("/forget", confirm_forget, methods=["GET"]),
-        Route("/forget", forget, methods=["POST"]),
-        Route("/forgotten", forgotten),
-        Route("/unforget", unforget, methods=["POST"]),
+        Route("/sessions", home_only(sessions)),
+        Route("/session", home_only(session)),
+        Route("/brain", home_only(brain)),
+        Route("/brain/page", home_only(brain_page)),
+        Route("/injections", home_only(injections)),
+        Route("/secrets", home_only(secrets_page)),
+        Route("/forget", home_only(confirm_forget), methods=["GET"]),
+        Route("/forget", home_only(forget), methods=["POST"]),
+        Route("/forgotten", home_only(forgotten)),
+        Route("/unforget", home_only(unforget), methods=["POST"]),
         Route("/login", login, methods=["GET", "POST"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]

@@ -109,6 +109,8 @@ class Overview:
 
     home: str
     chunks: int
+    transcript_chunks: int | None
+    """Chunks of transcripts (the rest are notes and summaries); None when not counted."""
     sessions: int
     files: int
     chunks_with_vectors: int
@@ -172,6 +174,9 @@ class Views:
 
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
+        # A sharded index (memlane.cluster) searches shards: it has no session catalog, brain,
+        # injection audit or secrets of its own, and is never written from here.
+        self.sharded = not isinstance(mem._store, _core.Store)
         self.brain_dir = default_brain_dir(mem.home)
         self._kept: dict[str, tuple[Any, Any]] = {}
         self._parsed: dict[str, tuple[tuple[int, int, int], dict[str, int]]] = {}
@@ -190,16 +195,17 @@ class Views:
 
     def overview(self) -> Overview:
         """Health, counts, embedder and vectors, disk, the last index run, the hook queue and
-        the latest events."""
+        the latest events and injections (of a sharded index: its catalog's counts only)."""
+        if self.sharded:
+            return self._sharded_overview()
         status = self._while_unchanged("status", self.mem._store.status)
-        health = self._while_unchanged("health", lambda: self.mem.verify(thorough=False))
         catalog = self._catalog()
-        projects = Counter(s.project for s in catalog)
+        transcript_chunks = sum(s.chunks for s in catalog)
         events = self.mem.events.tail(200)
-        last_index = next((e for e in reversed(events) if e.get("type") == "index"), None)
         return Overview(
             home=str(self.mem.home),
             chunks=status["chunks"],
+            transcript_chunks=transcript_chunks,
             sessions=status["sessions"],
             files=status["files"],
             chunks_with_vectors=status["chunks_with_vectors"],
@@ -208,14 +214,38 @@ class Views:
             quantization=status.get("quantization"),
             disk_bytes=status["disk_bytes"] + status.get("archive_disk_bytes", 0),
             sources_gone=status.get("sources_gone", 0),
-            health=health,
-            projects=projects.most_common(12),
+            health=self._while_unchanged("health", lambda: self.mem.verify(thorough=False)),
+            projects=Counter(s.project for s in catalog).most_common(12),
             formats=sorted(self._while_unchanged("formats", self.mem._store.formats).items(), key=lambda kv: -kv[1]),
             libraries=self.mem.libraries(),
-            last_index=last_index,
+            last_index=next((e for e in reversed(events) if e.get("type") == "index"), None),
             queue=self._queue_length(),
             events=list(reversed(events[-12:])),
             injections=self.mem.injections(limit=5),
+        )
+
+    def _sharded_overview(self) -> Overview:
+        status = self.mem.status()
+        return Overview(
+            home=status.get("index") or str(self.mem.home),
+            chunks=status["chunks"],
+            transcript_chunks=None,
+            sessions=status["sessions"],
+            files=status["files"],
+            chunks_with_vectors=status["chunks_with_vectors"] or 0,
+            vectors_pending=0,
+            embedder=status["embedder_id"],
+            quantization=status.get("quantization"),
+            disk_bytes=status["disk_bytes"],
+            sources_gone=0,
+            health={"sound": None, "findings": [], "thorough": False},
+            projects=[],
+            formats=[],
+            libraries=self.mem.libraries(),
+            last_index=None,
+            queue=0,
+            events=[],
+            injections=[],
         )
 
     def _queue_length(self) -> int:
@@ -267,7 +297,9 @@ class Views:
         return Paged(describe(self.mem._store, shown.items), shown.total, shown.page, shown.pages)
 
     def projects(self) -> list[tuple[str, int]]:
-        """Projects with their session counts, most sessions first."""
+        """Projects with their session counts (a sharded index: chunk counts), largest first."""
+        if self.sharded:
+            return sorted(self.mem.projects().items(), key=lambda kv: -kv[1])
         return Counter(s.project for s in self._catalog() if s.project).most_common()
 
     def session(self, session_id: str) -> SessionView | None:
@@ -368,7 +400,7 @@ class Views:
         if relative not in self.brain_files():
             raise InvalidArgumentError(f"{relative!r} is not a page of this brain")
         text = (self.brain_dir / relative).read_text(encoding="utf-8", errors="replace")
-        lines = [(secrets.mask(line), [str(r) for r in refs(line)]) for line in text.splitlines()]
+        lines = [(secrets.mask(line), [str(r) for r in refs(line)], cited_session(line)) for line in text.splitlines()]
         return {"path": relative, "lines": lines}
 
     # -- injections and secrets -----------------------------------------------------------------
@@ -407,7 +439,7 @@ def _provenance(h: Hit) -> dict[str, Any]:
         "source": h.source,
         "path": h.path,
         "session_id": h.session_id,
-        "turns": (h.turn_start, h.turn_end),
+        "turn_range": (h.turn_start, h.turn_end),
         "timestamp": h.timestamp,
         "heading": h.heading,
         "project": h.project,
@@ -426,8 +458,23 @@ def _hit_row(h: Hit, passage: list[Span]) -> dict[str, Any]:
     }
 
 
+_CITED_SESSION = re.compile(r"\btranscript (\S+) turns (\d+)-(\d+)")
+
+
+def cited_session(text: str | None) -> str | None:
+    """The session a brain entry's ``Detail:`` (or a daily note's line) cites, if any.
+
+    Example:
+        >>> cited_session("transcript 0b5c-1 turns 12-15 · DailyActivity/2026-04-02.md")
+        '0b5c-1'
+    """
+    found = _CITED_SESSION.search(text or "")
+    return found.group(1) if found else None
+
+
 def _entry_row(e: Any) -> dict[str, Any]:
     return {
+        "session": cited_session(e.detail),
         "key": e.key,
         "date": e.date,
         "text": secrets.mask(e.text),
@@ -456,7 +503,7 @@ def turns(text: str, role: str = "") -> list[Turn]:
         [('user', [('text', 'hi')]), ('assistant', [('text', 'done'), ('tool', '[tool Bash] ls')])]
     """
     out: list[Turn] = []
-    for line in text.split("\n"):
+    for line in text.strip("\n").split("\n"):
         m = _SPEAKER.match(line)
         if m or not out:
             out.append(Turn(m.group(1).lower() if m else (role.split("+")[0] or "text"), []))
