@@ -148,6 +148,11 @@ def test_overview_shows_the_chunk_count(server: Server, browser: Any, home: Path
     assert text_of(browser, "#chunk-count") == f"{chunks:,}"
     assert text_of(browser, "#health").startswith("sound")
     shot(browser, shots, "overview")
+    browser.find_element(By.LINK_TEXT, "Sessions").click()
+    text_of(browser, ".session-row")
+    rows = browser.find_elements(By.CSS_SELECTOR, ".session-row")
+    assert [r.find_element(By.TAG_NAME, "a").text for r in rows] == ["deploy-1", "evil-1", "cook-1"]
+    shot(browser, shots, "sessions")
 
 
 def test_search_finds_a_known_chunk_with_its_score_parts(server: Server, browser: Any, home: Path, shots: Path) -> None:

@@ -14,22 +14,21 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from memlane import _core
 from memlane.ranking.hit import Hit
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(NamedTuple):
     """One transcript session of the home.
 
     Attributes:
         session_id: As hits show it.
         chunks: Its live chunks.
-        first: Time of its first chunk (ISO-8601 UTC), if known.
-        last: Time of its last chunk, if known.
+        first_ms: Time of its first chunk (ms since the epoch), if known.
+        last_ms: Time of its last chunk, if known.
         project: The project its turns were written in ("" when unknown).
         branch: The git branch, when the source records it.
         key: One of its chunks (the earliest), for :func:`describe`.
@@ -39,13 +38,25 @@ class Session:
 
     session_id: str
     chunks: int
-    first: str | None
-    last: str | None
+    first_ms: int | None
+    last_ms: int | None
     project: str
     branch: str
     key: int
     path: str = ""
     format: str = ""
+
+    # Formatted when read (and a tuple, not a dataclass): a catalog of 10k sessions is built
+    # after every index run and shown 50 at a time.
+    @property
+    def first(self) -> str | None:
+        """Time of its first chunk (ISO-8601 UTC), if known."""
+        return _iso(self.first_ms)
+
+    @property
+    def last(self) -> str | None:
+        """Time of its last chunk (ISO-8601 UTC), if known."""
+        return _iso(self.last_ms)
 
 
 def _iso(ms: int | None) -> str | None:
@@ -56,17 +67,14 @@ def _iso(ms: int | None) -> str | None:
 
 def catalog(store: _core.Store) -> list[Session]:
     """Every transcript session of ``store``, the most recent first."""
-    return [
-        Session(sid, chunks, _iso(first), _iso(last), project, branch, key)
-        for sid, chunks, first, last, project, branch, key in store.sessions()
-    ]
+    return [Session(*row) for row in store.sessions()]
 
 
 def describe(store: _core.Store, sessions: Sequence[Session]) -> list[Session]:
     """``sessions`` with their path and format, read from one stored chunk each."""
     stored = {c["key"]: c for c in store.get([s.key for s in sessions], reload=False)}
     return [
-        replace(s, path=stored[s.key]["path"], format=stored[s.key]["format"]) if s.key in stored else s
+        s._replace(path=stored[s.key]["path"], format=stored[s.key]["format"]) if s.key in stored else s
         for s in sessions
     ]
 

@@ -12,6 +12,7 @@ Pages: ``/`` overview · ``/search`` · ``/sessions`` · ``/session?id=`` · ``/
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,11 @@ def create_app(mem: Memory, access: Access) -> Starlette:
         return answer
 
     async def rules(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
         response = await _checked(request, call_next)
         response.headers.update(HEADERS)
+        # The page's time in the server (a browser's developer tools show it; benches/bench_ui.py reads it).
+        response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
         return response
 
     async def _checked(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
