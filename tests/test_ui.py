@@ -221,6 +221,19 @@ def test_a_token_is_required_beyond_loopback_and_kept_in_a_cookie(mem: memlane.M
     assert c.get("/").status_code == 200  # the cookie is kept by the client
 
 
+def test_the_secrets_page_scans_off_the_request_and_then_shows_the_report(mem: memlane.Memory) -> None:
+    import time
+
+    c = client(mem)
+    first = c.get("/secrets")
+    assert first.status_code == 200 and 'id="scanning"' in first.text and 'http-equiv="refresh"' in first.text
+    deadline = time.monotonic() + 60
+    while 'id="scanning"' in (page := c.get("/secrets").text):
+        assert time.monotonic() < deadline, "the scan never finished"
+        time.sleep(0.05)
+    assert "secret-row" in page and "ghp_…" in page and TOKEN not in page
+
+
 def test_brain_pages_serve_nothing_outside_the_brain(mem: memlane.Memory) -> None:
     c = client(mem)
     assert c.get("/brain/page?path=../manifest.json").status_code == 404

@@ -262,5 +262,6 @@ def test_brain_and_secrets_pages_render(server: Server, browser: Any, home: Path
     assert "→" in text_of(browser, ".chain")
     shot(browser, shots, "brain")
     browser.get(server.url + "/secrets")
+    text_of(browser, "table.secrets")  # after the scan (the page reloads itself until then)
     assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Secrets")
     shot(browser, shots, "secrets")

@@ -157,8 +157,10 @@ def create_app(mem: Memory, access: Access) -> Starlette:
         return page(request, "injections.html", rows=rows, session=sid, key=key)
 
     async def secrets_page(request: Request) -> Response:
-        scanned, rows = views.secrets(number(request, "page"))
-        return page(request, "secrets.html", scanned=scanned, rows=rows)
+        found = views.secrets(number(request, "page"), wait=False)
+        if found is None:
+            return page(request, "scanning.html")
+        return page(request, "secrets.html", scanned=found[0], rows=found[1])
 
     async def confirm_forget(request: Request) -> Response:
         if access.read_only:

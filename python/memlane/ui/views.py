@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -180,6 +181,8 @@ class Views:
         self.brain_dir = default_brain_dir(mem.home)
         self._kept: dict[str, tuple[Any, Any]] = {}
         self._parsed: dict[str, tuple[tuple[int, int, int], dict[str, int]]] = {}
+        self._scan: threading.Thread | None = None
+        self._scan_lock = threading.Lock()
 
     def _while_unchanged(self, name: str, compute: Callable[[], _T]) -> _T:
         """``compute()``, kept until the home's manifest changes (every write rewrites it)."""
@@ -412,9 +415,24 @@ class Views:
         more = len(rows) > PER_PAGE
         return Paged(rows[:PER_PAGE], offset + len(rows), max(1, page), max(1, page) + int(more))
 
-    def secrets(self, page: int = 1) -> tuple[int, Paged]:
-        """The secrets report (masked), a page at a time, and the chunks scanned."""
-        report = self._while_unchanged("secrets", self.mem.secrets)
+    def secrets(self, page: int = 1, *, wait: bool = True) -> tuple[int, Paged] | None:
+        """The secrets report (masked), a page at a time, and the chunks scanned.
+
+        The scan reads every chunk (seconds on a large home). With ``wait=False`` it runs on a
+        thread and None says it is under way: the page says so and asks again, rather than
+        hold the request (and the viewer's other pages) for the whole scan.
+        """
+        if wait:
+            report = self._while_unchanged("secrets", self.mem.secrets)
+        else:
+            with self._scan_lock:
+                kept = self._kept.get("secrets")
+                if kept is None or kept[0] != _signature(self.mem.home / "manifest.json"):
+                    if self._scan is None or not self._scan.is_alive():
+                        self._scan = threading.Thread(target=self.secrets, name="memlane-ui-secrets", daemon=True)
+                        self._scan.start()
+                    return None
+                report = kept[1]
         return report["chunks_scanned"], paged(report["secrets"], page)
 
     # -- forgetting --------------------------------------------------------------------------
