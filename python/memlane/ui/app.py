@@ -38,7 +38,7 @@ _HERE = Path(__file__).parent
 SEARCH_FILTERS = ("project", "branch", "source", "session", "since", "until")
 
 
-class _Refused(Exception):
+class _Refused(MemlaneError):
     """A request the rules refuse: answered with ``status`` and one line."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -258,7 +258,7 @@ def create_app(mem: Memory, access: Access) -> Starlette:
     return Starlette(
         routes=routes,
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=rules)],
-        exception_handlers={_Refused: refused, MemlaneError: refused},
+        exception_handlers={MemlaneError: refused},
     )
 
 
