@@ -246,3 +246,18 @@ def test_ui_command_refuses_a_public_address_without_a_token(capsys: pytest.Capt
     assert main(["--home", str(home), "ui", "--host", "0.0.0.0", "--embed", "none"]) == 2
     err = capsys.readouterr().err
     assert "needs a token" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ui_command_says_in_one_line_when_its_port_is_taken(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    import socket
+
+    from memlane.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["--home", str(home), "ui", "--port", str(port), "--embed", "none"]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot listen on 127.0.0.1:{port}" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert "memlane ui: http" not in captured.out  # no address printed for a server that never started

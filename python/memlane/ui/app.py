@@ -268,9 +268,26 @@ def _with_cookie(response: Response, access: Access) -> Response:
 
 
 def serve(mem: Memory, access: Access, *, open_browser: bool = False) -> None:
-    """Serve the viewer until interrupted (uvicorn, one process, the memory opened once)."""
+    """Serve the viewer until interrupted (uvicorn, one process, the memory opened once).
+
+    Raises:
+        InvalidArgumentError: The address cannot be bound (in use, or not this machine's).
+    """
+    import socket
+
     import uvicorn
 
+    # Bound here, before the address is printed: a port in use is one line, not uvicorn's log.
+    family = socket.AF_INET6 if ":" in access.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((access.host, access.port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgumentError(
+            f"cannot listen on {access.host}:{access.port} ({exc.strerror}): pass another --port or --host"
+        ) from None
     url = f"http://{access.host if ':' not in access.host else f'[{access.host}]'}:{access.port}/"
     shown = url + (f"?{urlencode({'token': access.token})}" if access.token else "")
     print(f"memlane ui: {shown} (Ctrl-C stops it){' · read-only' if access.read_only else ''}", flush=True)
@@ -278,4 +295,5 @@ def serve(mem: Memory, access: Access, *, open_browser: bool = False) -> None:
         import webbrowser
 
         webbrowser.open(shown)
-    uvicorn.run(create_app(mem, access), host=access.host, port=access.port, log_level="warning")
+    config = uvicorn.Config(create_app(mem, access), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
