@@ -20,8 +20,10 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -85,18 +87,49 @@ def embed_chunks(
     Returns:
         The keys that got vectors, their vectors, and how many rows the cache answered.
     """
-    cached = cache.get_many(embedder.id, (h for _, h, _ in rows))
-    # One request per distinct text: identical chunks share a content hash.
-    missing = list({h: text for _, h, text in rows if h not in cached}.items())
-    if missing and not cache_only:
-        from memlane.embed.cache import as_cached
+    lookup = _Lookup(rows, cache.get_many(embedder.id, (h for _, h, _ in rows)), cache_only)
+    fresh = embedder.embed_documents(lookup.texts()) if lookup.missing else []
+    return lookup.found(cache, embedder.id, fresh)
 
-        fresh = embedder.embed_documents([text for _, text in missing])
-        new = {h: as_cached(v) for (h, _), v in zip(missing, fresh)}
-        cache.put_many(embedder.id, new)
-        cached.update(new)
-    found = [(k, h) for k, h, _ in rows if h in cached]
-    return [k for k, _ in found], [cached[h] for _, h in found], len(rows) - len(missing)
+
+class _Lookup:
+    """One batch of rows and what the cache held of them: the texts still to embed, once per
+    distinct text (identical chunks share a content hash)."""
+
+    def __init__(
+        self,
+        rows: Sequence[tuple[int, str, str]],
+        cached: dict[str, np.ndarray],
+        cache_only: bool,
+        embedding_elsewhere: frozenset[str] = frozenset(),
+    ) -> None:
+        self.rows = rows
+        self.cached = cached
+        absent = {h: text for _, h, text in rows if h not in cached}
+        # Texts an earlier batch of this run is embedding: in the cache by the time this one is written.
+        self.later = [h for h in absent if h in embedding_elsewhere]
+        self.missing = [] if cache_only else [(h, t) for h, t in absent.items() if h not in embedding_elsewhere]
+        # Rows that cost no embedding call of their own: cached, a repeat of a text in this batch, or embedded earlier.
+        self.hits = len(rows) - len(absent) + len(self.later)
+
+    def texts(self) -> list[str]:
+        return [text for _, text in self.missing]
+
+    def found(
+        self, cache: EmbeddingCache, embedder_id: str, fresh: Sequence[np.ndarray]
+    ) -> tuple[list[int], list[np.ndarray], int]:
+        """Store ``fresh`` (the vectors of :meth:`texts`) in the cache; the keys that have
+        vectors now, their vectors, and how many rows the cache answered."""
+        if self.missing:
+            from memlane.embed.cache import as_cached
+
+            new = {h: as_cached(v) for (h, _), v in zip(self.missing, fresh)}
+            cache.put_many(embedder_id, new)
+            self.cached.update(new)
+        if self.later:
+            self.cached.update(cache.get_many(embedder_id, self.later, count=False))
+        found = [(k, h) for k, h, _ in self.rows if h in self.cached]
+        return [k for k, _ in found], [self.cached[h] for _, h in found], self.hits
 
 
 def backfill(
@@ -108,27 +141,62 @@ def backfill(
 ) -> tuple[int, int]:
     """Embed every chunk ``writer`` holds without a vector (see :func:`embed_chunks`).
 
+    With an embedder that streams (``embed_stream``, as the local one does), the next batches'
+    texts are read, looked up in the cache and tokenised on the embedder's feed thread while the
+    model runs and this thread writes the vectors; other embedders take the batches in turn.
+
     Returns:
         Chunks given vectors, and how many of them the cache answered.
     """
     pending = writer.pending_vectors()
     total, done, hits = len(pending), 0, 0
-    for n, start in enumerate(range(0, total, _CHUNKS_PER_EMBED_BATCH), start=1):
-        batch = [int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]]
-        rows = writer.chunk_texts(batch)
-        keys, vectors, batch_hits = embed_chunks(cache, rows, embedder, cache_only)
-        hits += batch_hits
-        if keys:
-            import numpy as np
+    in_flight: dict[str, int] = {}  # hash -> batches of this run embedding it and not yet written
+    lock = threading.Lock()
+    # One writer call at a time, queued here with the GIL released: the core's writer takes its
+    # own lock while holding the GIL, so two threads calling it at once could deadlock.
+    writing = threading.Lock()
 
-            counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
-            flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-            writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
-        done += len(keys)
-        if n % _EMBED_BATCHES_PER_COMMIT == 0:
-            writer.commit()
-        if progress:
-            progress("embed", done, total)
+    def lookups() -> Iterator[tuple[_Lookup, list[str]]]:
+        for start in range(0, total, _CHUNKS_PER_EMBED_BATCH):
+            with writing:
+                rows = writer.chunk_texts([int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]])
+            # In flight is read before the cache: a batch written in between is then in the cache.
+            with lock:
+                elsewhere = frozenset(h for _, h, _ in rows if h in in_flight)
+            lookup = _Lookup(rows, cache.get_many(embedder.id, (h for _, h, _ in rows)), cache_only, elsewhere)
+            with lock:
+                for h, _ in lookup.missing:
+                    in_flight[h] = in_flight.get(h, 0) + 1
+            yield lookup, lookup.texts()
+
+    stream = getattr(embedder, "embed_stream", None)
+    embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
+        stream(lookups())
+        if stream and not cache_only
+        else ((lookup, embedder.embed_documents(texts) if texts else []) for lookup, texts in lookups())
+    )
+    with closing(embedded):
+        for n, (lookup, fresh) in enumerate(embedded, start=1):
+            keys, vectors, batch_hits = lookup.found(cache, embedder.id, fresh)
+            with lock:
+                for h, _ in lookup.missing:
+                    in_flight[h] -= 1
+                    if not in_flight[h]:
+                        del in_flight[h]
+            hits += batch_hits
+            if keys:
+                import numpy as np
+
+                counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
+                flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
+                with writing:
+                    writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
+            done += len(keys)
+            if n % _EMBED_BATCHES_PER_COMMIT == 0:
+                with writing:
+                    writer.commit()
+            if progress:
+                progress("embed", done, total)
     return done, hits
 
 

