@@ -232,3 +232,45 @@ def test_the_real_model_gives_the_same_vectors_streamed_and_on_one_core(
         for got, want in zip(emb.embed_documents(batch), expected):
             assert got.shape == want.shape
             assert float(np.min(np.sum(got * want, axis=1))) >= 0.99999
+
+
+def fuzz_texts(n: int) -> list[str]:
+    """Short strings of every ASCII character, the tokenizer's added tokens, accents, CJK and odd spaces."""
+    rng = random.Random(7)
+    alphabet = [chr(i) for i in range(128)] + [
+        "[MASK]",
+        "[mask]",
+        "[CLS]",
+        "É",
+        "ß",
+        "中",
+        "\u00a0",
+        "\ufffd",
+        "\u200b",
+    ]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_token_ids_of_plain_ascii_texts_are_the_tokenizers_own(tmp_path: Path, lowercase: bool) -> None:
+    from tokenizers import Tokenizer, normalizers
+
+    from memlane.embed.token_ids import TokenIds
+
+    tokenizer = Tokenizer.from_file(str(make_model_dir(tmp_path / "tiny") / "tokenizer.json"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    batch = fuzz_texts(3000) + texts(50) + [t.upper() for t in texts(50)]
+    assert TokenIds(tokenizer)(batch) == [e.ids for e in tokenizer.encode_batch(batch, add_special_tokens=False)]
+
+
+@pytest.mark.model
+def test_token_ids_of_plain_ascii_texts_are_minilms_own() -> None:
+    from tokenizers import Tokenizer
+
+    from memlane.embed.token_ids import TokenIds
+    from memlane.embed.weights import minilm_dir
+
+    tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    batch = fuzz_texts(5000) + [long_text(n) for n in (10, 300)] + ["Line one\r\n\tLine TWO [SEP] done"]
+    assert TokenIds(tokenizer)(batch) == [e.ids for e in tokenizer.encode_batch(batch, add_special_tokens=False)]

@@ -38,7 +38,7 @@ import threading
 from collections.abc import Generator, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
 from memlane.embed.feed import Prepared, closing, run_ahead
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
+
+if TYPE_CHECKING:
+    from memlane.embed.token_ids import TokenIds
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
@@ -348,6 +351,7 @@ class LocalEmbedder:
         intra_op = threads if parallel == "intra_op" or _CUDA in providers else 1
         tokenizer, session = _runtime(model.tokenizer, onnx_path, intra_op, providers)
         self._tokenizer = tokenizer
+        self._token_ids: TokenIds | None = None
         self._session = session
         self._prefix, self._suffix = _special_tokens(tokenizer)
         self._input_names = {i.name for i in session.get_inputs()}
@@ -480,13 +484,22 @@ class LocalEmbedder:
 
     def _windows(self, texts: Sequence[str]) -> list[list[np.ndarray]]:
         """Token ids of every window of every text, special tokens included."""
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         prefix, suffix = np.array(self._prefix, dtype=np.int64), np.array(self._suffix, dtype=np.int64)
         windows = []
-        for enc in encodings:
-            ids = np.array(enc.ids, dtype=np.int64)
+        for text_ids in self._ids(texts):
+            ids = np.array(text_ids, dtype=np.int64)
             windows.append([np.concatenate((prefix, ids[s:e], suffix)) for s, e in self._plan(len(ids))])
         return windows
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of texts, without special tokens."""
+        if len(texts) == 1:  # a query: not worth building the copy of the tokenizer that TokenIds makes
+            return [self._tokenizer.encode(texts[0], add_special_tokens=False).ids]
+        if self._token_ids is None:
+            from memlane.embed.token_ids import TokenIds
+
+            self._token_ids = TokenIds(self._tokenizer)
+        return self._token_ids(texts)
 
     def _feed(self, windows: Sequence[Sequence[int] | np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Right-padded inputs for windows (the model's own input names only), and the attention mask."""
