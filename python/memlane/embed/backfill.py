@@ -151,15 +151,11 @@ def backfill(
     pending = writer.pending_vectors()
     total, done, hits = len(pending), 0, 0
     in_flight: dict[str, int] = {}  # hash -> batches of this run embedding it and not yet written
-    lock = threading.Lock()
-    # One writer call at a time, queued here with the GIL released: the core's writer takes its
-    # own lock while holding the GIL, so two threads calling it at once could deadlock.
-    writing = threading.Lock()
+    lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
 
     def lookups() -> Iterator[tuple[_Lookup, list[str]]]:
         for start in range(0, total, _CHUNKS_PER_EMBED_BATCH):
-            with writing:
-                rows = writer.chunk_texts([int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]])
+            rows = writer.chunk_texts([int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]])
             # In flight is read before the cache: a batch written in between is then in the cache.
             with lock:
                 elsewhere = frozenset(h for _, h, _ in rows if h in in_flight)
@@ -189,12 +185,10 @@ def backfill(
 
                 counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
                 flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-                with writing:
-                    writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
+                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
             done += len(keys)
             if n % _EMBED_BATCHES_PER_COMMIT == 0:
-                with writing:
-                    writer.commit()
+                writer.commit()
             if progress:
                 progress("embed", done, total)
     return done, hits

@@ -32,6 +32,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from memlane.errors import MemlaneError
+
 __all__ = ["Prepared", "closing", "run_ahead"]
 
 T = TypeVar("T")
@@ -53,7 +55,7 @@ class Prepared(Generic[R]):
     _error: BaseException | None = field(default=None, init=False)
 
 
-class _Closed(Exception):
+class _Closed(MemlaneError):
     """The consumer closed the pipeline: a thread stops where it is."""
 
 

@@ -446,16 +446,22 @@ impl PyWriter {
     }
 
     /// Release the write lock (uncommitted work is discarded).
-    fn close(&self) -> PyResult<()> {
-        self.inner.release()
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.release(py)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
-    fn __exit__(&self, _a: Py<PyAny>, _b: Py<PyAny>, _c: Py<PyAny>) -> PyResult<bool> {
-        self.close()?;
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _a: Py<PyAny>,
+        _b: Py<PyAny>,
+        _c: Py<PyAny>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
         Ok(false)
     }
 }
