@@ -261,3 +261,12 @@ def test_ui_command_says_in_one_line_when_its_port_is_taken(capsys: pytest.Captu
     captured = capsys.readouterr()
     assert f"cannot listen on 127.0.0.1:{port}" in captured.err and len(captured.err.strip().splitlines()) == 1
     assert "memlane ui: http" not in captured.out  # no address printed for a server that never started
+
+
+def test_every_page_answers_on_a_fresh_home(tmp_path: Path) -> None:
+    c = client(memlane.open(tmp_path / "fresh", embedder="none"))
+    for path in ("/", "/search?q=deploy", "/sessions", "/brain", "/injections", "/secrets"):
+        assert c.get(path).status_code == 200, path
+    assert 'id="chunk-count">0<' in c.get("/").text
+    assert c.get("/session?id=s1").status_code == 404
+    assert "is not a chunk id" in c.get("/chunk?id=zz").text
