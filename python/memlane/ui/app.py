@@ -59,11 +59,15 @@ def _number(value: Any, digits: int = 3) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    """Bytes as ``512 B``, ``16.6 KiB``… ``2.1 GiB``."""
+    if n < 1024:
+        return f"{n:,} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} GiB"
 
 
 def _templates() -> Jinja2Templates:
