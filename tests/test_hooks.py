@@ -14,7 +14,7 @@ import pytest
 from conftest import generic_session, write_jsonl
 
 import memlane
-from memlane.agents.hooks import pending
+from memlane.agents.queue import pending
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -334,7 +334,7 @@ def test_stop_hook_returns_before_the_worker_indexes(env: dict[str, str], tmp_pa
 
 
 def test_drain_resumes_a_crashed_workers_entries_and_drops_vanished_files(env: dict[str, str], tmp_path: Path) -> None:
-    from memlane.agents.hooks import drain, queue_entry
+    from memlane.agents.queue import drain, queue_entry
 
     home = tmp_path / "memhome"
     keep = claude_session(
@@ -355,7 +355,7 @@ def test_drain_resumes_a_crashed_workers_entries_and_drops_vanished_files(env: d
 
 
 def test_drain_leaves_the_entry_when_the_home_is_locked(env: dict[str, str], tmp_path: Path) -> None:
-    from memlane.agents.hooks import drain, queue_entry
+    from memlane.agents.queue import drain, queue_entry
 
     home = tmp_path / "memhome"
     src = claude_session(tmp_path / "p" / "s.jsonl", "s", "/w", [("q", "a")])
@@ -590,7 +590,7 @@ def test_session_start_context_fits_claude_codes_10k_character_cap(env: dict[str
 
 
 def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> None:
-    from memlane.agents.hooks import queue_entry
+    from memlane.agents.queue import queue_entry
 
     home = tmp_path / "h"
     payload = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
@@ -604,7 +604,7 @@ def test_requeuing_keeps_the_first_time_and_the_distillation(tmp_path: Path) -> 
 
 
 def test_claude_turns_index_keywords_and_session_ends_embed(tmp_path: Path) -> None:
-    from memlane.agents.hooks import queue_entry
+    from memlane.agents.queue import queue_entry
 
     home = tmp_path / "h"
     turn = {"session_id": "s", "transcript_path": str(tmp_path / "s.jsonl")}
@@ -681,7 +681,7 @@ def test_hooks_on_real_claude_code_transcripts(env: dict[str, str], tmp_path: Pa
 
 @pytest.mark.model
 def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path: Path) -> None:
-    from memlane.agents.hooks import drain, queue_entry
+    from memlane.agents.queue import drain, queue_entry
 
     home = tmp_path / "h"
     src = claude_session(
@@ -702,7 +702,7 @@ def test_worker_embeds_with_the_local_model_only_when_the_session_ends(tmp_path:
 
 
 def test_worker_starts_compaction_when_a_distilled_session_completes_a_week(tmp_path: Path) -> None:
-    from memlane.agents.hooks import drain, queue_entry
+    from memlane.agents.queue import drain, queue_entry
     from memlane.timeline import schedule
 
     home = tmp_path / "h"

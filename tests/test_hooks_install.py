@@ -192,7 +192,7 @@ def test_doctor_flags_a_queue_that_does_not_drain(
 ) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from memlane.agents.hooks import queue_entry
+    from memlane.agents.queue import queue_entry
 
     home = tmp_path / "h"
     entry = queue_entry(

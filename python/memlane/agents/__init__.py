@@ -2,6 +2,7 @@
 
 - :mod:`memlane.agents.hooks` — ``memlane hook CLIENT EVENT``: context in at session start and
   first prompt, transcripts queued for a detached indexer when a turn or session ends;
+- :mod:`memlane.agents.queue` — that queue and the detached worker that indexes and distils it;
 - :mod:`memlane.agents.install` — ``memlane install-hooks`` and ``memlane doctor``;
 - :mod:`memlane.agents.mcp` — ``memlane mcp``, the MCP server on stdio;
 - :mod:`memlane.agents.cli` — those subcommands, added to the main parser by :mod:`memlane.cli`.

@@ -215,7 +215,7 @@ def _wanted(
     embed: str,
     distill: str | None,
 ) -> dict[str, list[dict[str, Any]]]:
-    from memlane.agents.hooks import distill_min_turns
+    from memlane.agents.queue import distill_min_turns
 
     wanted: dict[str, list[dict[str, Any]]] = {}
     for name, event, matcher, timeout in table:
@@ -535,7 +535,7 @@ def uninstall_codex(codex_home: str | PathLike[str] | None = None) -> InstallRep
 
 def queue_backfill(home: str | PathLike[str], folder: Path, *, client: str, embed: str = "local") -> bool:
     """Queue the client's existing transcripts for the background indexer and start it; False if there are none."""
-    from memlane.agents.hooks import queue_entry, spawn_worker
+    from memlane.agents.queue import queue_entry, spawn_worker
 
     if not folder.is_dir():
         return False
@@ -666,7 +666,7 @@ def _retention(home: Path, settings: dict[str, Any], projects: Path, now: float)
 
 
 def _check_queue(home: Path, now: float) -> Check:
-    from memlane.agents.hooks import QUEUE_DIR, pending
+    from memlane.agents.queue import QUEUE_DIR, pending
 
     entries = pending(home)
     log = home / QUEUE_DIR / "worker.log"

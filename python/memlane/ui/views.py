@@ -252,7 +252,7 @@ class Views:
         )
 
     def _queue_length(self) -> int:
-        from memlane.agents.hooks import pending  # the hooks' queue of transcripts to index
+        from memlane.agents.queue import pending  # the hooks' queue of transcripts to index
 
         return len(pending(self.mem.home))
 
