@@ -285,7 +285,7 @@ def test_a_device_that_does_not_exist_or_does_not_apply_is_one_line(
 def test_a_usable_gpu_embeds_a_new_home_in_fp32_and_leaves_a_q8_home_on_the_cpu_with_a_note(gpu_usable: None) -> None:
     new = place("local", None)
     assert (new.spec, new.device, new.reason, new.note) == ("local:fp32", "gpu", "auto: a CUDA device is usable", None)
-    assert new.options() == {"device": "gpu", "batch_size": memlane.embed.GPU_BATCH_SIZE}
+    assert new.options() == {"device": "gpu"}
     assert place("local", FP32, "gpu").spec == "local:fp32" and place("local:fp32", None, "gpu").device == "gpu"
     for spec, home in (("local", Q8), ("local:q8", None)):
         kept = place(spec, home, "gpu")

@@ -466,6 +466,17 @@ def test_order_restored_after_length_sorting(fp32: LocalEmbedder, monkeypatch: p
 
 
 @pytest.mark.model
+def test_a_q8_vector_does_not_depend_on_the_texts_embedded_beside_it(q8: LocalEmbedder) -> None:
+    # Vectors are cached by their text's hash, so they must be the same whatever else the
+    # archive holds: in a batch, q8 quantises activations with one range for all its windows.
+    texts = [_SENTENCES[0], long_text(300), "b", _SENTENCES[3], long_text(60)]
+    together = q8.embed_documents(texts)
+    assert q8.batch_size == 1
+    for text, matrix in zip(texts, together):
+        np.testing.assert_array_equal(matrix, q8.embed_documents([text])[0])
+
+
+@pytest.mark.model
 def test_cache_file_reused_on_second_construction(
     fp32: LocalEmbedder, q8: LocalEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

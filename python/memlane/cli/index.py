@@ -249,7 +249,7 @@ def add_parsers(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="onnxruntime threads per local embedding actor (default 1)",
+        help="cores per local embedding actor (default 1)",
     )
     cluster.add_argument(
         "--requests-per-second",

@@ -221,7 +221,8 @@ def index_sources(
             actor, with a spec (e.g. Bedrock's ``region``, ``profile``, ``concurrency``).
         ray_address: ``local``, ``auto`` or a cluster address (see :func:`init_ray`).
         embed_actors: Embedding actors (default: one per ``embed_threads`` cores, one per GPU, 4 for Bedrock).
-        embed_threads: onnxruntime threads per local embedding actor.
+        embed_threads: Cores per local embedding actor (on a CPU, each runs windows of its own; see
+            :class:`memlane.embed.local.LocalEmbedder`'s ``parallel``).
         requests_per_second: Bedrock requests per second, cluster-wide (default 20).
         format: Force a transcript format (as ``memlane index --format``).
         quantization: Vector storage of a new shard (as ``memlane index --quantization``; a

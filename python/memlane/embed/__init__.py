@@ -212,13 +212,8 @@ class Placement:
     note: str | None = None
 
     def options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`make_embedder`: the device, and on a GPU bigger batches."""
-        return {"device": "gpu", "batch_size": GPU_BATCH_SIZE} if self.device == "gpu" else {}
-
-
-# Windows per inference call on a GPU: enough rows to keep it busy (the CPU's 32 leaves a large
-# GPU mostly idle between calls); benches/bench_gpu.py measures the choice.
-GPU_BATCH_SIZE = 256
+        """Keyword arguments for :func:`make_embedder`: the device (which sets the batch size)."""
+        return {"device": "gpu"} if self.device == "gpu" else {}
 
 
 def check_device(spec: object, device: object) -> str:

