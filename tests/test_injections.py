@@ -161,7 +161,10 @@ def test_a_bad_cap_in_the_environment_never_fails_the_hook(
     with pytest.raises(InvalidArgumentError, match=r"MEMLANE_INJECTIONS_MAX_BYTES must be a whole number"):
         audit.max_bytes()
     assert hooks.user_prompt_submit(home, {"session_id": "s", "prompt": PROMPT}) is not None
-    assert "injection not recorded: InvalidArgumentError" in capsys.readouterr().err
+    assert "memlane claude-code: injection not recorded: InvalidArgumentError" in capsys.readouterr().err
+    # The MCP server records through the same door: the answer stands, one line says why.
+    audit.record(home, client="mcp", session=None, event="recall", project=None, query="q", tokens=1, items=[])
+    assert "memlane mcp: injection not recorded: InvalidArgumentError" in capsys.readouterr().err
     assert not (home / audit.INJECTIONS_NAME).exists()
 
 

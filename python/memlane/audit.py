@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+import sys
 import threading
 from dataclasses import dataclass
 from os import PathLike
@@ -174,8 +175,10 @@ def record(
     tokens: int,
     items: Sequence[dict[str, Any]],
 ) -> None:
-    """Append one injection to ``home``'s log (one ``write``; a log that cannot be written is
-    skipped, as :meth:`~memlane.events.EventLog.append` skips it).
+    """Append one injection to ``home``'s log (one ``write``). Never fails the answer it records:
+    a log that cannot be written is skipped, as :meth:`~memlane.events.EventLog.append` skips it,
+    and any other failure (a malformed ``$MEMLANE_INJECTIONS_MAX_BYTES``, say) is one line on
+    stderr.
 
     Args:
         home: The memlane home.
@@ -186,20 +189,21 @@ def record(
         query: What was recalled on (masked and bounded in the log), if anything.
         tokens: Estimated tokens of everything injected.
         items: :func:`recall_items` / :func:`snapshot_items`, in the order injected.
-
-    Raises:
-        memlane.errors.InvalidArgumentError: ``$MEMLANE_INJECTIONS_MAX_BYTES`` is malformed.
     """
-    log(home).append(
-        "inject",
-        client=client,
-        session=session or None,
-        event=event,
-        project=project or None,
-        query=query or None,
-        tokens=tokens,
-        items=list(items),
-    )
+    try:
+        log(home).append(
+            "inject",
+            client=client,
+            session=session or None,
+            event=event,
+            project=project or None,
+            query=query or None,
+            tokens=tokens,
+            items=list(items),
+        )
+    except Exception as exc:  # the agent's answer is already out: say so, and it stands
+        reason = " ".join(str(exc).split())
+        sys.stderr.write(f"memlane {client}: injection not recorded: {type(exc).__name__}: {reason}\n")
 
 
 # ---------------------------------------------------------------------------- reading

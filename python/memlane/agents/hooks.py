@@ -204,19 +204,16 @@ class _Reply:
         from memlane.recall import estimate_tokens
 
         context, items = self._sent
-        try:
-            audit.record(
-                home,
-                client=client,
-                session=self.session,
-                event=self.event,
-                project=self.project,
-                query=self.query,
-                tokens=estimate_tokens(context),
-                items=items,
-            )
-        except Exception as exc:  # a malformed cap in the environment, say: said, and the answer stands
-            sys.stderr.write(f"memlane hook: injection not recorded: {type(exc).__name__}: {_one_line(str(exc))}\n")
+        audit.record(
+            home,
+            client=client,
+            session=self.session,
+            event=self.event,
+            project=self.project,
+            query=self.query,
+            tokens=estimate_tokens(context),
+            items=items,
+        )
 
 
 def _context_output(event: str, text: str) -> str:

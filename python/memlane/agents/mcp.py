@@ -203,24 +203,19 @@ class MemoryTools:
     ) -> None:
         """Record an answer that injected memory in the injection audit, once it is ready (the
         server knows no agent session id: the session is left unknown)."""
-        import sys
-
         from memlane import audit
         from memlane.recall import estimate_tokens
 
-        try:
-            audit.record(
-                self.home,
-                client="mcp",
-                session=None,
-                event=tool,
-                project=project or self._cwd_project,
-                query=query,
-                tokens=estimate_tokens(answer),
-                items=items,
-            )
-        except Exception as exc:  # a malformed cap in the environment, say: the answer still goes out
-            sys.stderr.write(f"memlane mcp: injection not recorded: {type(exc).__name__}: {exc}\n")
+        audit.record(
+            self.home,
+            client="mcp",
+            session=None,
+            event=tool,
+            project=project or self._cwd_project,
+            query=query,
+            tokens=estimate_tokens(answer),
+            items=items,
+        )
 
     @functools.cached_property
     def _cwd_project(self) -> str | None:
