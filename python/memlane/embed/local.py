@@ -74,9 +74,12 @@ CPU_BATCH_SIZE = 1
 # Windows per inference run on a GPU: enough rows to keep it busy (fp32 there: no per-batch
 # quantisation); benches/bench_gpu.py measures the choice.
 GPU_BATCH_SIZE = 256
+# Windows a worker takes from the feed at a time (in runs of the batch size, at least one run).
+_WINDOWS_PER_TASK = 32
 # Batches in flight on a GPU: one runs while the other's inputs are copied and its output pooled.
 _GPU_WORKERS = 2
 T = TypeVar("T")
+S = TypeVar("S")
 # Products of the q8 graph kept in fp32: their inputs (the GELU outputs of the first three
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
 # int8 range per batch resolves poorly. Of the 24 products, these four lose the most cosine to
@@ -525,30 +528,38 @@ class LocalEmbedder:
         return {name: value for name, value in feed.items() if name in self._input_names}, mask
 
     def _prepare(self, texts: Sequence[str]) -> Prepared[list[np.ndarray]]:
-        """Texts tokenised, windowed and padded into batches: a task per batch that runs the model
-        and writes its pooled, normalised vectors, and the vectors of each text once all have run."""
+        """Texts tokenised, windowed and padded into runs of the model: a task per few runs (each
+        runs the model and writes its pooled, normalised vectors), and the vectors of each text
+        once all have run."""
         if isinstance(texts, str):
             raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
         per_text = self._windows(texts)
         windows = [w for text_windows in per_text for w in text_windows]
         out = np.empty((len(windows), self.dim), dtype=np.float32)
-        # Length-sorted batches pad each window only up to its neighbours' length, not the global max.
+        # Length-sorted runs pad each window only up to its neighbours' length, not the global max.
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
-        tasks = []
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b : b + self.batch_size]
-            feed, mask = self._feed([windows[i] for i in rows])
-            tasks.append(partial(self._run_batch, feed, mask, rows, out))
+        runs = [(*self._feed([windows[i] for i in rows]), rows) for rows in _slices(order, self.batch_size)]
+        # A worker takes several runs at a time: with one window a run, handing each run over
+        # through the feed's queue would cost more host time than the run's own pooling.
+        tasks = [partial(self._run, task, out) for task in _slices(runs, max(1, _WINDOWS_PER_TASK // self.batch_size))]
         bounds = np.cumsum([0, *(len(w) for w in per_text)])
         return Prepared(tasks, lambda: [out[start:end] for start, end in zip(bounds[:-1], bounds[1:])])
 
-    def _run_batch(self, feed: dict[str, np.ndarray], mask: np.ndarray, rows: list[int], out: np.ndarray) -> None:
-        """Run the model on one padded batch; its pooled, normalised vectors go to ``out[rows]``."""
-        (hidden,) = self._session.run([self._output], feed)
-        if self.pooling == "cls":
-            pooled = hidden[:, 0, :]
-        else:
-            weights = mask.astype(np.float32)
-            pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        out[rows] = pooled / norms
+    def _run(self, runs: Sequence[tuple[dict[str, np.ndarray], np.ndarray, Sequence[int]]], out: np.ndarray) -> None:
+        """Run the model on each padded run in turn; its pooled, normalised vectors go to ``out[rows]``."""
+        for feed, mask, rows in runs:
+            (hidden,) = self._session.run([self._output], feed)
+            if self.pooling == "cls":
+                pooled = hidden[:, 0, :]
+            elif len(rows) == 1:  # nothing padded: every token counts
+                pooled = hidden.mean(axis=1)
+            else:
+                weights = mask.astype(np.float32)
+                pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
+            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[rows] = pooled / norms
+
+
+def _slices(items: Sequence[S], size: int) -> list[Sequence[S]]:
+    """``items`` in consecutive slices of ``size``."""
+    return [items[start : start + size] for start in range(0, len(items), size)]
