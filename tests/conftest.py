@@ -156,6 +156,18 @@ def write_deploy_and_cooking(root: Path) -> Path:
     return root
 
 
+def keyword_home_with_markup(factory: pytest.TempPathFactory, evil: list[tuple[str, str]]) -> Path:
+    """A keyword-only home of the deploy and cooking sessions and one whose turns ``evil`` plant
+    markup (session ``evil-1``): what the viewer's tests render."""
+    import memlane
+
+    root = write_deploy_and_cooking(factory.mktemp("transcripts"))
+    write_jsonl(root / "evil.jsonl", generic_session("evil-1", evil, start="2026-02-01T09:00:00Z"))
+    home = factory.mktemp("home")
+    memlane.open(home, embedder="none").index([root], embed=False)
+    return home
+
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import generic_session, write_deploy_and_cooking, write_jsonl
+from conftest import keyword_home_with_markup
 
 import memlane
 
@@ -81,11 +81,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_deploy_and_cooking(tmp_path_factory.mktemp("transcripts"))
-    write_jsonl(root / "evil.jsonl", generic_session("evil-1", EVIL, start="2026-02-01T09:00:00Z"))
-    home = tmp_path_factory.mktemp("home")
-    memlane.open(home, embedder="none").index([root], embed=False)
-    return home
+    return keyword_home_with_markup(tmp_path_factory, EVIL)
 
 
 @pytest.fixture(scope="module")
