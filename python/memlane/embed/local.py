@@ -67,7 +67,7 @@ default."""
 # Windows per inference run on a CPU: one. A batch pads its windows to the longest of them, and
 # the q8 graph quantises its activations with one range per batch, so in a batch a window's q8
 # vector depends on the windows it happened to share it with (cosine to itself alone down to
-# 0.988): wrong for vectors cached by content, which must not depend on the rest of the archive.
+# 0.981): wrong for vectors cached by content, which must not depend on the rest of the archive.
 # Alone, a window also costs less CPU, q8 and fp32 alike (benches/bench_feed.py; benches/LOG.md,
 # "One window per run on a CPU", has the measurements and LoCoMo dev).
 CPU_BATCH_SIZE = 1
