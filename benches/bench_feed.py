@@ -29,8 +29,7 @@ Run from the repository root (2 cores: about five minutes):
 
     null model, embed_documents: 307-388 CPU-µs/window before, 212-223 after
     null model, whole backfill: 607-749 before, 469-500 after (the vector index's writes, HNSW
-        inserted one window at a time for deterministic graphs, are most of the difference:
-        325 µs a window of the consumer thread's add_vectors in a profile)
+        inserted one window at a time for deterministic graphs, are most of the difference)
     stand-in model = feed: 1.85-2.03x max(model, feed) before, 1.09-1.12x after
 
 The real model (``--real-chunks 384``, 779 windows): one core 32.2-33.2 windows/CPU-s, in batches
