@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -52,6 +51,7 @@ from memlane.embed.bedrock import (
     make_session,
     model_input,
 )
+from memlane.embed.feed import batched
 from memlane.errors import InvalidArgumentError, MemlaneError
 
 __all__ = [
@@ -413,12 +413,6 @@ def read_job_output(s3: Any, job: BatchJob, *, sink: Sink | None = None, flush_e
     return result
 
 
-def _chunks(items: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
 def make_batch_clients(region: str | None = None, profile: str | None = None) -> tuple[Any, Any]:
     """``(s3, bedrock)`` clients for batch jobs, with botocore's standard retries (4 attempts).
 
@@ -495,7 +489,7 @@ def prepare_jobs(
                 result.embedded += 1
 
     jobs: list[BatchJob] = []
-    for n, chunk in enumerate(_chunks(sendable(), max_records_per_job)):
+    for n, chunk in enumerate(batched(sendable(), max_records_per_job)):
         if len(chunk) < min_records_per_job:
             why = f"only {len(chunk)} record(s) left for a job; Bedrock needs {min_records_per_job}: embed on demand"
             result.missing.update({h: why for h, _ in chunk})

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from memlane.errors import MemlaneError
 
-__all__ = ["Prepared", "closing", "run_ahead"]
+__all__ = ["Prepared", "batched", "closing", "run_ahead"]
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -42,6 +43,19 @@ R = TypeVar("R")
 
 # How often a thread blocked on a full or empty queue looks whether the pipeline was closed.
 _POLL_S = 0.05
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in consecutive lists of ``size`` (the last one shorter): Python 3.12's
+    ``itertools.batched``, which memlane cannot assume.
+
+    Example:
+        >>> list(batched(range(5), 2))
+        [[0, 1], [2, 3], [4]]
+    """
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
 @dataclass

@@ -46,7 +46,7 @@ import numpy as np
 from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
-from memlane.embed.feed import Prepared, closing, run_ahead
+from memlane.embed.feed import Prepared, batched, closing, run_ahead
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
 
 if TYPE_CHECKING:
@@ -79,7 +79,6 @@ _WINDOWS_PER_TASK = 32
 # Batches in flight on a GPU: one runs while the other's inputs are copied and its output pooled.
 _GPU_WORKERS = 2
 T = TypeVar("T")
-S = TypeVar("S")
 # Products of the q8 graph kept in fp32: their inputs (the GELU outputs of the first three
 # feed-forward blocks, the first attention's context) have a few outlier channels that a single
 # int8 range per batch resolves poorly. Of the 24 products, these four lose the most cosine to
@@ -538,10 +537,10 @@ class LocalEmbedder:
         out = np.empty((len(windows), self.dim), dtype=np.float32)
         # Length-sorted runs pad each window only up to its neighbours' length, not the global max.
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
-        runs = [(*self._feed([windows[i] for i in rows]), rows) for rows in _slices(order, self.batch_size)]
+        runs = [(*self._feed([windows[i] for i in rows]), rows) for rows in batched(order, self.batch_size)]
         # A worker takes several runs at a time: with one window a run, handing each run over
         # through the feed's queue would cost more host time than the run's own pooling.
-        tasks = [partial(self._run, task, out) for task in _slices(runs, max(1, _WINDOWS_PER_TASK // self.batch_size))]
+        tasks = [partial(self._run, task, out) for task in batched(runs, max(1, _WINDOWS_PER_TASK // self.batch_size))]
         bounds = np.cumsum([0, *(len(w) for w in per_text)])
         return Prepared(tasks, lambda: [out[start:end] for start, end in zip(bounds[:-1], bounds[1:])])
 
@@ -558,8 +557,3 @@ class LocalEmbedder:
                 pooled = np.einsum("bsh,bs->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)
             norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             out[rows] = pooled / norms
-
-
-def _slices(items: Sequence[S], size: int) -> list[Sequence[S]]:
-    """``items`` in consecutive slices of ``size``."""
-    return [items[start : start + size] for start in range(0, len(items), size)]
