@@ -120,6 +120,7 @@ def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning
         gpu = local.LocalEmbedder(mode="fp32", threads=1, device="gpu")
     assert asked == [["CUDAExecutionProvider", "CPUExecutionProvider"]]
     assert gpu.providers == ["CPUExecutionProvider"] and gpu.id == cpu.id == FP32
+    assert gpu.vector_parts == cpu.vector_parts == 1, "one graph unless a GPU embeds"
     [message] = [r.getMessage() for r in caplog.records if r.name == "memlane.embed.local"]
     assert message.startswith("memlane: a GPU was assigned but onnxruntime could not start CUDA (")
     assert (

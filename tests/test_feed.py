@@ -189,7 +189,7 @@ class StubWriter:
     def chunk_texts(self, keys: list[int]) -> list[tuple[int, str, str]]:
         return [self.rows[k] for k in keys]
 
-    def add_vectors(self, _: str, keys: np.ndarray, counts: np.ndarray, flat: np.ndarray) -> None:
+    def add_vectors(self, _: str, keys: np.ndarray, counts: np.ndarray, flat: np.ndarray, parts: int) -> None:
         for key, end, count in zip(keys, np.cumsum(counts), counts):
             self.vectors[int(key)] = flat[end - count : end]
 

@@ -36,7 +36,7 @@ import memlane
 from memlane import _core
 from memlane.cli import main
 from memlane.embed.cache import EmbeddingCache
-from memlane.embed.local import LocalEmbedder
+from memlane.embed.local import GPU_VECTOR_PARTS, LocalEmbedder
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
 FP32 = "local/all-MiniLM-L6-v2/fp32/384"
@@ -130,6 +130,8 @@ def test_memlane_index_on_the_gpu_builds_the_home_the_cpu_builds(
     assert on_gpu["chunks_embedded"] == on_cpu["chunks_embedded"] == on_cpu["chunks_added"] > 0
     # A new home embedded on a GPU stores the fp32 model's vectors.
     assert memlane.open(tmp_path / "gpu", device="cpu").vectors_embedder_id == FP32
+    # ... in as many graphs as a GPU asks for, built on a thread each.
+    assert memlane.open(tmp_path / "gpu", embedder="none").status()["vector_parts"] == GPU_VECTOR_PARTS > 1
 
     gpu_keys, gpu_vectors, hashes = _home_vectors(tmp_path / "gpu", tmp_path / "gpu-cache")
     cpu_keys, cpu_vectors, _ = _home_vectors(tmp_path / "cpu", tmp_path / "cpu-cache")

@@ -529,8 +529,60 @@ def test_a_killed_brain_write_leaves_no_temp_file_behind(tmp_path):
     assert "replica" in (brain.dir / "MEMORY.md").read_text()
 
 
-def test_two_clean_builds_answer_identically(shared_data, tmp_path):
-    """Same sources, same answers, to the last digit: segments, the vector graph and ties at
+class PartedEmbedder(FakeEmbedder):
+    """The fake embedder asking for a vector index in four graphs, as a GPU embedder asks for eight."""
+
+    vector_parts = 4
+
+
+def test_a_home_in_vector_parts_keeps_them_through_updates_and_repair(tmp_path, capsys, monkeypatch):
+    from memlane.cli import main
+
+    src = _corpus(tmp_path / "src")
+    cache = tmp_path / "cache"
+    home = tmp_path / "parted"
+    parted = memlane.open(home, embedder=PartedEmbedder(), cache_dir=cache)
+    one = memlane.open(tmp_path / "one", embedder=FakeEmbedder(), cache_dir=cache)
+    parted.index([src])
+    one.index([src])
+    assert json.loads((home / "memlane.json").read_text())["vector_parts"] == 4
+    assert "vector_parts" not in json.loads((tmp_path / "one" / "memlane.json").read_text())
+    assert [p.name for p in sorted(home.glob("vectors*"))] == [f"vectors.{n}.usearch" for n in (1, 2, 3)] + [
+        "vectors.usearch"
+    ]
+    status = parted.status()
+    assert status["vector_parts"] == 4 and status["chunks_with_vectors"] == status["chunks"] > 50
+    assert parted.verify()["sound"]
+    # Under a hundred chunks: every graph finds the exact nearest, so the parts answer as one graph.
+    answers = {q: [(h.id, h.score) for h in parted.search(q, k=5)] for q in QUERIES}
+    assert answers == {q: [(h.id, h.score) for h in one.search(q, k=5)] for q in QUERIES}
+
+    # An update adds to the same parts.
+    write_jsonl(src / "late.jsonl", generic_session("late", [("what about the late invoice?", "Paid on Friday.")]))
+    parted.index([src])
+    status = parted.status()
+    assert (status["vector_parts"], status["chunks_with_vectors"]) == (4, status["chunks"])
+    answers = {q: [(h.id, h.score) for h in parted.search(q, k=5)] for q in QUERIES}
+
+    # A missing part is damage; the repair rebuilds the four parts from the cache.
+    (home / "vectors.2.usearch").unlink()
+    verdict = parted.verify()
+    assert not verdict["sound"]
+    assert any("vectors.2.usearch" in f["path"] for f in verdict["findings"] if f["severity"] == "problem")
+    embedder = PartedEmbedder()
+    mem = memlane.open(home, embedder=embedder, cache_dir=cache)
+    report = mem.repair()
+    assert report.repaired and report.vectors_from_cache > 0 and report.chunks_without_vectors == 0
+    assert mem.verify()["sound"] and mem.status()["vector_parts"] == 4 and embedder.calls == 0
+    assert {q: [(h.id, h.score) for h in mem.search(q, k=5)] for q in QUERIES} == answers
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
+    assert main(["--home", str(home), "status"]) == 0
+    assert "vectors stored as i8 in 4 graphs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("embedder", [FakeEmbedder, PartedEmbedder])
+def test_two_clean_builds_answer_identically(shared_data, tmp_path, embedder):
+    """Same sources, same answers, to the last digit: segments, the vector graphs and ties at
     every cut do not depend on thread timing."""
     import random
     import re
@@ -538,7 +590,7 @@ def test_two_clean_builds_answer_identically(shared_data, tmp_path):
     src = shared_data / "transcripts"
     homes = []
     for n in range(2):
-        mem = memlane.open(tmp_path / f"h{n}", embedder=FakeEmbedder(), cache_dir=tmp_path / "cache")
+        mem = memlane.open(tmp_path / f"h{n}", embedder=embedder(), cache_dir=tmp_path / "cache")
         mem.index([src])
         homes.append(mem)
     keys = sorted(int(k) for k in homes[0]._store.keys())

@@ -191,7 +191,9 @@ class Writer:
         keys: npt.NDArray[np.uint64],
         counts: npt.NDArray[np.uint64],
         vectors: npt.NDArray[np.float32],
-    ) -> None: ...
+        parts: int = 1,
+    ) -> None:
+        """Store vectors; ``parts`` splits a vector index this call creates into that many graphs."""
     def commit(self) -> dict[str, Any]: ...
     def forget(self, kind: str, value: str, dry_run: bool = False) -> dict[str, Any]:
         """Remove and tombstone a ``session``, ``path`` or ``chunk`` (hex id); ``dry_run`` only reports."""

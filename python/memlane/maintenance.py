@@ -322,7 +322,11 @@ def repair(
             embedder_id = _rebuilt_embedder(mem, old_meta, writer)
             if embedder_id:
                 report.vectors_from_cache, _ = backfill(
-                    writer, rebuilt.cache, CacheOnly(embedder_id), progress, cache_only=True
+                    writer,
+                    rebuilt.cache,
+                    CacheOnly(embedder_id, old_meta.get("vector_parts") or 1),
+                    progress,
+                    cache_only=True,
                 )
                 report.vectors_from_old_index = writer.adopt_vectors(mem._store, embedder_id)
             report.chunks_without_vectors = len(writer.pending_vectors()) if embedder_id else 0

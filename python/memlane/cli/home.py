@@ -74,6 +74,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         return 0
     status["weights"] = _weights(status["embedder_id"])
     cache = status["embedding_cache"]
+    parts = status["vector_parts"]
     text = (
         f"home        {status['home']}\n"
         f"files       {status['files']}  sessions {status['sessions']}\n"
@@ -82,6 +83,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"embedder    {status['embedder_id'] or '-'}"
         + (f", weights from {status['weights']}" if status["weights"] else "")
         + (f", vectors stored as {status['quantization']}" if status["vectors"] else "")
+        + (f" in {parts} graphs" if status["vectors"] and parts > 1 else "")
         + "\n"
         f"disk        {status['disk_bytes'] / 1e6:.1f} MB\n"
         f"emb. cache  {cache['entries']} entries, {cache['bytes'] / 1e6:.1f} MB, {cache['hits']} hits, "

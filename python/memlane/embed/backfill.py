@@ -60,9 +60,11 @@ class DocumentEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class CacheOnly:
-    """An embedder that is only an id: a repair reads vectors from the cache and never embeds."""
+    """An embedder that is only an id: a repair reads vectors from the cache and never embeds
+    (into an index of as many parts as the home it rebuilds)."""
 
     id: str
+    vector_parts: int = 1
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         raise MemlaneError("a repair makes no embedding call")
@@ -76,7 +78,16 @@ def record_embedder(writer: _core.Writer, embedder: Embedder) -> None:
         import numpy as np
 
         nothing = np.empty(0, dtype=np.uint64)
-        writer.add_vectors(embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32))
+        writer.add_vectors(
+            embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32), _vector_parts(embedder)
+        )
+
+
+def _vector_parts(embedder: object) -> int:
+    """How many graphs a vector index that ``embedder`` starts is split into: what it asks for
+    (a GPU embeds faster than one graph takes windows), else one."""
+    parts: int = getattr(embedder, "vector_parts", 1)
+    return parts
 
 
 def embed_chunks(
@@ -185,7 +196,7 @@ def backfill(
 
                 counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
                 flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat)
+                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(embedder))
             done += len(keys)
             if n % _EMBED_BATCHES_PER_COMMIT == 0:
                 writer.commit()

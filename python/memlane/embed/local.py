@@ -74,6 +74,11 @@ CPU_BATCH_SIZE = 1
 # Windows per inference run on a GPU: enough rows to keep it busy (fp32 there: no per-batch
 # quantisation); benches/bench_gpu.py measures the choice.
 GPU_BATCH_SIZE = 256
+# Graphs a new home's vector index is split into when a GPU embeds it: one graph takes windows
+# one at a time (so that two builds give the same graph), ~5,000 a second on a big home, far
+# below what a GPU embeds; eight take them on a thread each (memlane_core::vector). On a CPU the
+# model is thousands of times slower than one graph, which also searches fastest: one part.
+GPU_VECTOR_PARTS = 8
 # Windows a worker takes from the feed at a time (in runs of the batch size, at least one run).
 _WINDOWS_PER_TASK = 32
 # Batches in flight on a GPU: one runs while the other's inputs are copied and its output pooled.
@@ -392,6 +397,7 @@ class LocalEmbedder:
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
         self.batch_size = batch_size or (GPU_BATCH_SIZE if self.device == "gpu" else CPU_BATCH_SIZE)
+        self.vector_parts = GPU_VECTOR_PARTS if self.device == "gpu" else 1
         self.onnx_path = onnx_path
         # Room for text in a window once the special tokens are in; the overlap shrinks for
         # models with short windows so that windows still advance.

@@ -162,7 +162,14 @@ fn bench_search(c: &mut Criterion) {
     };
     let flat: Vec<f32> = keys.iter().flat_map(|_| unit(&mut rng)).collect();
     writer
-        .add_vectors("bench/random/384", DIM, &keys, &vec![1; keys.len()], &flat)
+        .add_vectors(
+            "bench/random/384",
+            DIM,
+            &keys,
+            &vec![1; keys.len()],
+            &flat,
+            1,
+        )
         .expect("vectors");
     writer.commit().expect("commit");
     drop(writer);

@@ -2,8 +2,16 @@
 //!
 //! A chunk may be embedded as several windows (long text, small model context). Window `w`
 //! of chunk `key` is stored under `key << 8 | w`; a chunk scores as its best window.
+//!
+//! An index may be split into parts, each its own graph and file, a chunk's windows in the
+//! part its key picks: parts are built on a thread each and searched together. Within a part
+//! windows go in one at a time in key order, so two builds give the same graphs however many
+//! threads built them (a parallel insertion into one graph would depend on thread timing).
+//! One part is the default: a local model on a CPU embeds far slower than one graph grows;
+//! an embedder that keeps up with several (a GPU) asks for more.
 
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -55,10 +63,38 @@ impl Quantization {
     }
 }
 
-/// HNSW index of window vectors.
+/// Most parts one index may be split into.
+pub const MAX_PARTS: usize = 64;
+
+/// HNSW index of window vectors, in one or more parts.
 pub struct VectorIndex {
-    index: Index,
+    parts: Vec<Index>,
     dim: usize,
+}
+
+/// The file of part `part` of the index saved at `path`: `path` itself for the first, so a
+/// one-part index is one usearch file, as every home had before parts.
+#[must_use]
+pub fn part_path(path: &Path, part: usize) -> std::path::PathBuf {
+    if part == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{part}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{part}"),
+    };
+    path.with_file_name(name)
+}
+
+fn check_parts(parts: usize) -> Result<usize> {
+    if (1..=MAX_PARTS).contains(&parts) {
+        Ok(parts)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{parts} vector index parts: use 1 to {MAX_PARTS}"
+        )))
+    }
 }
 
 /// IEEE half-precision numbers (as stored bits) to single precision, exactly, in a loop the
@@ -82,7 +118,7 @@ fn widen_f16(bits: &[i16], out: &mut [f32]) {
 /// as stored and widened here: usearch widens one number at a time, which cost more than the
 /// similarities computed from them.
 struct WindowReader<'a> {
-    index: &'a Index,
+    vectors: &'a VectorIndex,
     buffer: Vec<f32>,
     /// The stored bits, when the index holds half precision.
     bits: Option<Vec<i16>>,
@@ -90,9 +126,9 @@ struct WindowReader<'a> {
 
 impl<'a> WindowReader<'a> {
     fn new(vectors: &'a VectorIndex) -> Self {
-        let half = vectors.index.scalar_kind() == ScalarKind::F16;
+        let half = vectors.parts[0].scalar_kind() == ScalarKind::F16;
         WindowReader {
-            index: &vectors.index,
+            vectors,
             buffer: vec![0f32; vectors.dim],
             bits: half.then(|| vec![0i16; vectors.dim]),
         }
@@ -100,18 +136,16 @@ impl<'a> WindowReader<'a> {
 
     /// Window `key`'s vector; `Some(None)` when there is none, None on a usearch error.
     fn read(&mut self, key: u64) -> Option<Option<&[f32]>> {
+        let index = self.vectors.part(key >> 8);
         let found = match &mut self.bits {
             Some(bits) => {
-                let found = self
-                    .index
-                    .get(key, usearch::f16::from_mut_i16s(bits))
-                    .ok()?;
+                let found = index.get(key, usearch::f16::from_mut_i16s(bits)).ok()?;
                 if found > 0 {
                     widen_f16(bits, &mut self.buffer);
                 }
                 found
             }
-            None => self.index.get(key, &mut self.buffer).ok()?,
+            None => index.get(key, &mut self.buffer).ok()?,
         };
         Some((found > 0).then_some(self.buffer.as_slice()))
     }
@@ -155,39 +189,55 @@ impl VectorIndex {
         }
     }
 
-    /// An empty index.
+    /// An empty index of `parts` parts (1 to [`MAX_PARTS`]).
     ///
     /// # Errors
-    /// usearch errors.
-    pub fn new(dim: usize, quantization: Quantization) -> Result<VectorIndex> {
-        let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
-        Ok(VectorIndex { index, dim })
+    /// `InvalidArgument` for a part count out of range; usearch errors.
+    pub fn new(dim: usize, quantization: Quantization, parts: usize) -> Result<VectorIndex> {
+        let parts = (0..check_parts(parts)?)
+            .map(|_| Index::new(&Self::options(dim, quantization)).map_err(verr))
+            .collect::<Result<_>>()?;
+        Ok(VectorIndex { parts, dim })
     }
 
-    /// Load an index file; `view` memory-maps it read-only (fast open for readers).
+    /// Load an index of `parts` parts saved at `path`; `view` memory-maps each part's file
+    /// read-only (fast open for readers).
     ///
     /// # Errors
-    /// `Corrupt` when the file cannot be read back or its dimension differs.
+    /// `Corrupt` when a part's file is missing, cannot be read back or its dimension differs.
     pub fn load(
         path: &Path,
         dim: usize,
         quantization: Quantization,
         view: bool,
+        parts: usize,
     ) -> Result<VectorIndex> {
-        let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
-        let p = path.to_string_lossy();
-        let loaded = if view { index.view(&p) } else { index.load(&p) };
-        loaded.map_err(|e| Error::corrupt(path, e))?;
-        if index.dimensions() != dim {
-            return Err(Error::corrupt(
-                path,
-                format_args!(
-                    "vectors have {} dimensions, expected {dim}",
-                    index.dimensions()
-                ),
-            ));
-        }
-        Ok(VectorIndex { index, dim })
+        let parts = (0..check_parts(parts)?)
+            .map(|part| {
+                let path = part_path(path, part);
+                let index = Index::new(&Self::options(dim, quantization)).map_err(verr)?;
+                if part > 0 && !path.exists() {
+                    return Err(Error::corrupt(
+                        &path,
+                        "this part of the vector index is missing",
+                    ));
+                }
+                let p = path.to_string_lossy();
+                let loaded = if view { index.view(&p) } else { index.load(&p) };
+                loaded.map_err(|e| Error::corrupt(&path, e))?;
+                if index.dimensions() != dim {
+                    return Err(Error::corrupt(
+                        &path,
+                        format_args!(
+                            "vectors have {} dimensions, expected {dim}",
+                            index.dimensions()
+                        ),
+                    ));
+                }
+                Ok(index)
+            })
+            .collect::<Result<_>>()?;
+        Ok(VectorIndex { parts, dim })
     }
 
     /// Dimension of the vectors.
@@ -196,10 +246,32 @@ impl VectorIndex {
         self.dim
     }
 
+    /// How many parts (graphs) the index has.
+    #[must_use]
+    pub fn part_count(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The part chunk `key` lives in: a fixed mix of the key, so the parts fill evenly
+    /// whatever the keys look like and the choice never depends on what else is indexed.
+    fn part_of(&self, key: u64) -> usize {
+        let n = self.parts.len() as u64;
+        if n == 1 {
+            return 0;
+        }
+        #[allow(clippy::cast_possible_truncation)] // below n, which is at most MAX_PARTS
+        let part = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % n) as usize;
+        part
+    }
+
+    fn part(&self, key: u64) -> &Index {
+        &self.parts[self.part_of(key)]
+    }
+
     /// Number of window vectors.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.index.size()
+        self.parts.iter().map(Index::size).sum()
     }
 
     /// True when no vector is stored.
@@ -211,13 +283,13 @@ impl VectorIndex {
     /// Bytes used in memory by graph and vectors.
     #[must_use]
     pub fn memory_usage(&self) -> usize {
-        self.index.memory_usage()
+        self.parts.iter().map(Index::memory_usage).sum()
     }
 
     /// Whether chunk `key` has vectors.
     #[must_use]
     pub fn contains(&self, key: u64) -> bool {
-        self.index.contains(key << 8)
+        self.part(key).contains(key << 8)
     }
 
     /// Add the windows of one chunk (`windows.len()` must be a multiple of the dimension);
@@ -229,15 +301,14 @@ impl VectorIndex {
         self.add_batch(&[(key, windows)])
     }
 
-    /// Add many chunks at once, in key order, one at a time: the graph an HNSW insertion
-    /// builds depends on the order, and a parallel insertion's order on thread timing, so
-    /// two builds of the same sources would find different neighbours for borderline
-    /// queries. (Insertion is a small part of a first index, next to embedding.)
+    /// Add many chunks at once: each part takes its chunks in key order, one at a time, on a
+    /// thread of its own. The graph an HNSW insertion builds depends on the order, and a
+    /// parallel insertion's order on thread timing, so this way two builds of the same
+    /// sources find the same neighbours for borderline queries.
     ///
     /// # Errors
     /// `InvalidArgument` on a shape error (nothing is added then); usearch errors.
     pub fn add_batch(&self, chunks: &[(u64, &[f32])]) -> Result<()> {
-        let mut windows = 0;
         for (key, flat) in chunks {
             let n = flat.len() / self.dim.max(1);
             if n == 0 || n * self.dim != flat.len() || n > MAX_WINDOWS {
@@ -247,24 +318,39 @@ impl VectorIndex {
                     self.dim
                 )));
             }
-            windows += n;
         }
-        for (key, _) in chunks {
-            self.remove(*key)?;
+        let mut by_part: Vec<Vec<(u64, &[f32])>> = vec![Vec::new(); self.parts.len()];
+        for &(key, flat) in chunks {
+            by_part[self.part_of(key)].push((key, flat));
         }
-        let threads = rayon::current_num_threads().max(1);
-        let needed = self.index.size() + windows;
-        if needed > self.index.capacity() {
-            let capacity = needed.max(self.index.capacity() * 2).max(1024);
-            self.index
-                .reserve_capacity_and_threads(capacity, threads)
+        self.parts
+            .par_iter()
+            .zip(by_part)
+            .try_for_each(|(index, mut chunks)| self.add_to_part(index, &mut chunks))
+    }
+
+    fn add_to_part(&self, index: &Index, chunks: &mut [(u64, &[f32])]) -> Result<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        for (key, _) in chunks.iter() {
+            remove_from(index, *key)?;
+        }
+        let windows: usize = chunks.iter().map(|(_, flat)| flat.len() / self.dim).sum();
+        let needed = index.size() + windows;
+        if needed > index.capacity() {
+            let capacity = needed.max(index.capacity() * 2).max(1024);
+            // One insertion context: usearch draws each new node's level from the context the
+            // insertion took, and takes its contexts in turn, so with one per core the graph
+            // depended on how many cores the machine that built it had.
+            index
+                .reserve_capacity_and_threads(capacity, 1)
                 .map_err(verr)?;
         }
-        let mut ordered: Vec<&(u64, &[f32])> = chunks.iter().collect();
-        ordered.sort_by_key(|(key, _)| *key);
-        for (key, flat) in ordered {
+        chunks.sort_by_key(|(key, _)| *key);
+        for (key, flat) in chunks.iter() {
             for (w, vector) in flat.chunks_exact(self.dim).enumerate() {
-                self.index.add(key << 8 | w as u64, vector).map_err(verr)?;
+                index.add(key << 8 | w as u64, vector).map_err(verr)?;
             }
         }
         Ok(())
@@ -275,14 +361,7 @@ impl VectorIndex {
     /// # Errors
     /// usearch errors.
     pub fn remove(&self, key: u64) -> Result<()> {
-        for w in 0..MAX_WINDOWS as u64 {
-            let window_key = key << 8 | w;
-            if !self.index.contains(window_key) {
-                break;
-            }
-            self.index.remove(window_key).map_err(verr)?;
-        }
-        Ok(())
+        remove_from(self.part(key), key)
     }
 
     /// Nearest chunks to `query` as (chunk key, cosine similarity), best window per chunk,
@@ -303,7 +382,7 @@ impl VectorIndex {
                 self.dim
             )));
         }
-        if self.index.size() == 0 || limit == 0 {
+        if self.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         if let Some(set) = allowed.filter(|set| set.len() <= EXACT_FILTER_LIMIT) {
@@ -320,26 +399,41 @@ impl VectorIndex {
             out.truncate(limit);
             return Ok(out);
         }
-        // Over-fetch: several windows of one chunk may crowd the top.
-        let want = (limit * 2).min(self.index.size());
-        let matches = match allowed {
-            Some(set) => self
-                .index
-                .filtered_search(query, want, |k: u64| set.contains(&(k >> 8)))
-                .map_err(verr)?,
-            None => self.index.search(query, want).map_err(verr)?,
-        };
+        // Each part's best windows, over-fetched (several windows of one chunk may crowd the
+        // top), in part order: the merge below then does not depend on thread timing.
+        let per_part: Vec<usearch::ffi::Matches> = self
+            .parts
+            .par_iter()
+            .map(|index| {
+                let want = (limit * 2).min(index.size());
+                if want == 0 {
+                    return Ok(usearch::ffi::Matches {
+                        keys: Vec::new(),
+                        distances: Vec::new(),
+                    });
+                }
+                match allowed {
+                    Some(set) => {
+                        index.filtered_search(query, want, |k: u64| set.contains(&(k >> 8)))
+                    }
+                    None => index.search(query, want),
+                }
+                .map_err(verr)
+            })
+            .collect::<Result<_>>()?;
         let mut best: HashMap<u64, f32> = HashMap::new();
         let mut order = Vec::new();
-        for (k, d) in matches.keys.iter().zip(&matches.distances) {
-            let chunk = k >> 8;
-            let sim = 1.0 - d;
-            match best.get_mut(&chunk) {
-                Some(s) if *s >= sim => {}
-                Some(s) => *s = sim,
-                None => {
-                    best.insert(chunk, sim);
-                    order.push(chunk);
+        for matches in &per_part {
+            for (k, d) in matches.keys.iter().zip(&matches.distances) {
+                let chunk = k >> 8;
+                let sim = 1.0 - d;
+                match best.get_mut(&chunk) {
+                    Some(s) if *s >= sim => {}
+                    Some(s) => *s = sim,
+                    None => {
+                        best.insert(chunk, sim);
+                        order.push(chunk);
+                    }
                 }
             }
         }
@@ -372,44 +466,59 @@ impl VectorIndex {
             .collect()
     }
 
-    /// Save durably: write a sibling temp file, check its size (usearch does not report a
-    /// failed write, so a full disk shows as a short file), then rename it over `path`, so
-    /// a reader never sees a half-written index and a failure leaves the previous file.
+    /// Save durably, part by part ([`part_path`]), the first part last: each part is written
+    /// to a sibling temp file, its size checked (usearch does not report a failed write, so a
+    /// full disk shows as a short file), then renamed over its file, so a reader never sees
+    /// a half-written part and a failure leaves the previous file. A reader reloads when the
+    /// first part's file changes, which is then after every other part is in place.
     ///
     /// # Errors
     /// I/O or usearch errors (the temp file is removed).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = crate::durable::tmp_path(path);
-        if let Err(e) = self.index.save(&tmp.to_string_lossy()) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(verr(e));
+        for (part, index) in self.parts.iter().enumerate().rev() {
+            let path = part_path(path, part);
+            let tmp = crate::durable::tmp_path(&path);
+            if let Err(e) = index.save(&tmp.to_string_lossy()) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(verr(e));
+            }
+            crate::durable::commit_file(&tmp, &path, index.serialized_length() as u64)?;
         }
-        crate::durable::commit_file(&tmp, path, self.index.serialized_length() as u64)
+        Ok(())
     }
 
-    /// Check the file at `path` against its own header: it loads, its dimension is `dim`,
-    /// its vector count is the header's and its size what that content takes.
+    /// Check the files of an index of `parts` parts saved at `path` against their own
+    /// headers: each loads, its dimension is `dim`, its vector count is its header's and its
+    /// size what that content takes.
     ///
     /// # Errors
-    /// `Corrupt` saying what does not match.
-    pub fn check_file(path: &Path, dim: usize, quantization: Quantization) -> Result<VectorIndex> {
-        let corrupt = |reason: String| Error::corrupt(path, reason);
-        let header = Index::metadata(&path.to_string_lossy())
-            .map_err(|e| corrupt(format!("unreadable header: {e}")))?;
-        let index = VectorIndex::load(path, dim, quantization, true)?;
-        if header.count_present != index.len() as u64 {
-            return Err(corrupt(format!(
-                "header counts {} vectors, the file holds {}",
-                header.count_present,
-                index.len()
-            )));
-        }
-        let on_disk = std::fs::metadata(path)?.len();
-        let expected = index.index.serialized_length() as u64;
-        if on_disk != expected {
-            return Err(corrupt(format!(
-                "{on_disk} bytes on disk, its content takes {expected}"
-            )));
+    /// `Corrupt` saying which file does not match and how.
+    pub fn check_file(
+        path: &Path,
+        dim: usize,
+        quantization: Quantization,
+        parts: usize,
+    ) -> Result<VectorIndex> {
+        let index = VectorIndex::load(path, dim, quantization, true, parts)?;
+        for (part, graph) in index.parts.iter().enumerate() {
+            let path = part_path(path, part);
+            let corrupt = |reason: String| Error::corrupt(&path, reason);
+            let header = Index::metadata(&path.to_string_lossy())
+                .map_err(|e| corrupt(format!("unreadable header: {e}")))?;
+            if header.count_present != graph.size() as u64 {
+                return Err(corrupt(format!(
+                    "header counts {} vectors, the file holds {}",
+                    header.count_present,
+                    graph.size()
+                )));
+            }
+            let on_disk = std::fs::metadata(&path)?.len();
+            let expected = graph.serialized_length() as u64;
+            if on_disk != expected {
+                return Err(corrupt(format!(
+                    "{on_disk} bytes on disk, its content takes {expected}"
+                )));
+            }
         }
         Ok(index)
     }
@@ -417,8 +526,9 @@ impl VectorIndex {
     /// How many window vectors chunk `key` has.
     #[must_use]
     pub fn window_count(&self, key: u64) -> usize {
+        let index = self.part(key);
         (0..MAX_WINDOWS as u64)
-            .take_while(|w| self.index.contains(key << 8 | w))
+            .take_while(|w| index.contains(key << 8 | w))
             .count()
     }
 
@@ -437,17 +547,29 @@ impl VectorIndex {
     }
 }
 
+/// Remove every window of chunk `key` from the graph `index`.
+fn remove_from(index: &Index, key: u64) -> Result<()> {
+    for w in 0..MAX_WINDOWS as u64 {
+        let window_key = key << 8 | w;
+        if !index.contains(window_key) {
+            break;
+        }
+        index.remove(window_key).map_err(verr)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn half_precision_widens_exactly_as_usearch_does() {
-        let idx = VectorIndex::new(8, Quantization::F16).unwrap();
+        let idx = VectorIndex::new(8, Quantization::F16, 1).unwrap();
         let v = [0.1f32, -0.75, 1e-6, -3e-5, 65504.0, 0.0, -0.0, 0.333];
         idx.add(7, &v).unwrap();
         let mut theirs = [0f32; 8];
-        assert_eq!(idx.index.get(7 << 8, &mut theirs).unwrap(), 1);
+        assert_eq!(idx.parts[0].get(7 << 8, &mut theirs).unwrap(), 1);
         let mut bits = [0i16; 8];
-        idx.index
+        idx.parts[0]
             .get(7 << 8, usearch::f16::from_mut_i16s(&mut bits))
             .unwrap();
         let mut ours = [0f32; 8];
@@ -494,7 +616,7 @@ mod tests {
 
     #[test]
     fn best_window_wins_and_remove_drops_all_windows() {
-        let idx = VectorIndex::new(3, Quantization::F32).unwrap();
+        let idx = VectorIndex::new(3, Quantization::F32, 1).unwrap();
         let mut two = unit(&[1.0, 0.0, 0.0]);
         two.extend(unit(&[0.0, 1.0, 0.0]));
         idx.add(7, &two).unwrap();
@@ -528,7 +650,7 @@ mod tests {
 
     #[test]
     fn filtered_search_respects_allowed_set() {
-        let idx = VectorIndex::new(2, Quantization::F16).unwrap();
+        let idx = VectorIndex::new(2, Quantization::F16, 1).unwrap();
         idx.add(1, &unit(&[1.0, 0.0])).unwrap();
         idx.add(2, &unit(&[0.9, 0.1])).unwrap();
         let allowed: HashSet<u64> = [2].into_iter().collect();
@@ -540,7 +662,7 @@ mod tests {
     /// allowed chunks nearest the query, best first, ties by key, and nothing else.
     #[test]
     fn filtered_search_small_and_large_sets_agree_with_brute_force() {
-        let idx = VectorIndex::new(4, Quantization::F32).unwrap();
+        let idx = VectorIndex::new(4, Quantization::F32, 1).unwrap();
         let vector = |i: u64| {
             let f = i as f32;
             unit(&[f.sin(), f.cos(), (0.3 * f).sin(), 1.0])
@@ -585,16 +707,137 @@ mod tests {
         }
     }
 
+    fn clustered(key: u64) -> Vec<f32> {
+        #[allow(clippy::cast_precision_loss)]
+        let f = key as f32;
+        unit(&[
+            (0.7 * f).sin(),
+            (1.3 * f).cos(),
+            (0.11 * f).sin(),
+            (key % 5) as f32 * 0.3,
+            1.0,
+            (0.05 * f).cos(),
+        ])
+    }
+
+    fn build(parts: usize, threads: usize) -> VectorIndex {
+        let idx = VectorIndex::new(6, Quantization::I8, parts).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let vectors: Vec<(u64, Vec<f32>)> = (0..2000u64)
+            .map(|key| {
+                let mut windows = clustered(key);
+                if key % 4 == 0 {
+                    windows.extend(clustered(key + 9000));
+                }
+                (key * 7919 + 3, windows)
+            })
+            .collect();
+        pool.install(|| {
+            for batch in vectors.chunks(300) {
+                let refs: Vec<(u64, &[f32])> =
+                    batch.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+                idx.add_batch(&refs).unwrap();
+            }
+        });
+        idx
+    }
+
+    /// Parts are built in parallel, each in key order: the files two builds save are the
+    /// same bytes whether one thread or several built them.
+    #[test]
+    fn parts_build_the_same_graphs_on_any_number_of_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = dir.path().join("one.usearch");
+        let many = dir.path().join("many.usearch");
+        let a = build(4, 1);
+        let b = build(4, 4);
+        a.save(&one).unwrap();
+        b.save(&many).unwrap();
+        assert_eq!(a.len(), 2500);
+        for part in 0..4 {
+            let bytes = std::fs::read(part_path(&one, part)).unwrap();
+            assert!(
+                bytes == std::fs::read(part_path(&many, part)).unwrap(),
+                "part {part}"
+            );
+            assert!(a.parts[part].size() > 400, "the keys spread over the parts");
+        }
+        for q in 0..50 {
+            let query = clustered(q * 37 + 11);
+            assert_eq!(
+                a.search(&query, 10, None).unwrap(),
+                b.search(&query, 10, None).unwrap()
+            );
+        }
+    }
+
+    /// Searching the parts together finds what an exact scan finds, as one graph does.
+    #[test]
+    fn parts_search_together_like_one_graph() {
+        let one = build(1, 2);
+        let eight = build(8, 2);
+        let keys: Vec<u64> = (0..2000u64).map(|key| key * 7919 + 3).collect();
+        let (mut found_one, mut found_eight) = (0, 0);
+        for q in 0..40 {
+            let query = clustered(q * 53 + 5);
+            let mut exact: Vec<(u64, f32)> = keys
+                .iter()
+                .zip(one.similarities(&keys, &query))
+                .map(|(k, s)| (*k, s.unwrap()))
+                .collect();
+            exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let top: HashSet<u64> = exact[..10].iter().map(|e| e.0).collect();
+            let hits = |idx: &VectorIndex| {
+                let hits = idx.search(&query, 10, None).unwrap();
+                assert_eq!(hits.len(), 10);
+                hits.iter().filter(|h| top.contains(&h.0)).count()
+            };
+            found_one += hits(&one);
+            found_eight += hits(&eight);
+            assert_eq!(
+                eight.similarities(&keys[..20], &query),
+                one.similarities(&keys[..20], &query)
+            );
+        }
+        assert!(found_one >= 380, "one graph found {found_one} of 400");
+        assert!(found_eight >= 380, "eight parts found {found_eight} of 400");
+    }
+
+    #[test]
+    fn parts_round_trip_remove_and_a_missing_part_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectors.usearch");
+        assert_eq!(part_path(&path, 2), dir.path().join("vectors.2.usearch"));
+        let idx = build(3, 2);
+        idx.remove(3).unwrap();
+        assert!(!idx.contains(3) && idx.contains(7919 + 3));
+        idx.save(&path).unwrap();
+        let back = VectorIndex::check_file(&path, 6, Quantization::I8, 3).unwrap();
+        assert_eq!((back.len(), back.part_count()), (idx.len(), 3));
+        assert_eq!(back.windows(4 * 7919 + 3).len(), 12, "two windows");
+        assert!(!back.contains(3));
+        assert!(VectorIndex::new(6, Quantization::I8, 0).is_err());
+        assert!(VectorIndex::new(6, Quantization::I8, MAX_PARTS + 1).is_err());
+        std::fs::remove_file(part_path(&path, 2)).unwrap();
+        let err = VectorIndex::load(&path, 6, Quantization::I8, true, 3)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("vectors.2.usearch"), "{err}");
+    }
+
     #[test]
     fn save_load_round_trip_and_dimension_check() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.usearch");
-        let idx = VectorIndex::new(4, Quantization::F16).unwrap();
+        let idx = VectorIndex::new(4, Quantization::F16, 1).unwrap();
         idx.add(5, &unit(&[1.0, 2.0, 3.0, 4.0])).unwrap();
         idx.save(&path).unwrap();
-        let back = VectorIndex::load(&path, 4, Quantization::F16, true).unwrap();
+        let back = VectorIndex::load(&path, 4, Quantization::F16, true, 1).unwrap();
         assert!(back.contains(5));
-        assert!(VectorIndex::load(&path, 8, Quantization::F16, false).is_err());
+        assert!(VectorIndex::load(&path, 8, Quantization::F16, false, 1).is_err());
         assert!(idx.add(6, &[1.0, 2.0, 3.0]).is_err());
     }
 }

@@ -356,6 +356,7 @@ impl PyWriter {
         self.with(py, |w| w.chunk_texts(&keys))
     }
 
+    #[pyo3(signature = (embedder_id, keys, counts, vectors, parts = 1))]
     fn add_vectors<'py>(
         &self,
         py: Python<'py>,
@@ -363,6 +364,7 @@ impl PyWriter {
         keys: PyReadonlyArray1<'py, u64>,
         counts: PyReadonlyArray1<'py, u64>,
         vectors: PyReadonlyArray2<'py, f32>,
+        parts: usize,
     ) -> PyResult<()> {
         let dim = vectors.shape()[1];
         let contiguous = "must be C-contiguous: use np.ascontiguousarray";
@@ -379,7 +381,7 @@ impl PyWriter {
             .as_slice()
             .map_err(|_| argument_type(format!("vectors {contiguous}")))?;
         self.with(py, |w| {
-            w.add_vectors(&embedder_id, dim, keys, &counts, flat)
+            w.add_vectors(&embedder_id, dim, keys, &counts, flat, parts)
         })
     }
 

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::lexical::StoredChunk;
-use crate::vector::VectorIndex;
+use crate::vector::{part_path, VectorIndex, MAX_PARTS};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -278,8 +278,20 @@ impl Store {
                 &path,
                 "memlane.json records no embedder for these vectors".into(),
             ),
-            (true, Some(dim)) => match VectorIndex::check_file(&path, dim, self.quantization) {
-                Err(e) => v.add(Severity::Problem, "vectors", &path, e.cause()),
+            (true, Some(dim)) => match VectorIndex::check_file(
+                &path,
+                dim,
+                self.quantization,
+                meta.map_or(1, HomeMeta::parts),
+            ) {
+                Err(e) => {
+                    // The part's own file, when one part of several is damaged.
+                    let file = match &e {
+                        Error::Corrupt { path, .. } => path,
+                        _ => &path,
+                    };
+                    v.add(Severity::Problem, "vectors", file, e.cause());
+                }
                 Ok(index) => {
                     let Some(keys) = keys else { return };
                     let mut windows = 0;
@@ -509,8 +521,9 @@ impl Writer {
         if id != embedder_id {
             return Ok(0);
         }
+        let parts = meta.parts();
         let Ok(source) =
-            VectorIndex::check_file(&old.home.join(VECTORS_FILE), dim, old.quantization)
+            VectorIndex::check_file(&old.home.join(VECTORS_FILE), dim, old.quantization, parts)
         else {
             return Ok(0);
         };
@@ -526,7 +539,7 @@ impl Writer {
         let keys: Vec<u64> = found.iter().map(|(k, _)| *k).collect();
         let counts: Vec<usize> = found.iter().map(|(_, w)| w.len() / dim).collect();
         let flat: Vec<f32> = found.into_iter().flat_map(|(_, w)| w).collect();
-        self.add_vectors(embedder_id, dim, &keys, &counts, &flat)?;
+        self.add_vectors(embedder_id, dim, &keys, &counts, &flat, parts)?;
         Ok(keys.len() as u64)
     }
 }
@@ -549,15 +562,30 @@ pub fn install_rebuilt(lock: &HomeLock) -> Result<()> {
     let replaced = home.join(REPLACED_DIR);
     remove_any(&replaced)?;
     std::fs::create_dir_all(&replaced)?;
-    for part in PARTS {
-        let (old, new) = (home.join(part), rebuilt.join(part));
-        if old.exists() {
+    // A split vector index is several files: every one of them goes where its first would.
+    let names = PARTS.iter().flat_map(|&part| {
+        let files = if part == VECTORS_FILE {
+            (0..MAX_PARTS)
+                .rev()
+                .map(|n| part_path(Path::new(VECTORS_FILE), n))
+                .collect()
+        } else {
+            vec![PathBuf::from(part)]
+        };
+        files.into_iter()
+    });
+    for part in names {
+        let (old, new) = (home.join(&part), rebuilt.join(&part));
+        let (was, comes) = (old.exists(), new.exists());
+        if was {
             std::fs::rename(&old, replaced.join(part))?;
         }
-        if new.exists() {
+        if comes {
             std::fs::rename(&new, &old)?;
         }
-        crate::durable::sync_dir(home)?;
+        if was || comes {
+            crate::durable::sync_dir(home)?;
+        }
     }
     remove_any(&replaced)?;
     remove_any(&rebuilt)?;

@@ -23,6 +23,17 @@ pub struct HomeMeta {
     pub dim: Option<usize>,
     /// `f16` | `i8` | `f32`.
     pub quantization: String,
+    /// Parts of the vector index (`vector::part_path` names their files), when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_parts: Option<usize>,
+}
+
+impl HomeMeta {
+    /// How many parts the vector index has (one unless recorded).
+    #[must_use]
+    pub fn parts(&self) -> usize {
+        self.vector_parts.unwrap_or(1)
+    }
 }
 
 /// Per source file state.

@@ -3,13 +3,14 @@
 //!
 //! Layout of a home:
 //! ```text
-//! memlane.json     which embedder built the vectors (id, dimension, quantization)
+//! memlane.json     which embedder built the vectors (id, dimension, quantization, parts)
 //! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys
 //! resume/          per appendable source file, where its next parse can start and the turns
 //!                  its re-chunking starts with (one file each, named by its content, so a
 //!                  commit writes only the ones that changed)
 //! lexical/         tantivy index (atomic commits)
-//! vectors.usearch  HNSW index (saved to a temp file, then renamed)
+//! vectors.usearch  HNSW index (saved to a temp file, then renamed); an index in parts has
+//!                  one graph each, `vectors.1.usearch` … beside it, saved before it
 //! write.lock       held by the one writer
 //! ```
 //! Write order on commit is tantivy → vectors → new resume states → manifest, each atomic. A

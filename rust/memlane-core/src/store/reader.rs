@@ -35,6 +35,10 @@ pub struct Status {
     pub dim: Option<usize>,
     /// How the vectors are stored (`i8`, `f16`, `f32`): chosen when the home was made.
     pub quantization: String,
+    /// Graphs the vector index is split into (see [`crate::vector`]): chosen at its first
+    /// vectors.
+    #[serde(default = "one")]
+    pub vector_parts: usize,
     /// Bytes on disk.
     pub disk_bytes: u64,
     /// Sessions tracked.
@@ -51,6 +55,10 @@ pub struct Status {
     /// What the archive takes on disk.
     #[serde(default)]
     pub archive_disk_bytes: u64,
+}
+
+fn one() -> usize {
+    1
 }
 
 fn dir_size(path: &Path) -> u64 {
@@ -362,6 +370,7 @@ impl Store {
                     dim,
                     self.quantization,
                     true,
+                    meta.parts(),
                 )?)),
                 _ => None,
             };
@@ -521,6 +530,7 @@ impl Store {
             chunks: keys.len() as u64,
             chunks_with_vectors: with_vectors as u64,
             vectors: vectors.as_ref().map_or(0, |v| v.len() as u64),
+            vector_parts: meta.parts(),
             embedder_id: meta.embedder_id,
             dim: meta.dim,
             quantization: meta.quantization,

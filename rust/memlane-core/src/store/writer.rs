@@ -564,6 +564,7 @@ impl Writer {
                     dim,
                     self.store.quantization,
                     false,
+                    self.store.meta()?.parts(),
                 )?);
             }
         }
@@ -579,6 +580,8 @@ impl Writer {
     }
 
     /// Store embeddings: chunk `keys[i]` gets `counts[i]` consecutive windows of `flat`.
+    /// `parts` is how many graphs the vector index is split into when this call creates it
+    /// (see [`crate::vector`]); an existing index keeps its own.
     ///
     /// # Errors
     /// `EmbedderMismatch` if the home's vectors come from another embedder; shape errors.
@@ -589,6 +592,7 @@ impl Writer {
         keys: &[u64],
         counts: &[usize],
         flat: &[f32],
+        parts: usize,
     ) -> Result<()> {
         if keys.len() != counts.len() || counts.iter().sum::<usize>() * dim != flat.len() {
             return Err(Error::InvalidArgument(format!(
@@ -603,12 +607,14 @@ impl Writer {
         let vectors = match &mut self.vectors {
             Some(v) => v,
             empty @ None => {
+                let index = VectorIndex::new(dim, self.store.quantization, parts)?;
                 if let Ok(mut meta) = self.store.meta.write() {
                     meta.embedder_id = Some(embedder_id.to_owned());
                     meta.dim = Some(dim);
+                    meta.vector_parts = (parts > 1).then_some(parts);
                 }
                 write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
-                empty.insert(VectorIndex::new(dim, self.store.quantization)?)
+                empty.insert(index)
             }
         };
         let mut batch = Vec::with_capacity(keys.len());
