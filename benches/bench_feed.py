@@ -165,6 +165,13 @@ def main() -> None:
         default="gpu",
         help="null and stand-in models fed as a GPU is (default: batches of 256, two in flight) or as one CPU core",
     )
+    parser.add_argument(
+        "--vector-parts",
+        type=int,
+        help="graphs the backfilled home's vector index is split into (default: as the feed's device asks, "
+        "a GPU's GPU_VECTOR_PARTS or one)",
+    )
+    parser.add_argument("--skip-real", action="store_true", help="leave out the real q8 model's rows")
     args = parser.parse_args()
 
     print(f"load average {os.getloadavg()[0]:.2f}, {len(os.sched_getaffinity(0))} cores, memlane from "
@@ -176,6 +183,9 @@ def main() -> None:
         print(f"archive {size / 1e6:.1f} MB, {len(texts)} chunks", flush=True)
 
         emb = LocalEmbedder(**FEEDS[args.feed])
+        # The home a GPU embeds is split into as many graphs as it asks for (1 before there were parts).
+        emb.vector_parts = args.vector_parts or (getattr(local, "GPU_VECTOR_PARTS", 1) if args.feed == "gpu" else 1)
+        print(f"vector index in {emb.vector_parts} parts", flush=True)
         null = NullSession(emb._session)
         with_session(emb, null)
         windows = embed_in_calls(emb, texts)
@@ -201,7 +211,8 @@ def main() -> None:
                   f"{fill_wall:.2f} s): backfill {wall:.2f} s wall, {wall / max(model, fill_wall):.2f}x max(model, feed)",
                   flush=True)  # fmt: skip
 
-        real_q8(texts[: args.real_chunks], args.threads, args.repeats)
+        if not args.skip_real:
+            real_q8(texts[: args.real_chunks], args.threads, args.repeats)
 
 
 def real_q8(texts: list[str], cores: int, repeats: int) -> None:

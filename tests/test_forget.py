@@ -95,6 +95,39 @@ def test_a_forgotten_chunk_stays_out_wherever_its_text_turns_up(tmp_path, fake_e
     assert any("exit code 137" in h.text for h in mem.search("exit code 137", k=3)), "the rest of it is there"
 
 
+def test_what_was_forgotten_stays_forgotten_through_a_repair(tmp_path, fake_embedder):
+    # A repair rebuilds the home from its sources, which still hold the forgotten text: it
+    # must keep the tombstones, as a re-index does, or `forget` would last until the next repair.
+    mem, src = _index(tmp_path, fake_embedder)
+    write_jsonl(
+        src / "leak.jsonl",
+        generic_session(
+            "leak-1",
+            [
+                ("set up the deploy credentials", f"Use the key {LEAK} with region eu-west-1 for the deploy bucket."),
+                ("and the retention policy?", "Keep deploy logs for ninety days in the archive bucket."),
+            ],
+        )
+        + generic_session("leak-2", [("which region again?", "The bucket lives in eu-west-1 near the leak")]),
+    )
+    mem.index([src])
+    [leaked] = [h.id for h in mem.search(LEAK, k=5, threshold=0.0) if h.session_id == "leak-1"]
+    mem.forget(session="leak-1")
+    mem.forget(path=src / "cooking.jsonl")
+    kept = mem.search("ninety days retention", k=3, threshold=0.0)
+    assert not any(h.session_id == "leak-1" for h in kept)
+    (mem.home / "vectors.usearch").write_bytes(b"damaged")
+    report = mem.repair()
+    assert report.repaired and report.files_reindexed > 0
+    assert mem.verify()["sound"]
+    assert mem.get(leaked) is None and not _found(mem, LEAK, "leak-1")
+    assert not _found(mem, "ninety days retention", "leak-1") and not _found(mem, "pasta sauce basil", "cook-1")
+    assert _found(mem, "which region again", "leak-2"), "the file's other session is indexed again"
+    # The tombstones came along: the repaired home can still lift them.
+    mem.forget(session="leak-1", undo=True)
+    assert _found(mem, LEAK, "leak-1")
+
+
 def test_forget_from_the_cli(tmp_path, capsys):
     src = write_deploy_and_cooking(tmp_path / "src")
     home = str(tmp_path / "home")

@@ -557,11 +557,15 @@ def test_a_home_in_vector_parts_keeps_them_through_updates_and_repair(tmp_path, 
     answers = {q: [(h.id, h.score) for h in parted.search(q, k=5)] for q in QUERIES}
     assert answers == {q: [(h.id, h.score) for h in one.search(q, k=5)] for q in QUERIES}
 
-    # An update adds to the same parts.
+    # An update adds to the same parts; forgetting takes a session's vectors out of theirs.
     write_jsonl(src / "late.jsonl", generic_session("late", [("what about the late invoice?", "Paid on Friday.")]))
     parted.index([src])
     status = parted.status()
     assert (status["vector_parts"], status["chunks_with_vectors"]) == (4, status["chunks"])
+    assert parted.forget(session="ledger-3")["chunks"] > 0
+    after = parted.status()
+    assert after["chunks_with_vectors"] == after["chunks"] < status["chunks"] and after["vectors"] < status["vectors"]
+    assert parted.verify()["sound"]
     answers = {q: [(h.id, h.score) for h in parted.search(q, k=5)] for q in QUERIES}
 
     # A missing part is damage; the repair rebuilds the four parts from the cache.

@@ -201,6 +201,8 @@ class Writer:
         """Lift a tombstone; ``files`` are read again by the next index run."""
     def purge_deleted(self) -> None:
         """Take deleted chunks' text off the disk (after a commit that forgot some)."""
+    def adopt_forgotten(self, old: Store) -> bool:
+        """Take ``old``'s tombstones before a rebuild reads any file; False when its manifest cannot be read."""
     def restore_archived(self, old: Store, paths: list[str]) -> list[str]:
         """Index from the home's kept copies the transcripts a rebuild cannot read; the paths restored."""
     def adopt_files(self, old: Store, paths: list[str]) -> dict[str, Any]:

@@ -307,6 +307,10 @@ def repair(
         # Without a readable memlane.json the rebuild stores vectors as a new home does.
         report.quantization = quantization or old_meta.get("quantization") or DEFAULT_QUANTIZATION
         rebuilt = open_home(mem.home / _core.REPAIR_DIR, report.quantization)
+        with rebuilt._store.writer() as writer:
+            # What was forgotten stays forgotten: the sources still hold it.
+            writer.adopt_forgotten(mem._store)
+            writer.commit()
         indexed = rebuilt.index(present, embed=False, progress=progress)
         report.files_reindexed = indexed.files_indexed
         unread = [f["path"] for f in indexed.files if (f["empty_reason"] or "").startswith(("unreadable", "corrupt"))]

@@ -417,6 +417,13 @@ impl PyWriter {
         self.with(py, Writer::purge_deleted)
     }
 
+    /// Take `old`'s tombstones before a rebuild reads any file; false when its manifest
+    /// cannot be read.
+    fn adopt_forgotten(&self, py: Python<'_>, old: &PyStore) -> PyResult<bool> {
+        let old = old.inner.clone();
+        self.with(py, |w| w.adopt_forgotten(&old))
+    }
+
     /// Index from the home's kept copies the transcripts a rebuild cannot read; returns
     /// the paths restored.
     fn restore_archived(
