@@ -683,12 +683,7 @@ mod tests {
             let hits = idx.search(&query, 10, Some(&allowed)).unwrap();
             let mut keys: Vec<u64> = allowed.iter().copied().collect();
             keys.sort_unstable();
-            let mut brute: Vec<(u64, f32)> = keys
-                .iter()
-                .zip(idx.similarities(&keys, &query))
-                .map(|(k, s)| (*k, s.unwrap()))
-                .collect();
-            brute.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let brute = exact_ranking(&idx, &keys, &query);
             assert!(hits.iter().all(|h| allowed.contains(&h.0)));
             assert_eq!(hits.len(), 10);
             // The graph is approximate; the exact path is exact.
@@ -705,6 +700,17 @@ mod tests {
                 assert!(found >= 8, "graph search found {found} of the 10 nearest");
             }
         }
+    }
+
+    /// `keys` by their exact similarity to `query`, best first, ties by key.
+    fn exact_ranking(idx: &VectorIndex, keys: &[u64], query: &[f32]) -> Vec<(u64, f32)> {
+        let mut ranked: Vec<(u64, f32)> = keys
+            .iter()
+            .zip(idx.similarities(keys, query))
+            .map(|(k, s)| (*k, s.unwrap()))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
     }
 
     fn clustered(key: u64) -> Vec<f32> {
@@ -783,12 +789,7 @@ mod tests {
         let (mut found_one, mut found_eight) = (0, 0);
         for q in 0..40 {
             let query = clustered(q * 53 + 5);
-            let mut exact: Vec<(u64, f32)> = keys
-                .iter()
-                .zip(one.similarities(&keys, &query))
-                .map(|(k, s)| (*k, s.unwrap()))
-                .collect();
-            exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let exact = exact_ranking(&one, &keys, &query);
             let top: HashSet<u64> = exact[..10].iter().map(|e| e.0).collect();
             let hits = |idx: &VectorIndex| {
                 let hits = idx.search(&query, 10, None).unwrap();

@@ -421,7 +421,7 @@ impl PyWriter {
     /// cannot be read.
     fn adopt_forgotten(&self, py: Python<'_>, old: &PyStore) -> PyResult<bool> {
         let old = old.inner.clone();
-        self.with(py, |w| w.adopt_forgotten(&old))
+        self.with(py, |w| Ok(w.adopt_forgotten(&old)))
     }
 
     /// Index from the home's kept copies the transcripts a rebuild cannot read; returns

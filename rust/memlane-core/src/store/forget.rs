@@ -182,18 +182,15 @@ impl Writer {
 
     /// Take `old`'s tombstones (a rebuild's first step, before any file is read): what was
     /// forgotten there stays forgotten here. Returns whether `old`'s manifest could be read.
-    ///
-    /// # Errors
-    /// None today; a `Result` as every writer call.
-    pub fn adopt_forgotten(&mut self, old: &super::Store) -> Result<bool> {
+    pub fn adopt_forgotten(&mut self, old: &super::Store) -> bool {
         let Ok(manifest) = old.read_manifest() else {
-            return Ok(false);
+            return false;
         };
         if !manifest.forgotten.is_empty() {
             self.manifest.forgotten = manifest.forgotten;
             self.manifest_dirty = true;
         }
-        Ok(true)
+        true
     }
 
     /// Lift a tombstone: the files it came from are read again by the next index run (their

@@ -562,18 +562,15 @@ pub fn install_rebuilt(lock: &HomeLock) -> Result<()> {
     let replaced = home.join(REPLACED_DIR);
     remove_any(&replaced)?;
     std::fs::create_dir_all(&replaced)?;
-    // A split vector index is several files: every one of them goes where its first would.
-    let names = PARTS.iter().flat_map(|&part| {
-        let files = if part == VECTORS_FILE {
-            (0..MAX_PARTS)
-                .rev()
-                .map(|n| part_path(Path::new(VECTORS_FILE), n))
-                .collect()
+    // A vector index in parts is several files, each moved where the first is, the first last.
+    let mut names: Vec<PathBuf> = Vec::new();
+    for part in PARTS {
+        if part == VECTORS_FILE {
+            names.extend((0..MAX_PARTS).rev().map(|n| part_path(Path::new(part), n)));
         } else {
-            vec![PathBuf::from(part)]
-        };
-        files.into_iter()
-    });
+            names.push(PathBuf::from(part));
+        }
+    }
     for part in names {
         let (old, new) = (home.join(&part), rebuilt.join(&part));
         let (was, comes) = (old.exists(), new.exists());
