@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memlane.embed import Embedder, make_embedder
-from memlane.embed._bert_onnx import BertConfig, build_bert_onnx, read_safetensors
+from memlane.embed._bert_onnx import MEAN_POOLED, BertConfig, build_bert_onnx, read_safetensors
 from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows
 from memlane.embed.weights import PACKAGE, minilm_dir
 from memlane.errors import WeightsMismatchError
@@ -291,8 +291,9 @@ def test_fp32_graph_matches_numpy_forward_pass(
     for row, window in enumerate(windows):
         ids[row, : len(window)] = window
         mask[row, : len(window)] = 1
-    (hidden,) = session.run(
-        ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    hidden, pooled = session.run(
+        ["last_hidden_state", MEAN_POOLED],
+        {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
     )
     worst = 0.0
     for row, window in enumerate(windows):
@@ -300,6 +301,12 @@ def test_fp32_graph_matches_numpy_forward_pass(
         worst = max(worst, float(np.abs(hidden[row, : len(window)] - expected).max()))
     record_property(f"max_abs_diff_vs_numpy_fused_{fused}", worst)
     assert worst < 1e-4, worst
+    # The graph's own pooling is the host's: the padded rows' tokens averaged over the mask.
+    weights_ = mask.astype(np.float32)
+    host = np.einsum("bsh,bs->bh", hidden, weights_) / weights_.sum(axis=1, keepdims=True)
+    host /= np.linalg.norm(host, axis=1, keepdims=True)
+    assert pooled.shape == (len(windows), hidden.shape[-1])
+    assert float(np.abs(pooled - host).max()) < 1e-6
 
 
 @pytest.mark.model
@@ -309,7 +316,7 @@ def test_fp32_graph_is_valid_and_uses_only_standard_ops(fp32: LocalEmbedder) -> 
     onnx.checker.check_model(str(fp32.onnx_path), full_check=True)
     model = onnx.load(str(fp32.onnx_path), load_external_data=False)
     assert {node.domain for node in model.graph.node} == {""}
-    assert [o.name for o in model.graph.output] == ["last_hidden_state"]
+    assert [o.name for o in model.graph.output] == ["last_hidden_state", MEAN_POOLED]
 
 
 @pytest.mark.model
@@ -321,6 +328,29 @@ def test_q8_graph_runs_integer_products_but_the_kept_ones(q8: LocalEmbedder) -> 
     assert ops.count("QAttention") == 6
     assert ops.count("DynamicQuantizeMatMul") + ops.count("MatMulInteger") == 3 * 6 - len(Q8_KEEP_FP32)
     assert sorted(n.name for n in model.graph.node if n.op_type == "MatMul") == sorted(Q8_KEEP_FP32)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", ["q8", "fp32"])
+def test_pooling_in_the_graph_gives_the_hosts_vectors(mode: str, cache_dir: Path) -> None:
+    # What a GPU runs (the graph pools, [batch, hidden] comes back), here on the CPU: in padded
+    # batches of mixed lengths, the same vectors as pooling on the host.
+    embedder = LocalEmbedder(mode=mode, threads=1, batch_size=8)
+    assert embedder._pooled_output is None, "a CPU pools on the host"
+    texts = [long_text(n) for n in (3, 40, 400)] + _SENTENCES + ["", "x"]
+    on_host = embedder.embed_documents(texts)
+    session, fetched = embedder._session, set()
+
+    class Fetches:
+        def run(self, outputs: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+            fetched.add(tuple(outputs))
+            return session.run(outputs, feed)
+
+    embedder._session, embedder._pooled_output = Fetches(), MEAN_POOLED
+    in_graph = embedder.embed_documents(texts)
+    assert fetched == {(MEAN_POOLED,)}, "only the pooled rows come back"
+    worst = max(float(np.abs(a - b).max()) for a, b in zip(on_host, in_graph))
+    assert [a.shape for a in on_host] == [b.shape for b in in_graph] and worst < 1e-5, worst
 
 
 # --- the embedder -------------------------------------------------------------------

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from onnx import ModelProto, NodeProto, TensorProto
 
 # Bump whenever the emitted graph changes, so stale cache files are not reused.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
+# The graph's second output: each row's tokens averaged over its attention mask, L2-normalised
+# (what the local embedder does on the host with ``last_hidden_state``). A GPU returns this
+# [batch, hidden] array instead of [batch, sequence, hidden] hidden states: 1/sequence of the
+# copy back to the host, and no pooling there.
+MEAN_POOLED = "mean_pooled"
 
 # opset 17 is the first with a standard LayerNormalization; IR 8 is what opset 17
 # was released with, which keeps the file loadable by older onnxruntime builds.
@@ -178,11 +183,12 @@ class _Graph:
 
 
 def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False) -> ModelProto:
-    """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state``.
+    """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state, mean_pooled``.
 
-    All three inputs are int64 ``[batch, sequence]``; the output is float32
-    ``[batch, sequence, hidden_size]``, matching Hugging Face ``BertModel``
-    (exact erf GELU, additive attention mask, post-LayerNorm residuals).
+    All three inputs are int64 ``[batch, sequence]``; ``last_hidden_state`` is float32
+    ``[batch, sequence, hidden_size]``, matching Hugging Face ``BertModel`` (exact erf GELU,
+    additive attention mask, post-LayerNorm residuals), and :data:`MEAN_POOLED` its rows
+    averaged over the mask and L2-normalised, ``[batch, hidden_size]``.
 
     Args:
         tensors: Weights named as in a Hugging Face ``BertModel`` state dict.
@@ -202,7 +208,7 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         >>> config = BertConfig.from_json(minilm_dir() / "config.json")
         >>> model = build_bert_onnx(read_safetensors(minilm_dir() / "model.safetensors"), config)
         >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
-        (['input_ids', 'attention_mask', 'token_type_ids'], ['last_hidden_state'])
+        (['input_ids', 'attention_mask', 'token_type_ids'], ['last_hidden_state', 'mean_pooled'])
     """
     from onnx import TensorProto, helper
 
@@ -324,6 +330,17 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
             inter, f"{p}.output.dense", x, f"{p}.output.LayerNorm", "last_hidden_state" if is_last else f"{n}/ffn_out"
         )
 
+    # Mean pooling over the mask, then L2 normalisation (the host's eps: 1e-12).
+    weights = g.op("Cast", ["attention_mask"], "pool/weights", to=TensorProto.FLOAT)
+    per_token = g.op("Unsqueeze", [weights, g.const("const/last_axis", np.array([2], np.int64))], "pool/per_token")
+    seq_axis = g.const("const/seq_axis", np.array([1], np.int64))
+    summed = g.op("ReduceSum", [g.op("Mul", [x, per_token], "pool/masked"), seq_axis], "pool/sum", keepdims=0)
+    counted = g.op("ReduceSum", [weights, seq_axis], "pool/count", keepdims=1)
+    mean = g.op("Div", [summed, counted], "pool/mean")
+    norm = g.op("ReduceL2", [mean], "pool/norm", axes=[1], keepdims=1)
+    floor = g.const("const/norm_floor", np.array(1e-12, np.float32))
+    g.op("Div", [mean, g.op("Max", [norm, floor], "pool/norm_floored")], MEAN_POOLED)
+
     inputs = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
         for name in ("input_ids", "attention_mask", "token_type_ids")
@@ -332,7 +349,10 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         g.nodes,
         "bert_encoder",
         inputs,
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])],
+        [
+            helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden]),
+            helper.make_tensor_value_info(MEAN_POOLED, TensorProto.FLOAT, ["batch", hidden]),
+        ],
         initializer=g.initializers,
     )
     opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if fused else [])

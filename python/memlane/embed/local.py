@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from memlane.embed._bert_onnx import MEAN_POOLED
 from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
@@ -396,6 +397,13 @@ class LocalEmbedder:
         self.dim = dim
         self.max_window_tokens = model.max_tokens
         self.pooling = model.pooling
+        # On a GPU the graph pools (when it can: the graphs memlane builds do), so only [batch,
+        # hidden] comes back to the host. A CPU pools on the host, exactly as before: its q8
+        # vectors are cached by content and must not move by a rounding.
+        outputs = {o.name for o in session.get_outputs()}
+        self._pooled_output = (
+            MEAN_POOLED if self.device == "gpu" and self.pooling == "mean" and MEAN_POOLED in outputs else None
+        )
         self.batch_size = batch_size or (GPU_BATCH_SIZE if self.device == "gpu" else CPU_BATCH_SIZE)
         self.vector_parts = GPU_VECTOR_PARTS if self.device == "gpu" else 1
         self.onnx_path = onnx_path
@@ -553,6 +561,10 @@ class LocalEmbedder:
     def _run(self, runs: Sequence[tuple[dict[str, np.ndarray], np.ndarray, Sequence[int]]], out: np.ndarray) -> None:
         """Run the model on each padded run in turn; its pooled, normalised vectors go to ``out[rows]``."""
         for feed, mask, rows in runs:
+            if self._pooled_output:
+                (pooled,) = self._session.run([self._pooled_output], feed)
+                out[rows] = pooled
+                continue
             (hidden,) = self._session.run([self._output], feed)
             if self.pooling == "cls":
                 pooled = hidden[:, 0, :]
