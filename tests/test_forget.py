@@ -95,9 +95,11 @@ def test_a_forgotten_chunk_stays_out_wherever_its_text_turns_up(tmp_path, fake_e
     assert any("exit code 137" in h.text for h in mem.search("exit code 137", k=3)), "the rest of it is there"
 
 
-def test_what_was_forgotten_stays_forgotten_through_a_repair(tmp_path, fake_embedder):
+@pytest.mark.parametrize("damaged", ["vectors.usearch", "manifest.json"])
+def test_what_was_forgotten_stays_forgotten_through_a_repair(tmp_path, fake_embedder, damaged):
     # A repair rebuilds the home from its sources, which still hold the forgotten text: it
-    # must keep the tombstones, as a re-index does, or `forget` would last until the next repair.
+    # must keep the tombstones, as a re-index does, or `forget` would last until the next
+    # repair; they live in the manifest and, for a repair that cannot read it, beside it.
     mem, src = _index(tmp_path, fake_embedder)
     write_jsonl(
         src / "leak.jsonl",
@@ -116,7 +118,7 @@ def test_what_was_forgotten_stays_forgotten_through_a_repair(tmp_path, fake_embe
     mem.forget(path=src / "cooking.jsonl")
     kept = mem.search("ninety days retention", k=3, threshold=0.0)
     assert not any(h.session_id == "leak-1" for h in kept)
-    (mem.home / "vectors.usearch").write_bytes(b"damaged")
+    (mem.home / damaged).write_bytes(b"damaged")
     report = mem.repair()
     assert report.repaired and report.files_reindexed > 0
     assert mem.verify()["sound"]

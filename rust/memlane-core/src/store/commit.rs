@@ -3,7 +3,8 @@
 
 use super::manifest::write_json;
 use super::{
-    IndexReport, Manifest, Store, Writer, MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
+    IndexReport, Manifest, Store, Writer, FORGOTTEN_FILE, MANIFEST_FILE, META_FILE, RESUME_DIR,
+    VECTORS_FILE,
 };
 use crate::error::{Error, Result};
 use std::collections::HashSet;
@@ -163,6 +164,10 @@ impl Writer {
         self.removed_keys.clear();
         if self.manifest_dirty {
             self.write_states()?;
+            let forgotten = self.store.home.join(FORGOTTEN_FILE);
+            if !self.manifest.forgotten.is_empty() || forgotten.exists() {
+                write_json(&forgotten, &self.manifest.forgotten)?;
+            }
             write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
             if !self.store.home.join(META_FILE).exists() {
                 write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;

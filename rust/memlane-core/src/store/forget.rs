@@ -5,7 +5,7 @@
 //! until they are merged. A forget therefore merges the segments that hold deletions once
 //! its commit is done ([`Writer::purge_deleted`]), so the forgotten text is gone from disk.
 
-use super::{FileEntry, Writer};
+use super::{read_json, FileEntry, Writer, FORGOTTEN_FILE};
 use crate::error::{Error, Result};
 use crate::lexical::Filters;
 use serde::{Deserialize, Serialize};
@@ -22,8 +22,9 @@ pub enum Forget {
     Chunk(u64),
 }
 
-/// Tombstones, kept in the manifest: what was forgotten, with the files it came from (a
-/// lifted tombstone has those files read again).
+/// Tombstones, kept in the manifest (and copied beside it, `forgotten.json`, for a repair that
+/// cannot read the manifest): what was forgotten, with the files it came from (a lifted
+/// tombstone has those files read again).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Forgotten {
     /// Source files never read again.
@@ -181,13 +182,18 @@ impl Writer {
     }
 
     /// Take `old`'s tombstones (a rebuild's first step, before any file is read): what was
-    /// forgotten there stays forgotten here. Returns whether `old`'s manifest could be read.
+    /// forgotten there stays forgotten here. From its manifest, or when that cannot be read
+    /// from the copy beside it (`forgotten.json`); false when neither can be read.
     pub fn adopt_forgotten(&mut self, old: &super::Store) -> bool {
-        let Ok(manifest) = old.read_manifest() else {
-            return false;
+        let tombstones = match old.read_manifest() {
+            Ok(manifest) => manifest.forgotten,
+            Err(_) => match read_json::<Forgotten>(&old.home.join(FORGOTTEN_FILE)) {
+                Ok(copy) => copy,
+                Err(_) => return false,
+            },
         };
-        if !manifest.forgotten.is_empty() {
-            self.manifest.forgotten = manifest.forgotten;
+        if !tombstones.is_empty() {
+            self.manifest.forgotten = tombstones;
             self.manifest_dirty = true;
         }
         true

@@ -9,7 +9,7 @@
 
 use super::{
     guarded, read_json, FileEntry, HomeLock, HomeMeta, IndexReport, Manifest, ParsedSource, Store,
-    Writer, LEXICAL_DIR, MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
+    Writer, FORGOTTEN_FILE, LEXICAL_DIR, MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
 };
 use crate::error::{Error, Result};
 use crate::lexical::StoredChunk;
@@ -24,11 +24,12 @@ pub const REPAIR_DIR: &str = "repair.tmp";
 const REPLACED_DIR: &str = "repair.old";
 /// The parts of a home a repair replaces, the manifest last: it is what says which chunks
 /// are live, so until it is in place the home reads as the old one or as damaged.
-const PARTS: [&str; 5] = [
+const PARTS: [&str; 6] = [
     LEXICAL_DIR,
     VECTORS_FILE,
     RESUME_DIR,
     META_FILE,
+    FORGOTTEN_FILE,
     MANIFEST_FILE,
 ];
 

@@ -4,7 +4,9 @@
 //! Layout of a home:
 //! ```text
 //! memlane.json     which embedder built the vectors (id, dimension, quantization, parts)
-//! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys
+//! manifest.json    per source file: size, mtime, hash, complete bytes, chunk keys; what was
+//!                  forgotten (tombstones)
+//! forgotten.json   the tombstones again, for a repair of a home whose manifest is lost
 //! resume/          per appendable source file, where its next parse can start and the turns
 //!                  its re-chunking starts with (one file each, named by its content, so a
 //!                  commit writes only the ones that changed)
@@ -53,6 +55,7 @@ use source::ParsedSource;
 
 const META_FILE: &str = "memlane.json";
 const MANIFEST_FILE: &str = "manifest.json";
+const FORGOTTEN_FILE: &str = "forgotten.json";
 const RESUME_DIR: &str = "resume";
 const LEXICAL_DIR: &str = "lexical";
 const VECTORS_FILE: &str = "vectors.usearch";
