@@ -42,11 +42,12 @@ if TYPE_CHECKING:
     from onnx import ModelProto, NodeProto, TensorProto
 
 # Bump whenever the emitted graph changes, so stale cache files are not reused.
-BUILDER_VERSION = 2
-# The graph's second output: each row's tokens averaged over its attention mask, L2-normalised
-# (what the local embedder does on the host with ``last_hidden_state``). A GPU returns this
-# [batch, hidden] array instead of [batch, sequence, hidden] hidden states: 1/sequence of the
-# copy back to the host, and no pooling there.
+BUILDER_VERSION = 1
+# The fp32 graph's second output: each row's tokens averaged over its attention mask,
+# L2-normalised (what the local embedder does on the host with ``last_hidden_state``). A GPU
+# returns this [batch, hidden] array instead of [batch, sequence, hidden] hidden states: 1/sequence
+# of the copy back to the host, and no pooling there. The q8 graph (CPU only) has none, so its
+# cached file, and every q8 home's vectors, stay as they were.
 MEAN_POOLED = "mean_pooled"
 
 # opset 17 is the first with a standard LayerNormalization; IR 8 is what opset 17
@@ -182,13 +183,15 @@ class _Graph:
         return name
 
 
-def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False) -> ModelProto:
-    """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state, mean_pooled``.
+def build_bert_onnx(
+    tensors: Mapping[str, np.ndarray], config: BertConfig, *, fused: bool = False, pooled: bool = False
+) -> ModelProto:
+    """Build the encoder graph: ``(input_ids, attention_mask, token_type_ids) -> last_hidden_state``.
 
     All three inputs are int64 ``[batch, sequence]``; ``last_hidden_state`` is float32
     ``[batch, sequence, hidden_size]``, matching Hugging Face ``BertModel`` (exact erf GELU,
-    additive attention mask, post-LayerNorm residuals), and :data:`MEAN_POOLED` its rows
-    averaged over the mask and L2-normalised, ``[batch, hidden_size]``.
+    additive attention mask, post-LayerNorm residuals). With ``pooled``, a second output,
+    :data:`MEAN_POOLED`: its rows averaged over the mask and L2-normalised, ``[batch, hidden_size]``.
 
     Args:
         tensors: Weights named as in a Hugging Face ``BertModel`` state dict.
@@ -196,6 +199,7 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         fused: Write each attention block, residual + LayerNorm and bias + GELU as one of
             onnxruntime's ``com.microsoft`` operators (what its quantiser turns into integer
             kernels) instead of standard operators; the same function to float rounding.
+        pooled: Add the :data:`MEAN_POOLED` output.
 
     Returns:
         An ``onnx.ModelProto`` (opset 17; only default-domain operators unless ``fused``).
@@ -208,7 +212,7 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         >>> config = BertConfig.from_json(minilm_dir() / "config.json")
         >>> model = build_bert_onnx(read_safetensors(minilm_dir() / "model.safetensors"), config)
         >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
-        (['input_ids', 'attention_mask', 'token_type_ids'], ['last_hidden_state', 'mean_pooled'])
+        (['input_ids', 'attention_mask', 'token_type_ids'], ['last_hidden_state'])
     """
     from onnx import TensorProto, helper
 
@@ -330,16 +334,20 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
             inter, f"{p}.output.dense", x, f"{p}.output.LayerNorm", "last_hidden_state" if is_last else f"{n}/ffn_out"
         )
 
-    # Mean pooling over the mask, then L2 normalisation (the host's eps: 1e-12).
-    weights = g.op("Cast", ["attention_mask"], "pool/weights", to=TensorProto.FLOAT)
-    per_token = g.op("Unsqueeze", [weights, g.const("const/last_axis", np.array([2], np.int64))], "pool/per_token")
-    seq_axis = g.const("const/seq_axis", np.array([1], np.int64))
-    summed = g.op("ReduceSum", [g.op("Mul", [x, per_token], "pool/masked"), seq_axis], "pool/sum", keepdims=0)
-    counted = g.op("ReduceSum", [weights, seq_axis], "pool/count", keepdims=1)
-    mean = g.op("Div", [summed, counted], "pool/mean")
-    norm = g.op("ReduceL2", [mean], "pool/norm", axes=[1], keepdims=1)
-    floor = g.const("const/norm_floor", np.array(1e-12, np.float32))
-    g.op("Div", [mean, g.op("Max", [norm, floor], "pool/norm_floored")], MEAN_POOLED)
+    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])]
+    if pooled:
+        # Mean pooling over the mask, then L2 normalisation (the host's eps: 1e-12).
+        weights = g.op("Cast", ["attention_mask"], "pool/weights", to=TensorProto.FLOAT)
+        last_axis = g.const("const/last_axis", np.array([2], np.int64))
+        per_token = g.op("Unsqueeze", [weights, last_axis], "pool/per_token")
+        seq_axis = g.const("const/seq_axis", np.array([1], np.int64))
+        summed = g.op("ReduceSum", [g.op("Mul", [x, per_token], "pool/masked"), seq_axis], "pool/sum", keepdims=0)
+        counted = g.op("ReduceSum", [weights, seq_axis], "pool/count", keepdims=1)
+        mean = g.op("Div", [summed, counted], "pool/mean")
+        norm = g.op("ReduceL2", [mean], "pool/norm", axes=[1], keepdims=1)
+        floor = g.const("const/norm_floor", np.array(1e-12, np.float32))
+        g.op("Div", [mean, g.op("Max", [norm, floor], "pool/norm_floored")], MEAN_POOLED)
+        outputs.append(helper.make_tensor_value_info(MEAN_POOLED, TensorProto.FLOAT, ["batch", hidden]))
 
     inputs = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
@@ -349,10 +357,7 @@ def build_bert_onnx(tensors: Mapping[str, np.ndarray], config: BertConfig, *, fu
         g.nodes,
         "bert_encoder",
         inputs,
-        [
-            helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden]),
-            helper.make_tensor_value_info(MEAN_POOLED, TensorProto.FLOAT, ["batch", hidden]),
-        ],
+        outputs,
         initializer=g.initializers,
     )
     opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if fused else [])
@@ -492,7 +497,8 @@ def ensure_bert_onnx(
         model_dir: Directory holding ``model.safetensors`` and ``config.json``.
         name: Human-readable model name used as the cache file's prefix.
         cache_dir: Cache directory; defaults to :func:`default_model_dir`.
-        quantize: Build the int8 graph (:func:`quantize_bert_onnx`) instead of the fp32 one.
+        quantize: Build the int8 graph (:func:`quantize_bert_onnx`) instead of the fp32 one (which
+            also has the :data:`MEAN_POOLED` output a GPU fetches).
         keep_fp32: With ``quantize``, the ``MatMul`` nodes left in fp32.
 
     Returns:
@@ -507,6 +513,8 @@ def ensure_bert_onnx(
     weights = model_dir / "model.safetensors"
     target_dir = Path(cache_dir) if cache_dir is not None else default_model_dir()
     salt = f"memlane-bert-onnx-v{BUILDER_VERSION}"
+    if not quantize:
+        salt += f"|{MEAN_POOLED}"
     if quantize:
         import onnxruntime
 
@@ -518,7 +526,9 @@ def ensure_bert_onnx(
 
     # Checkpoints saved from a task model (BertForMaskedLM, ...) prefix the encoder's weights with "bert.".
     tensors = {k.removeprefix("bert."): v for k, v in read_safetensors(weights).items()}
-    model = build_bert_onnx(tensors, BertConfig.from_json(model_dir / "config.json"), fused=quantize)
+    model = build_bert_onnx(
+        tensors, BertConfig.from_json(model_dir / "config.json"), fused=quantize, pooled=not quantize
+    )
     target_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target_dir)
     try:
