@@ -202,7 +202,7 @@ class Writer:
     def purge_deleted(self) -> None:
         """Take deleted chunks' text off the disk (after a commit that forgot some)."""
     def adopt_forgotten(self, old: Store) -> bool:
-        """Take ``old``'s tombstones before a rebuild reads any file; False when its manifest cannot be read."""
+        """Take ``old``'s tombstones before a rebuild reads any file; False when neither its manifest nor ``forgotten.json`` reads."""
     def restore_archived(self, old: Store, paths: list[str]) -> list[str]:
         """Index from the home's kept copies the transcripts a rebuild cannot read; the paths restored."""
     def adopt_files(self, old: Store, paths: list[str]) -> dict[str, Any]:

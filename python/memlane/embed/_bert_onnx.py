@@ -513,12 +513,12 @@ def ensure_bert_onnx(
     weights = model_dir / "model.safetensors"
     target_dir = Path(cache_dir) if cache_dir is not None else default_model_dir()
     salt = f"memlane-bert-onnx-v{BUILDER_VERSION}"
-    if not quantize:
-        salt += f"|{MEAN_POOLED}"
     if quantize:
         import onnxruntime
 
         salt += f"|q8|{','.join(keep_fp32)}|onnxruntime-{onnxruntime.__version__}"
+    else:
+        salt += f"|{MEAN_POOLED}"
     fingerprint = file_fingerprint(weights, target_dir, salt)
     target = target_dir / f"{name}-{'q8' if quantize else 'fp32'}-{fingerprint}.onnx"
     if target.is_file():

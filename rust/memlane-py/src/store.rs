@@ -417,8 +417,8 @@ impl PyWriter {
         self.with(py, Writer::purge_deleted)
     }
 
-    /// Take `old`'s tombstones before a rebuild reads any file; false when its manifest
-    /// cannot be read.
+    /// Take `old`'s tombstones before a rebuild reads any file; false when neither its
+    /// manifest nor their copy (`forgotten.json`) can be read.
     fn adopt_forgotten(&self, py: Python<'_>, old: &PyStore) -> PyResult<bool> {
         let old = old.inner.clone();
         self.with(py, |w| Ok(w.adopt_forgotten(&old)))
