@@ -22,6 +22,7 @@ __all__ = [
     "ParseError",
     "Store",
     "TextFeatures",
+    "WordPiece",
     "Writer",
     "__version__",
     "chunk_file",
@@ -88,6 +89,25 @@ class TextFeatures:
         """(stems, identifiers, change, quantities): dates and clock times aside; change 1 for
         change language, -1 for additive, 0 for both or neither; quantities as (stem of the
         word counted or ``<named version>``, numbers)."""
+
+@final
+class WordPiece:
+    """A BERT WordPiece vocabulary, read once: the ids of texts' plain ASCII parts, equal to the
+    tokenizers library's (its ``BertNormalizer`` with ``lowercase``, ``BertPreTokenizer`` and
+    ``WordPiece``); texts naming an added token (ASCII case ignored) are left whole to it."""
+
+    def __new__(
+        cls,
+        vocab: dict[str, int],
+        unk_token: str,
+        continuing_prefix: str,
+        max_chars: int,
+        lowercase: bool,
+        added_tokens: list[str],
+    ) -> Self: ...
+    def encode(self, texts: list[str]) -> list[tuple[npt.NDArray[np.int64], list[tuple[int, str]]]]:
+        """Per text, on every core: the int64 ids of its plain ASCII parts, and the rest as
+        (position in those ids where the library's ids of the span go, the span)."""
 
 @final
 class Store:

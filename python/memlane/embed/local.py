@@ -515,13 +515,13 @@ class LocalEmbedder:
         prefix, suffix = np.array(self._prefix, dtype=np.int64), np.array(self._suffix, dtype=np.int64)
         windows = []
         for text_ids in self._ids(texts):
-            ids = np.array(text_ids, dtype=np.int64)
+            ids = np.asarray(text_ids, dtype=np.int64)
             windows.append([np.concatenate((prefix, ids[s:e], suffix)) for s, e in self._plan(len(ids))])
         return windows
 
-    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+    def _ids(self, texts: Sequence[str]) -> Sequence[Sequence[int] | np.ndarray]:
         """Token ids of texts, without special tokens."""
-        if len(texts) == 1:  # a query: not worth building the copy of the tokenizer that TokenIds makes
+        if len(texts) == 1:  # a query: not worth reading the vocabulary into the core
             return [self._tokenizer.encode(texts[0], add_special_tokens=False).ids]
         if self._token_ids is None:
             from memlane.embed.token_ids import TokenIds

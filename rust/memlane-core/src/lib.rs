@@ -5,12 +5,14 @@
 //! ([`vector`]) side by side in a home ([`store`]), merged at query time ([`hybrid`]).
 //! Markdown notes take the same road as sections ([`parse::markdown`], [`chunk::chunk_note`]).
 //! Every chunk is filed under its project: the repository its turns were written in ([`project`]).
-//! Two helpers serve steps of the Python side rather than the index: [`ranking`] (text
-//! features for the time-aware reordering) and [`secrets`] (the masker's literal prefilter).
+//! Three helpers serve steps of the Python side rather than the index: [`ranking`] (text
+//! features for the time-aware reordering), [`secrets`] (the masker's literal prefilter) and
+//! [`embed`] (the local embedder's word-piece ids).
 #![warn(missing_docs)]
 
 pub mod chunk;
 mod durable;
+pub mod embed;
 pub mod error;
 pub mod hybrid;
 pub mod lexical;

@@ -10,6 +10,7 @@ mod literals;
 mod lock;
 mod shard;
 mod store;
+mod wordpiece;
 
 use pyo3::prelude::*;
 
@@ -32,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::PyHomeLock>()?;
     m.add_class::<literals::PyLiterals>()?;
     m.add_class::<features::PyTextFeatures>()?;
+    m.add_class::<wordpiece::PyWordPiece>()?;
     m.add_function(wrap_pyfunction!(lock::install_rebuilt, m)?)?;
     m.add_function(wrap_pyfunction!(lock::clear_repair_leftovers, m)?)?;
     m.add("REPAIR_DIR", memlane_core::store::REPAIR_DIR)?;
