@@ -42,12 +42,14 @@ DIM = 384
 EMBEDDER_ID = "bench/clustered/384"
 
 
-def _centres() -> np.ndarray:
+def centres() -> np.ndarray:
+    """256 fixed unit cluster centres."""
     c = np.random.default_rng(3).normal(size=(256, DIM)).astype(np.float32)
     return c / np.linalg.norm(c, axis=1, keepdims=True)
 
 
-def _windows(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarray:
+def clustered(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarray:
+    """``n`` unit windows, each near a centre drawn from ``centres`` (cosine ~0.94 to it)."""
     picked = centres[rng.integers(0, len(centres), n)]
     v = picked + rng.normal(0, 0.35 / np.sqrt(DIM), (n, DIM)).astype(np.float32)
     return np.ascontiguousarray(v / np.linalg.norm(v, axis=1, keepdims=True), dtype=np.float32)
@@ -56,7 +58,7 @@ def _windows(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarra
 def _insert(home: Path, keys: np.ndarray, windows: int, batch: int, parts: int) -> list[tuple[int, float, float]]:
     """Add every chunk's windows; (windows so far, wall s, CPU s) after each fifth."""
     rng = np.random.default_rng(11)
-    centres = _centres()
+    around = centres()
     marks, done = [], 0
     fifth = max(1, len(keys) // 5)
     wall, cpu = 0.0, 0.0
@@ -64,7 +66,7 @@ def _insert(home: Path, keys: np.ndarray, windows: int, batch: int, parts: int) 
         for start in range(0, len(keys), batch):
             chunk_keys = keys[start : start + batch]
             counts = np.full(len(chunk_keys), windows, dtype=np.uint64)
-            flat = _windows(rng, centres, len(chunk_keys) * windows)
+            flat = clustered(rng, around, len(chunk_keys) * windows)
             w0, c0 = time.perf_counter(), time.process_time()
             writer.add_vectors(EMBEDDER_ID, chunk_keys, counts, flat, parts)
             wall += time.perf_counter() - w0
@@ -112,8 +114,8 @@ def main() -> None:
         keys = np.array(sorted(int(k) for k in store.keys()), dtype=np.uint64)
         texts = [c["text"] for c in store.get([int(k) for k in keys[: args.queries]])]
         rng = np.random.default_rng(5)
-        centres = _centres()
-        queries = [(" ".join(t.split()[:6]), _windows(rng, centres, 1)[0]) for t in texts]
+        around = centres()
+        queries = [(" ".join(t.split()[:6]), clustered(rng, around, 1)[0]) for t in texts]
         print(
             f"{len(keys)} chunks x {args.windows} windows = {len(keys) * args.windows} windows, batches of {args.batch}"
         )
