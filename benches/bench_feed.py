@@ -32,9 +32,14 @@ Run from the repository root (2 cores: about five minutes):
 (ab461ee's embedding code), after = the commit of these lines, interleaved pairs::
 
     null model, embed_documents: 307-388 CPU-µs/window before, 212-223 after
-    null model, whole backfill: 607-749 before, 469-500 after (the vector index's writes, HNSW
-        inserted one window at a time for deterministic graphs, are most of the difference)
+    null model, whole backfill: 607-749 before, 469-500 after (its vectors were zeros then,
+        which made the vector index's writes most of it: see NullSession)
     stand-in model = feed: 1.85-2.03x max(model, feed) before, 1.09-1.12x after
+
+With word pieces tokenised in the core (fee195a; 8 graphs, distinct vectors, 09:06-09:12 UTC,
+before = the package at 331f077, interleaved): embed_documents 256-280 -> 25-31 CPU-µs/window,
+whole backfill 382-399 -> 130-134 (0.91-0.93 s wall), stand-in model = feed 1.05-1.14x ->
+1.17-1.20x (1.15 -> 1.16 with ``--files 480``, 44,712 windows).
 
 The real model (``--real-chunks 384``, 779 windows): one core 32.2-33.2 windows/CPU-s, in batches
 of 32 20.1-24.6; two cores, a run per core 0.85-0.97 of one core's windows/CPU-s, intra_op
