@@ -130,6 +130,32 @@ def test_what_was_forgotten_stays_forgotten_through_a_repair(tmp_path, fake_embe
     assert _found(mem, LEAK, "leak-1")
 
 
+@pytest.mark.parametrize("damage", ["garbage", "missing", "stale"])
+def test_a_damaged_copy_of_the_tombstones_is_noted_and_rewritten_by_the_next_index_run(tmp_path, fake_embedder, damage):
+    # The copy beside the manifest is what a repair reads when the manifest is lost: a copy
+    # that is gone or wrong would let forgotten sessions back then. Verify notes it, and the
+    # next commit rewrites it even when nothing else changed.
+    mem, src = _index(tmp_path, fake_embedder)
+    mem.forget(session="leak-1")
+    copy = mem.home / "forgotten.json"
+    assert "leak-1" in copy.read_text()
+    assert not [f for f in mem.verify()["findings"] if f["path"] == str(copy)]
+    if damage == "garbage":
+        copy.write_bytes(b"\x00not json")
+    elif damage == "missing":
+        copy.unlink()
+    else:
+        copy.write_text("{}")
+    [note] = [f for f in mem.verify()["findings"] if f["path"] == str(copy)]
+    assert note["severity"] == "note" and "tombstones" in note["message"]
+    assert mem.index([src]).files_indexed == 0
+    assert "leak-1" in copy.read_text()
+    assert not [f for f in mem.verify()["findings"] if f["path"] == str(copy)]
+    (mem.home / "manifest.json").write_bytes(b"damaged")
+    mem.repair()
+    assert not _found(mem, LEAK, "leak-1"), "the rewritten copy kept the session forgotten"
+
+
 def test_forget_from_the_cli(tmp_path, capsys):
     src = write_deploy_and_cooking(tmp_path / "src")
     home = str(tmp_path / "home")

@@ -164,10 +164,7 @@ impl Writer {
         self.removed_keys.clear();
         if self.manifest_dirty {
             self.write_states()?;
-            let forgotten = self.store.home.join(FORGOTTEN_FILE);
-            if !self.manifest.forgotten.is_empty() || forgotten.exists() {
-                write_json(&forgotten, &self.manifest.forgotten)?;
-            }
+            self.write_forgotten_copy()?;
             write_json(&self.store.home.join(MANIFEST_FILE), &self.manifest)?;
             if !self.store.home.join(META_FILE).exists() {
                 write_json(&self.store.home.join(META_FILE), &self.store.meta()?)?;
@@ -177,7 +174,20 @@ impl Writer {
             if std::mem::take(&mut self.archive_dropped) {
                 self.sweep_archive();
             }
+        } else if self.forgotten_copy_stale {
+            self.write_forgotten_copy()?;
         }
+        Ok(())
+    }
+
+    /// Copy the tombstones beside the manifest (`forgotten.json`), for a repair that cannot
+    /// read the manifest; nothing while there are none and never were.
+    fn write_forgotten_copy(&mut self) -> Result<()> {
+        let path = self.store.home.join(FORGOTTEN_FILE);
+        if !self.manifest.forgotten.is_empty() || path.exists() {
+            write_json(&path, &self.manifest.forgotten)?;
+        }
+        self.forgotten_copy_stale = false;
         Ok(())
     }
 

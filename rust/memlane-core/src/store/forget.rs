@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::lexical::Filters;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
 
 /// What to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,22 @@ pub struct Forgotten {
     /// Chunks left out wherever their text turns up, with the files they came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub chunks: BTreeMap<u64, BTreeSet<String>>,
+}
+
+/// What is wrong with the copy of `tombstones` beside the manifest in `home`
+/// (`forgotten.json`): missing while there are tombstones, unreadable, or different; `None`
+/// when it holds them.
+pub(super) fn forgotten_copy_fault(home: &Path, tombstones: &Forgotten) -> Option<String> {
+    let path = home.join(FORGOTTEN_FILE);
+    if tombstones.is_empty() && !path.exists() {
+        return None;
+    }
+    match read_json::<Forgotten>(&path) {
+        Ok(copy) if copy == *tombstones => None,
+        Ok(_) => Some("differs from the manifest's".to_owned()),
+        Err(_) if !path.exists() => Some("is missing".to_owned()),
+        Err(e) => Some(format!("cannot be read ({})", e.cause())),
+    }
 }
 
 impl Forgotten {

@@ -7,9 +7,11 @@
 //! files aside (`<home>/repair.old`), the new ones in (the manifest last) and deletes the old.
 //! An interrupted swap leaves a home that `verify` flags and the next repair mends.
 
+use super::forget::forgotten_copy_fault;
 use super::{
-    guarded, read_json, FileEntry, HomeLock, HomeMeta, IndexReport, Manifest, ParsedSource, Store,
-    Writer, FORGOTTEN_FILE, LEXICAL_DIR, MANIFEST_FILE, META_FILE, RESUME_DIR, VECTORS_FILE,
+    guarded, read_json, FileEntry, Forgotten, HomeLock, HomeMeta, IndexReport, Manifest,
+    ParsedSource, Store, Writer, FORGOTTEN_FILE, LEXICAL_DIR, MANIFEST_FILE, META_FILE, RESUME_DIR,
+    VECTORS_FILE,
 };
 use crate::error::{Error, Result};
 use crate::lexical::StoredChunk;
@@ -126,6 +128,7 @@ impl Store {
             }
         };
         if let Some(m) = &manifest {
+            self.verify_forgotten_copy(&mut v, &m.forgotten);
             v.files = m.files.len() as u64;
             let (transcripts, notes): (Vec<&FileEntry>, Vec<&FileEntry>) = m
                 .files
@@ -176,6 +179,23 @@ impl Store {
         }
         v.findings.sort_by_key(|f| f.severity != Severity::Problem);
         v
+    }
+
+    /// The copy of the manifest's tombstones (`forgotten.json`), which a repair reads when the
+    /// manifest is lost: missing, unreadable or stale, it would let forgotten sessions back (or
+    /// keep lifted ones out) then. Harmless until then, and the next commit rewrites it.
+    fn verify_forgotten_copy(&self, v: &mut Verification, tombstones: &Forgotten) {
+        if let Some(fault) = forgotten_copy_fault(&self.home, tombstones) {
+            v.add(
+                Severity::Note,
+                "manifest",
+                &self.home.join(FORGOTTEN_FILE),
+                format!(
+                    "the copy of the manifest's tombstones {fault}: were the manifest lost, a \
+                     repair would not know what was forgotten; the next index run rewrites it"
+                ),
+            );
+        }
     }
 
     /// The keyword-index checks; the index's live keys when it could be read.

@@ -47,6 +47,9 @@ pub struct Writer {
     /// Resume state files the manifest stops naming, deleted after it is written.
     pub(super) old_states: Vec<String>,
     pub(super) manifest_dirty: bool,
+    /// The copy of the tombstones beside the manifest does not hold them: the next commit
+    /// rewrites it, whether or not the manifest changed.
+    pub(super) forgotten_copy_stale: bool,
     pub(super) lexical_dirty: bool,
     pub(super) vectors_dirty: bool,
     format: Option<Format>,
@@ -91,6 +94,8 @@ impl Writer {
             }
         }
         let present = guarded(&store.lexical_dir(), || store.lexical.all_keys())?;
+        let forgotten_copy_stale =
+            super::forget::forgotten_copy_fault(&store.home, &manifest.forgotten).is_some();
         Ok(Writer {
             store,
             _lock: lock,
@@ -103,6 +108,7 @@ impl Writer {
             new_states: HashMap::new(),
             old_states: Vec::new(),
             manifest_dirty: false,
+            forgotten_copy_stale,
             lexical_dirty: false,
             vectors_dirty: false,
             format,
