@@ -134,9 +134,10 @@ class _Lookup:
         if self.missing:
             from memlane.embed.cache import as_cached
 
-            new = {h: as_cached(v) for (h, _), v in zip(self.missing, fresh)}
-            cache.put_many(embedder_id, new)
-            self.cached.update(new)
+            stored, read_back = as_cached(fresh)
+            hashes = [h for h, _ in self.missing]
+            cache.put_many(embedder_id, dict(zip(hashes, stored)))
+            self.cached.update(zip(hashes, read_back))
         if self.later:
             self.cached.update(cache.get_many(embedder_id, self.later, count=False))
         found = [(k, h) for k, h, _ in self.rows if h in self.cached]

@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -53,17 +53,26 @@ INSERT OR IGNORE INTO counters VALUES ('hits', 0), ('misses', 0);
 _BATCH = 900
 
 
-def as_cached(vectors: np.ndarray) -> np.ndarray:
-    """``vectors`` as the cache gives them back (rounded to float16, as float32). A chunk
-    embedded now enters an index as it would read back from the cache, so two builds of the same
-    sources answer to the last digit whatever each found cached: an 8-bit index quantizes a
-    float32 vector and its float16 rounding differently.
+def as_cached(vectors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each of ``vectors`` (chunks' window vectors, one width) as the cache stores it (float16)
+    and as it gives it back (float32), converted in one pass over all of them. A chunk embedded
+    now enters an index as it would read back from the cache, so two builds of the same sources
+    answer to the last digit whatever each found cached: an 8-bit index quantizes a float32
+    vector and its float16 rounding differently.
 
     Example:
-        >>> float(as_cached(np.array([[0.1]], np.float32))[0, 0])
-        0.0999755859375
+        >>> stored, read_back = as_cached([np.array([[0.1]], np.float32), np.array([[1.0], [2.0]], np.float32)])
+        >>> stored[0].dtype, float(read_back[0][0, 0]), read_back[1].shape
+        (dtype('float16'), 0.0999755859375, (2, 1))
     """
-    return np.asarray(vectors, dtype=np.float16).astype(np.float32)
+    if not vectors:
+        return [], []
+    ends = np.cumsum([len(v) for v in vectors]).tolist()
+    spans = list(zip([0, *ends[:-1]], ends))
+    stored = np.concatenate(vectors).astype(np.float16)
+    read_back = stored.astype(np.float32)
+    # Slices, not np.split: its per-piece bookkeeping cost more than the conversion saved.
+    return [stored[a:b] for a, b in spans], [read_back[a:b] for a, b in spans]
 
 
 @dataclass

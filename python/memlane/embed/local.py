@@ -531,12 +531,11 @@ class LocalEmbedder:
 
     def _feed(self, windows: Sequence[Sequence[int] | np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Right-padded inputs for windows (the model's own input names only), and the attention mask."""
-        width = max(len(w) for w in windows)
-        ids = np.zeros((len(windows), width), dtype=np.int64)
-        mask = np.zeros((len(windows), width), dtype=np.int64)
-        for row, window in enumerate(windows):
-            ids[row, : len(window)] = window
-            mask[row, : len(window)] = 1
+        lengths = np.fromiter(map(len, windows), dtype=np.intp, count=len(windows))
+        present = np.arange(lengths.max()) < lengths[:, None]
+        ids = np.zeros(present.shape, dtype=np.int64)
+        ids[present] = np.concatenate(windows)  # row by row, as the mask's True cells run
+        mask = present.astype(np.int64)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return {name: value for name, value in feed.items() if name in self._input_names}, mask
 
