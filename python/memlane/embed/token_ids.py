@@ -88,6 +88,6 @@ def _wordpiece(config: dict[str, Any]) -> _core.WordPiece | None:
         model["unk_token"],
         model.get("continuing_subword_prefix", "##"),
         model.get("max_input_chars_per_word", 100),
-        bool(normalizer.get("lowercase")),
+        bool(normalizer.get("lowercase", True)),
         [token["content"] for token in config.get("added_tokens") or []],
     )
