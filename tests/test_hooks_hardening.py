@@ -246,6 +246,28 @@ def test_concurrent_appenders_lose_no_line_across_a_rotation(tmp_path: Path) -> 
     assert sorted(kept) == sorted(f"writer {w} line {i}" for w in range(writers) for i in range(lines))
 
 
+def test_an_appender_that_finds_the_full_log_just_moved_still_writes_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another appender moved the full log aside after this one found it full, and no appender
+    # has started the new log yet: the rotation this one wanted is done, and its line goes into
+    # a new log (it was dropped, 4% of runs of the concurrent test above).
+    import memlane._fs
+
+    log = EventLog(tmp_path, max_bytes=200)
+    log.append("search", query="x" * 120, results=0)
+    taking_the_lock = memlane._fs._try_lock
+
+    def the_other_appender_moved_it_first(fd: int) -> bool:
+        if log.path.exists():
+            os.replace(log.path, log.path.with_name(EVENTS_NAME + ".1"))
+        return taking_the_lock(fd)
+
+    monkeypatch.setattr(memlane._fs, "_try_lock", the_other_appender_moved_it_first)
+    log.append("search", query="the line that must not be lost", results=1)
+    assert [e["results"] for e in log.read()] == [0, 1] and log.path.exists()
+
+
 @needs_fifo
 def test_an_events_log_that_is_a_fifo_is_skipped(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / EVENTS_NAME)

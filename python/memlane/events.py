@@ -138,7 +138,11 @@ class EventLog:
             if not _try_lock(fd):  # another appender is moving it
                 return
             try:
-                if self.path.stat().st_ino != full:  # moved by another appender meanwhile
+                try:
+                    moved = self.path.stat().st_ino != full
+                except FileNotFoundError:  # moved, and no appender has started the new log yet
+                    moved = True
+                if moved:  # by another appender meanwhile
                     return
                 for n in range(GENERATIONS - 1, 0, -1):
                     older = self.path.with_name(f"{name}.{n}")
