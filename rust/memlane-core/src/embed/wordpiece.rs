@@ -140,7 +140,15 @@ impl WordPiece {
                 }
                 // ASCII whitespace never falls inside a multi-byte character: `start..at` is
                 // on character boundaries.
-                self.encode_part(&text[start..at], &mut out.ids, &mut lowered);
+                let part = &text[start..at];
+                if self.lowercase {
+                    lowered.clear();
+                    lowered.push_str(part);
+                    lowered.make_ascii_lowercase();
+                    self.encode_part(&lowered, &mut out.ids);
+                } else {
+                    self.encode_part(part, &mut out.ids);
+                }
             } else {
                 run = Some(run.map_or(start, |span| span.start)..at);
             }
@@ -162,7 +170,7 @@ impl WordPiece {
     }
 
     /// A part of printable ASCII: words split at each punctuation mark, which is a word alone.
-    fn encode_part(&self, part: &str, ids: &mut Vec<u32>, lowered: &mut String) {
+    fn encode_part(&self, part: &str, ids: &mut Vec<u32>) {
         let bytes = part.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
@@ -173,15 +181,7 @@ impl WordPiece {
                     at += 1;
                 }
             }
-            let word = &part[start..at];
-            if self.lowercase {
-                lowered.clear();
-                lowered.push_str(word);
-                lowered.make_ascii_lowercase();
-                self.encode_word(lowered, ids);
-            } else {
-                self.encode_word(word, ids);
-            }
+            self.encode_word(&part[start..at], ids);
         }
     }
 
