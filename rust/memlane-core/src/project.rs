@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The repository root holding `dir`, if `dir` is inside a git checkout.
 #[must_use]
@@ -83,18 +84,30 @@ pub fn is_user_library(key: &Path) -> bool {
     key.is_absolute() && key.is_dir() && repository_root(key).is_none()
 }
 
-/// [`project_of`], remembered per directory: an index run asks once per distinct `cwd`.
+/// [`project_of`], remembered per directory: an index run asks once per distinct `cwd`, from
+/// whichever thread reads the file.
 #[derive(Debug, Default)]
 pub struct Projects {
-    known: HashMap<String, String>,
+    known: Mutex<HashMap<String, String>>,
 }
 
 impl Projects {
     /// The project key of `cwd`.
-    pub fn of(&mut self, cwd: &str) -> &str {
+    pub fn of(&self, cwd: &str) -> String {
+        if let Some(key) = self.known().get(cwd) {
+            return key.clone();
+        }
+        // Looked up without the lock: it walks the directory's parents on disk.
+        let key = project_of(cwd);
+        self.known().insert(cwd.to_owned(), key.clone());
+        key
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        // A panic elsewhere cannot leave the map half-written: it holds whole entries.
         self.known
-            .entry(cwd.to_owned())
-            .or_insert_with(|| project_of(cwd))
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

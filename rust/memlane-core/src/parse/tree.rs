@@ -64,9 +64,11 @@ pub(crate) fn active_path(ids: &[Option<&str>], links: &[Link], leaf: Option<usi
         path.push(cur);
         let next = match &links[cur] {
             Link::Root => None,
+            // A record named as its own parent links nowhere: followed, it would end the walk
+            // at the record and leave off everything before it.
             Link::To(p) => match by_id.get(p.as_str()) {
-                Some(&i) => Some(i),
-                None => cur.checked_sub(1),
+                Some(&i) if i != cur => Some(i),
+                _ => cur.checked_sub(1),
             },
             Link::Previous => cur.checked_sub(1),
         };
@@ -168,7 +170,9 @@ pub(crate) fn path_to_first(
         }
         cur = match &links[cur] {
             Link::To(p) => match by_id.get(p.as_str()) {
-                Some(&i) => i,
+                Some(&i) if i != cur => i,
+                // A record named as its own parent, as in `active_path`.
+                Some(_) => cur - 1,
                 None if outside(p) => return None,
                 None => cur - 1,
             },
@@ -209,5 +213,14 @@ mod tests {
         assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
         let links = [Link::To("b".into()), Link::To("a".into())];
         assert_eq!(active_path(&ids, &links, Some(1)), vec![0, 1]);
+        // A record that names itself as its parent continues the conversation, not ends it
+        // (found by `one_more_record_never_drops_turns`: it had left only that record).
+        let ids = [Some("a"), Some("b"), Some("c")];
+        let links = [Link::Root, Link::To("a".into()), Link::To("c".into())];
+        assert_eq!(active_path(&ids, &links, Some(2)), vec![0, 1, 2]);
+        assert_eq!(
+            path_to_first(&ids, &links, 2, |_| false),
+            Some(vec![0, 1, 2])
+        );
     }
 }

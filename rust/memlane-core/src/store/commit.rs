@@ -7,6 +7,7 @@ use super::{
     VECTORS_FILE,
 };
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::collections::HashSet;
 use tantivy::IndexWriter;
 
@@ -212,24 +213,26 @@ impl Writer {
     }
 
     /// Write the resume states the manifest is about to name (new names only: the
-    /// committed manifest's states stay as they are until it is replaced). Not flushed one
-    /// by one: a state lost or torn by a crash fails its name's hash check, and its source is
-    /// then parsed whole.
+    /// committed manifest's states stay as they are until it is replaced), side by side: a
+    /// first index writes one a transcript. Not flushed one by one: a state lost or torn by a
+    /// crash fails its name's hash check, and its source is then parsed whole.
     fn write_states(&mut self) -> Result<()> {
         if self.new_states.is_empty() {
             return Ok(());
         }
         let dir = self.store.home.join(RESUME_DIR);
         std::fs::create_dir_all(&dir)?;
-        for (name, bytes) in self.new_states.drain() {
-            let path = dir.join(&name);
-            if !path.exists() {
-                let tmp = dir.join(format!("{name}.tmp"));
-                std::fs::write(&tmp, bytes)?;
-                std::fs::rename(&tmp, &path)?;
-            }
-        }
-        Ok(())
+        std::mem::take(&mut self.new_states)
+            .into_par_iter()
+            .try_for_each(|(name, bytes)| {
+                let path = dir.join(&name);
+                if !path.exists() {
+                    let tmp = dir.join(format!("{name}.tmp"));
+                    std::fs::write(&tmp, bytes)?;
+                    std::fs::rename(&tmp, &path)?;
+                }
+                Ok(())
+            })
     }
 
     /// Delete the resume states the committed manifest no longer names.

@@ -10,6 +10,7 @@ use crate::model::{Format, ParsedFile, Session};
 use crate::parse::{self, ResumePoint};
 use std::collections::HashSet;
 use std::path::Path;
+use tantivy::TantivyDocument;
 
 /// Why a FIFO, socket or device named like a transcript gave nothing: it is never opened.
 pub(super) const NOT_A_REGULAR_FILE: &str = "not_a_regular_file";
@@ -33,6 +34,9 @@ pub(super) struct ParsedSource {
     pub(super) next: Option<(ResumeState, u32)>,
     /// The file's archived copy once this read is archived (transcripts only).
     pub(super) archived: Option<Result<Vec<Segment>>>,
+    /// The keyword index's document of each chunk, in order (built by the writer where the
+    /// file was read, off the thread that adds them).
+    pub(super) documents: Vec<TantivyDocument>,
 }
 
 /// What a resumed parse needs from a file's manifest entry.
@@ -175,6 +179,7 @@ impl ParsedSource {
             resumed: false,
             next,
             archived: None,
+            documents: Vec::new(),
         }
     }
 
@@ -222,6 +227,7 @@ impl ParsedSource {
             resumed: true,
             next,
             archived: None,
+            documents: Vec::new(),
         })
     }
 }

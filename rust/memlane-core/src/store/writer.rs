@@ -3,11 +3,12 @@
 
 use super::commit::tantivy_writer;
 use super::manifest::{mtime_ns, resume_file_of, write_json};
+use super::ordered::map_in_order;
 use super::reader::library_of;
 use super::source::{head_keys, Prior, NOT_A_REGULAR_FILE};
 use super::{
-    guarded, read_json, Archive, FileEntry, FileReport, HomeLock, HomeMeta, IndexReport, Manifest,
-    ParsedSource, ResumeRef, ScanPlan, Segment, Store, META_FILE, REPAIR_DIR, RESUME_DIR,
+    guarded, read_json, Archive, FileEntry, FileReport, Forgotten, HomeLock, HomeMeta, IndexReport,
+    Manifest, ParsedSource, ResumeRef, ScanPlan, Segment, Store, META_FILE, REPAIR_DIR, RESUME_DIR,
     VECTORS_FILE,
 };
 use crate::chunk::{Chunk, DEFAULT_BUDGET_TOKENS};
@@ -20,7 +21,7 @@ use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tantivy::IndexWriter;
+use tantivy::{IndexWriter, TantivyDocument};
 
 /// The one writer of a home: holds `write.lock` until dropped.
 pub struct Writer {
@@ -61,7 +62,7 @@ pub struct Writer {
     /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
     pub(super) purge: bool,
     /// Project keys of the working directories and library folders met so far.
-    projects: Projects,
+    projects: Arc<Projects>,
     /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
     /// a commit must not write a manifest naming chunks that never reached the disk.
     pub(super) detached: bool,
@@ -116,7 +117,7 @@ impl Writer {
             roots: Vec::new(),
             removed_paths: Vec::new(),
             purge: false,
-            projects: Projects::default(),
+            projects: Arc::default(),
             detached: false,
             report: IndexReport::default(),
             gone_keys: HashSet::new(),
@@ -235,17 +236,6 @@ impl Writer {
         }
     }
 
-    /// The project `chunk` is filed under: the repository of the directory its turns were
-    /// written in; for a note, of its library folder (see [`library_of`]).
-    fn project_of(&mut self, chunk: &Chunk) -> String {
-        let dir = match &chunk.cwd {
-            Some(cwd) => cwd.clone(),
-            None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
-            None => return String::new(),
-        };
-        self.projects.of(&dir).to_owned()
-    }
-
     /// Forget files that no longer exist.
     pub fn remove_files(&mut self, paths: &[String]) {
         for path in paths {
@@ -329,7 +319,6 @@ impl Writer {
     }
 
     fn index_files_unguarded(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
-        let read = self.read_sources(paths);
         self.gone_keys = self
             .manifest
             .files
@@ -337,10 +326,22 @@ impl Writer {
             .filter(|e| e.gone_since.is_some())
             .flat_map(|e| e.keys.iter().copied())
             .collect();
+        let reading = self.reading();
+        let jobs: Vec<(&PathBuf, Option<FileEntry>)> = paths
+            .iter()
+            .map(|path| {
+                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
+                (path, entry.cloned())
+            })
+            .collect();
         let mut batch = IndexReport::default();
-        for (path, result) in read {
-            self.add_source(&mut batch, &path, result)?;
-        }
+        // Files are read on the pool while this thread adds those before them, in order:
+        // adding is the one part of a run that does not spread over cores.
+        map_in_order(
+            &jobs,
+            |(path, entry)| (*path, reading.read(path, entry.as_ref())),
+            |(path, result)| self.add_source(&mut batch, path, result),
+        )?;
         self.report.merge(&IndexReport {
             files_seen: 0,
             ..batch.clone()
@@ -348,51 +349,16 @@ impl Writer {
         Ok(batch)
     }
 
-    /// Read `paths` side by side: each resumed from its manifest entry's resume state when it
-    /// only grew, else parsed whole; chunked, and its archived copy brought up to date. `Err`
-    /// holds why a file could not be read at all.
-    fn read_sources(
-        &self,
-        paths: &[PathBuf],
-    ) -> Vec<(PathBuf, std::result::Result<ParsedSource, String>)> {
-        let format = self.format;
-        let budget = self.budget;
-        let home = self.store.home.as_path();
-        let archive = self.archive();
-        let forgotten = &self.manifest.forgotten;
-        let jobs: Vec<(&PathBuf, Option<&FileEntry>)> = paths
-            .iter()
-            .map(|path| {
-                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
-                (path, entry)
-            })
-            .collect();
-        jobs.into_par_iter()
-            .map(|(path, entry)| {
-                // A log's format is decided by the index that first gave it chunks: a record
-                // appended to a short file must not sway detection and drop its turns.
-                let format = format.or_else(|| {
-                    entry
-                        .filter(|e| !e.keys.is_empty())
-                        .and_then(|e| Format::from_name(e.format.as_deref()?))
-                        .filter(|f| f.is_line_log())
-                });
-                let resumed = entry
-                    .and_then(|e| Prior::of(home, &path.to_string_lossy(), e))
-                    .and_then(|p| ParsedSource::resume(path, format, budget, p));
-                let source = match resumed {
-                    Some(source) => Ok(source),
-                    None => ParsedSource::read(path, format, budget),
-                };
-                let source = source.map(|mut s| {
-                    if !forgotten.names_file(&path.to_string_lossy()) {
-                        s.archived = s.archive(&archive, path, entry);
-                    }
-                    s
-                });
-                (path.clone(), source)
-            })
-            .collect()
+    /// What reading files for this writer needs, apart from it.
+    pub(super) fn reading(&self) -> Reading {
+        Reading {
+            format: self.format,
+            budget: self.budget,
+            store: Arc::clone(&self.store),
+            archive: self.archive(),
+            forgotten: self.manifest.forgotten.clone(),
+            projects: Arc::clone(&self.projects),
+        }
     }
 
     /// Add what reading `path` gave (its chunks and manifest entry) to the index and to `batch`.
@@ -422,6 +388,7 @@ impl Writer {
             resumed,
             next,
             archived,
+            documents,
         } = source;
         let archive = archived.transpose()?.unwrap_or_default();
         batch.files_indexed += 1;
@@ -430,7 +397,7 @@ impl Writer {
         for (reason, n) in &parsed.skipped {
             *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
         }
-        let new_keys = self.take_chunks(&key, &retained, &chunks, &mut file_report)?;
+        let new_keys = self.take_chunks(&key, &retained, &chunks, documents, &mut file_report)?;
         if let Some(old) = self.manifest.files.remove(&key) {
             self.release_entry(old, &archive);
         }
@@ -477,6 +444,7 @@ impl Writer {
         key: &str,
         retained: &[u64],
         chunks: &[Chunk],
+        documents: Vec<TantivyDocument>,
         file_report: &mut FileReport,
     ) -> Result<Vec<u64>> {
         let mut new_keys: Vec<u64> = Vec::with_capacity(retained.len() + chunks.len());
@@ -497,7 +465,7 @@ impl Writer {
             .get(key)
             .map(|old| old.keys.iter().copied().collect())
             .unwrap_or_default();
-        for chunk in chunks {
+        for (chunk, doc) in chunks.iter().zip(documents) {
             if !seen_here.insert(chunk.key) {
                 continue;
             }
@@ -513,11 +481,6 @@ impl Writer {
                     self.tantivy
                         .delete_term(self.store.lexical.key_term(chunk.key));
                 }
-                let project = self.project_of(chunk);
-                let doc =
-                    self.store
-                        .lexical
-                        .document(chunk, &chunk.source, &chunk.heading, &project);
                 self.tantivy.add_document(doc)?;
                 self.report.chunks_added += u64::from(added);
                 self.lexical_dirty = true;
@@ -663,5 +626,74 @@ fn no_chunk_reason(file_report: &FileReport, parsed: &ParsedFile) -> &'static st
         "empty_file"
     } else {
         "no_conversation"
+    }
+}
+
+/// What reading a file for the index needs of its writer, taken out of it so that files are
+/// read on the pool while the writer adds the ones before them.
+pub(super) struct Reading {
+    format: Option<Format>,
+    budget: usize,
+    store: Arc<Store>,
+    archive: Archive,
+    forgotten: Forgotten,
+    projects: Arc<Projects>,
+}
+
+impl Reading {
+    /// Read `path`: resumed from its manifest `entry`'s resume state when it only grew, else
+    /// parsed whole; chunked, and its archived copy brought up to date. `Err` holds why it
+    /// could not be read at all.
+    fn read(
+        &self,
+        path: &Path,
+        entry: Option<&FileEntry>,
+    ) -> std::result::Result<ParsedSource, String> {
+        // A log's format is decided by the index that first gave it chunks: a record
+        // appended to a short file must not sway detection and drop its turns.
+        let format = self.format.or_else(|| {
+            entry
+                .filter(|e| !e.keys.is_empty())
+                .and_then(|e| Format::from_name(e.format.as_deref()?))
+                .filter(|f| f.is_line_log())
+        });
+        let resumed = entry
+            .and_then(|e| Prior::of(&self.store.home, &path.to_string_lossy(), e))
+            .and_then(|p| ParsedSource::resume(path, format, self.budget, p));
+        let source = match resumed {
+            Some(source) => Ok(source),
+            None => ParsedSource::read(path, format, self.budget),
+        };
+        source.map(|mut s| {
+            if !self.forgotten.names_file(&path.to_string_lossy()) {
+                s.archived = s.archive(&self.archive, path, entry);
+            }
+            s.documents = self.documents(&s.chunks);
+            s
+        })
+    }
+
+    /// The keyword index's document of each of `chunks`.
+    pub(super) fn documents(&self, chunks: &[Chunk]) -> Vec<TantivyDocument> {
+        chunks
+            .iter()
+            .map(|c| {
+                let project = self.project_of(c);
+                self.store
+                    .lexical
+                    .document(c, &c.source, &c.heading, &project)
+            })
+            .collect()
+    }
+
+    /// The project `chunk` is filed under: the repository of the directory its turns were
+    /// written in; for a note, of its library folder (see [`library_of`]).
+    fn project_of(&self, chunk: &Chunk) -> String {
+        let dir = match &chunk.cwd {
+            Some(cwd) => cwd.clone(),
+            None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
+            None => return String::new(),
+        };
+        self.projects.of(&dir)
     }
 }
