@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,9 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["IndexReport", "Indexer", "index"]
 
-# Files per parse batch: big enough for rayon to keep both cores busy, small enough for a
-# smooth progress bar and prompt Ctrl-C.
-_FILES_PER_BATCH = 64
+# Files per parse batch: 32 a core, so that a batch's last files, which leave cores idle until
+# the next call, are a small part of it; bytes bound, for a smooth progress bar and prompt Ctrl-C.
+_FILES_PER_BATCH = 32 * (os.cpu_count() or 1)
 _BYTES_PER_BATCH = 64 << 20
 
 

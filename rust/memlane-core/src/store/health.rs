@@ -453,19 +453,17 @@ impl Writer {
     pub fn restore_archived(&mut self, old: &Store, paths: &[String]) -> Result<Vec<String>> {
         let manifest = old.read_manifest()?;
         let archive = self.archive();
-        let reading = self.reading();
         let mut batch = IndexReport::default();
         let mut restored = Vec::new();
         for path in paths {
             let Some(entry) = manifest.files.get(path).filter(|e| !e.archive.is_empty()) else {
                 continue;
             };
-            let Some(mut source) =
+            let Some(source) =
                 ParsedSource::from_archive(&archive, Path::new(path), self.budget, entry)
             else {
                 continue;
             };
-            source.documents = reading.documents(&source.chunks);
             self.add_source(&mut batch, Path::new(path), Ok(source))?;
             if let Some(new) = self.manifest.files.get_mut(path) {
                 new.gone_since = entry.gone_since;

@@ -21,10 +21,9 @@
 //!
 //! By file: `manifest` (the records: `memlane.json`, `manifest.json`, resume states), `reader`
 //! ([`Store`]: opening a home, its vectors, status) and `search` (its searches), `lock`
-//! ([`HomeLock`]), `writer` ([`Writer`]: scan and index) with `source` (one file read for it),
-//! `ordered` (files read on the pool, added in order) and `commit` (commit and recovery),
-//! `report` (what a run reports); `archive` (the home's copies of transcripts), `forget` and
-//! `health` (verify and repair).
+//! ([`HomeLock`]), `writer` ([`Writer`]: scan and index) with `source` (one file read for it) and
+//! `commit` (commit and recovery), `report` (what a run reports); `archive` (the home's copies
+//! of transcripts), `forget` and `health` (verify and repair).
 
 mod archive;
 mod commit;
@@ -32,7 +31,6 @@ mod forget;
 mod health;
 mod lock;
 mod manifest;
-mod ordered;
 mod reader;
 mod report;
 mod search;

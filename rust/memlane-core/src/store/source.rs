@@ -34,8 +34,8 @@ pub(super) struct ParsedSource {
     pub(super) next: Option<(ResumeState, u32)>,
     /// The file's archived copy once this read is archived (transcripts only).
     pub(super) archived: Option<Result<Vec<Segment>>>,
-    /// The keyword index's document of each chunk, in order (built by the writer where the
-    /// file was read, off the thread that adds them).
+    /// The keyword index's document of each chunk, in order: built where the file was read,
+    /// off the thread that adds them (empty when read otherwise: then built as added).
     pub(super) documents: Vec<TantivyDocument>,
 }
 

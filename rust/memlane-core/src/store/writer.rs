@@ -3,7 +3,6 @@
 
 use super::commit::tantivy_writer;
 use super::manifest::{mtime_ns, resume_file_of, write_json};
-use super::ordered::map_in_order;
 use super::reader::library_of;
 use super::source::{head_keys, Prior, NOT_A_REGULAR_FILE};
 use super::{
@@ -326,22 +325,20 @@ impl Writer {
             .filter(|e| e.gone_since.is_some())
             .flat_map(|e| e.keys.iter().copied())
             .collect();
+        // Files are read side by side; their chunks are then added on this thread, in order,
+        // while tantivy's indexing threads take them in.
         let reading = self.reading();
-        let jobs: Vec<(&PathBuf, Option<FileEntry>)> = paths
-            .iter()
+        let read: Vec<_> = paths
+            .par_iter()
             .map(|path| {
                 let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
-                (path, entry.cloned())
+                (path, reading.read(path, entry))
             })
             .collect();
         let mut batch = IndexReport::default();
-        // Files are read on the pool while this thread adds those before them, in order:
-        // adding is the one part of a run that does not spread over cores.
-        map_in_order(
-            &jobs,
-            |(path, entry)| (*path, reading.read(path, entry.as_ref())),
-            |(path, result)| self.add_source(&mut batch, path, result),
-        )?;
+        for (path, result) in read {
+            self.add_source(&mut batch, path, result)?;
+        }
         self.report.merge(&IndexReport {
             files_seen: 0,
             ..batch.clone()
@@ -350,7 +347,7 @@ impl Writer {
     }
 
     /// What reading files for this writer needs, apart from it.
-    pub(super) fn reading(&self) -> Reading {
+    fn reading(&self) -> Reading {
         Reading {
             format: self.format,
             budget: self.budget,
@@ -397,6 +394,12 @@ impl Writer {
         for (reason, n) in &parsed.skipped {
             *batch.records_skipped.entry(reason.clone()).or_insert(0) += n;
         }
+        // Built where the file was read; a source read some other way gets them here.
+        let documents = if documents.len() == chunks.len() {
+            documents
+        } else {
+            self.reading().documents(&chunks)
+        };
         let new_keys = self.take_chunks(&key, &retained, &chunks, documents, &mut file_report)?;
         if let Some(old) = self.manifest.files.remove(&key) {
             self.release_entry(old, &archive);
@@ -629,9 +632,9 @@ fn no_chunk_reason(file_report: &FileReport, parsed: &ParsedFile) -> &'static st
     }
 }
 
-/// What reading a file for the index needs of its writer, taken out of it so that files are
-/// read on the pool while the writer adds the ones before them.
-pub(super) struct Reading {
+/// What reading a file for the index needs of its writer, apart from it: files are read on
+/// the pool, and each chunk's document is built there, off the thread that adds them.
+struct Reading {
     format: Option<Format>,
     budget: usize,
     store: Arc<Store>,
@@ -674,7 +677,7 @@ impl Reading {
     }
 
     /// The keyword index's document of each of `chunks`.
-    pub(super) fn documents(&self, chunks: &[Chunk]) -> Vec<TantivyDocument> {
+    fn documents(&self, chunks: &[Chunk]) -> Vec<TantivyDocument> {
         chunks
             .iter()
             .map(|c| {
