@@ -61,7 +61,7 @@ pub struct Writer {
     /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
     pub(super) purge: bool,
     /// Project keys of the working directories and library folders met so far.
-    projects: Arc<Projects>,
+    projects: Projects,
     /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
     /// a commit must not write a manifest naming chunks that never reached the disk.
     pub(super) detached: bool,
@@ -116,7 +116,7 @@ impl Writer {
             roots: Vec::new(),
             removed_paths: Vec::new(),
             purge: false,
-            projects: Arc::default(),
+            projects: Projects::default(),
             detached: false,
             report: IndexReport::default(),
             gone_keys: HashSet::new(),
@@ -347,14 +347,14 @@ impl Writer {
     }
 
     /// What reading files for this writer needs, apart from it.
-    fn reading(&self) -> Reading {
+    fn reading(&self) -> Reading<'_> {
         Reading {
             format: self.format,
             budget: self.budget,
-            store: Arc::clone(&self.store),
+            store: &self.store,
             archive: self.archive(),
-            forgotten: self.manifest.forgotten.clone(),
-            projects: Arc::clone(&self.projects),
+            forgotten: &self.manifest.forgotten,
+            projects: &self.projects,
         }
     }
 
@@ -632,18 +632,18 @@ fn no_chunk_reason(file_report: &FileReport, parsed: &ParsedFile) -> &'static st
     }
 }
 
-/// What reading a file for the index needs of its writer, apart from it: files are read on
-/// the pool, and each chunk's document is built there, off the thread that adds them.
-struct Reading {
+/// What reading a file for the index needs of its writer, shared by the pool's threads: files
+/// are read there, and each chunk's document is built there, off the thread that adds them.
+struct Reading<'a> {
     format: Option<Format>,
     budget: usize,
-    store: Arc<Store>,
+    store: &'a Store,
     archive: Archive,
-    forgotten: Forgotten,
-    projects: Arc<Projects>,
+    forgotten: &'a Forgotten,
+    projects: &'a Projects,
 }
 
-impl Reading {
+impl Reading<'_> {
     /// Read `path`: resumed from its manifest `entry`'s resume state when it only grew, else
     /// parsed whole; chunked, and its archived copy brought up to date. `Err` holds why it
     /// could not be read at all.
