@@ -215,6 +215,8 @@ class Writer:
     ) -> None:
         """Store vectors; ``parts`` splits a vector index this call creates into that many graphs."""
     def commit(self) -> dict[str, Any]: ...
+    def commit_vectors(self) -> None:
+        """Save the vectors added since the last commit, and nothing else."""
     def forget(self, kind: str, value: str, dry_run: bool = False) -> dict[str, Any]:
         """Remove and tombstone a ``session``, ``path`` or ``chunk`` (hex id); ``dry_run`` only reports."""
     def unforget(self, kind: str, value: str) -> dict[str, Any]:

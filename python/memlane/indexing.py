@@ -1,9 +1,12 @@
-"""An index run: scan the roots, parse what changed a batch at a time, commit, then embed.
+"""An index run: scan the roots, parse what changed a batch at a time and commit, embedding
+the committed chunks meanwhile.
 
 :meth:`memlane.Memory.index` checks its arguments and calls :func:`index`, which does the
 run on the memory's store (what it reads of the memory is :class:`Indexer`: this module sits
-below ``memory.py``). Keyword search sees the new chunks at the first commit; vectors follow
-(:mod:`memlane.embed.backfill`). Ctrl-C commits what was done and raises
+below ``memory.py``). With an embedder, the keyword pass runs on a thread of its own and
+commits as it goes (:class:`_KeywordPass`), while the calling thread embeds each commit's
+chunks (:mod:`memlane.embed.backfill`): the model starts after the first batch, not after
+the last. Ctrl-C commits what was done and raises
 :class:`~memlane.errors.IndexInterrupted`, so the next run resumes there.
 
 Example:
@@ -16,6 +19,8 @@ Example:
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from memlane import _core
-from memlane.embed.backfill import Progress, backfill, record_embedder
+from memlane.embed.backfill import Progress, backfill
 from memlane.errors import CorruptIndexError
 from memlane.maintenance import Home, RepairReport
 from memlane.report import Report
@@ -118,34 +125,14 @@ def index(
         writer.remove_files(plan["deleted"])
         writer.mark_gone(plan["gone"])
         todo: list[str] = plan["to_index"]
-        total_bytes, done_bytes = plan["bytes_to_index"], 0
-        batch: list[str] = []
-        batch_bytes = 0
-        with _kept_on_interrupt(mem, writer, report, len(todo), embed):
-            for i, path in enumerate(todo):
-                try:
-                    size = Path(path).stat().st_size
-                except OSError:  # vanished since the scan; index_files counts it
-                    size = 0
-                batch.append(path)
-                batch_bytes += size
-                if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
-                    writer.index_files(batch)
-                    done_bytes += batch_bytes
-                    if progress:
-                        progress("parse", done_bytes, total_bytes)
-                    batch, batch_bytes = [], 0
-            core_report = writer.commit()
-            report.keyword_seconds = time.perf_counter() - started
-            if embed and mem.embedder is not None:
-                # Billed backends (Bedrock) expose cumulative usage; report this run's share.
-                before = getattr(mem.embedder, "usage", None)
-                record_embedder(writer, mem.embedder)
-                report.chunks_embedded, report.embed_cache_hits = backfill(writer, mem.cache, mem.embedder, progress)
-                core_report = writer.commit()
-                if before is not None:
-                    after = getattr(mem.embedder, "usage", None)
-                    report.embed_usage = (after - before).to_dict()
+        keywords = _KeywordPass(writer, todo, plan["bytes_to_index"], progress)
+        with _kept_on_interrupt(mem, writer, report, len(todo), embed, keywords):
+            if not (embed and mem._embedder_spec not in (None, "none")):
+                core_report = keywords.run()
+                report.keyword_seconds = time.perf_counter() - started
+            else:
+                core_report = _parse_and_embed(mem, writer, keywords, report, progress)
+                report.keyword_seconds = keywords.finished - started
     _fill(report, core_report)
     report.files = core_report["files"]
     report.empty_roots = core_report["empty_roots"]
@@ -166,9 +153,138 @@ def index(
     return report
 
 
+def _parse_and_embed(
+    mem: Indexer, writer: _core.Writer, keywords: _KeywordPass, report: IndexReport, progress: Progress | None
+) -> dict[str, Any]:
+    """The keyword pass on a thread of its own while this one loads the embedder and embeds
+    each commit's new chunks; the report of the last commit."""
+    keywords.start()
+    try:
+        embedder = mem.embedder
+        assert embedder is not None  # a spec other than "none" gives one
+        # Billed backends (Bedrock) expose cumulative usage; report this run's share.
+        before = getattr(embedder, "usage", None)
+        report.chunks_embedded, report.embed_cache_hits = backfill(
+            writer, mem.cache, embedder, progress, arriving=keywords.chunks()
+        )
+        after = getattr(embedder, "usage", None)
+        if before is not None and after is not None:
+            report.embed_usage = (after - before).to_dict()
+    except KeyboardInterrupt:
+        keywords.stop()
+        raise
+    finally:
+        # An embedding error (a wrong embedder, no credentials) lets the keyword pass end and
+        # commit first: keyword search does not depend on it.
+        keywords.join()
+    return writer.commit()
+
+
+class _KeywordPass:
+    """The files of an index run parsed and added a batch at a time, then committed.
+
+    :meth:`run` does it on the calling thread (a keyword-only run: one commit at the end).
+    :meth:`start` does it on a thread of its own while the caller embeds what :meth:`chunks`
+    hands over: a backfill reads only committed chunks, so this thread commits after its first
+    batch, then whenever half again as many bytes as are committed have been parsed, and hands
+    over the chunks each commit made visible. That keeps the model fed from the first batch on
+    (keyword ingest is several times faster than any embedder) while every commit together costs
+    a few times the last one, whatever the archive's size (a commit writes the whole manifest).
+    """
+
+    def __init__(self, writer: _core.Writer, todo: list[str], total_bytes: int, progress: Progress | None) -> None:
+        self._writer = writer
+        self._todo = todo
+        self._total_bytes = total_bytes
+        self._progress = progress
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # Keys handed over (sorted), then each hand-over: an array of keys, the error that
+        # ended the pass, or None at its end.
+        self._handed = np.empty(0, dtype=np.uint64)
+        self._out: queue.SimpleQueue[np.ndarray | BaseException | None] = queue.SimpleQueue()
+        self.finished = 0.0
+        """When the pass's last commit ended (``time.perf_counter()``)."""
+
+    def run(self, commit_early: bool = False) -> dict[str, Any]:
+        """Parse, add and commit every file; the last commit's report. ``commit_early`` commits
+        along the way as :class:`_KeywordPass` describes and hands each commit's chunks over."""
+        committed = parsed = 0
+        core_report = None
+        for batch, size in _batches(self._todo):
+            if self._stop.is_set():
+                break
+            self._writer.index_files(batch)
+            parsed += size
+            core_report = None  # not committed
+            if self._progress:
+                self._progress("parse", parsed, self._total_bytes)
+            if commit_early and parsed - committed >= max(committed // 2, 1):
+                core_report = self._commit_and_hand_over()
+                committed = parsed
+        if core_report is None:
+            core_report = self._commit_and_hand_over() if commit_early else self._writer.commit()
+        self.finished = time.perf_counter()
+        return core_report
+
+    def _commit_and_hand_over(self) -> dict[str, Any]:
+        core_report: dict[str, Any] = self._writer.commit()
+        pending = self._writer.pending_vectors()
+        fresh = np.setdiff1d(pending, self._handed, assume_unique=True)
+        if len(fresh):
+            self._out.put(fresh)
+        self._handed = pending
+        return core_report
+
+    def start(self) -> None:
+        """Run on a thread of its own (see :class:`_KeywordPass`)."""
+        self._thread = threading.Thread(target=self._run_handing_over, name="memlane-keywords")
+        self._thread.start()
+
+    def _run_handing_over(self) -> None:
+        try:
+            self.run(commit_early=True)
+            self._out.put(None)
+        except BaseException as exc:  # raised where the chunks are taken
+            self._out.put(exc)
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        """The keys of the chunks each commit made visible and that have no vector, as they
+        come, until the pass ends; raises what ended it."""
+        while (got := self._out.get()) is not None:
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+
+    def stop(self) -> None:
+        """End after the batch being added (Ctrl-C): the caller commits."""
+        self._stop.set()
+
+    def join(self) -> None:
+        """Wait for the thread to end."""
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _batches(todo: list[str]) -> Iterator[tuple[list[str], int]]:
+    """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes."""
+    batch: list[str] = []
+    batch_bytes = 0
+    for i, path in enumerate(todo):
+        try:
+            size = Path(path).stat().st_size
+        except OSError:  # vanished since the scan; index_files counts it
+            size = 0
+        batch.append(path)
+        batch_bytes += size
+        if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
+            yield batch, batch_bytes
+            batch, batch_bytes = [], 0
+
+
 @contextmanager
 def _kept_on_interrupt(
-    mem: Indexer, writer: _core.Writer, report: IndexReport, files_to_index: int, embed: bool
+    mem: Indexer, writer: _core.Writer, report: IndexReport, files_to_index: int, embed: bool, keywords: _KeywordPass
 ) -> Iterator[None]:
     """Turn Ctrl-C during an index run into :class:`~memlane.errors.IndexInterrupted`, after
     committing what the run had done: the batches of files parsed (whole files: a batch is
@@ -177,6 +293,9 @@ def _kept_on_interrupt(
         yield
     except KeyboardInterrupt:
         from memlane.errors import IndexInterrupted
+
+        keywords.stop()
+        keywords.join()
 
         committed = writer.commit()
         _fill(report, committed)

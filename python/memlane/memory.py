@@ -218,13 +218,14 @@ class Memory:
 
         New and changed files are parsed and chunked (markdown by section, see
         :mod:`memlane.knowledge`); unchanged ones cost a stat; files gone from a folder lose
-        their chunks. Keyword search sees the new chunks as soon as parsing
-        ends; then chunks without vectors are embedded (cache first) unless ``embed`` is false.
+        their chunks. Unless ``embed`` is false, chunks without vectors are embedded (cache
+        first) while the rest is parsed: the keyword index is committed after the first batch
+        of files and again as the run goes on, and keyword search sees what each commit holds.
 
         Args:
             paths: Files or folders; default: the agent transcript folders on this machine and
                 the knowledge library (:func:`memlane.knowledge.library_dirs`).
-            embed: Embed new chunks after the keyword index is committed.
+            embed: Embed the chunks that have no vector.
             format: Force a format (``claude-code``, ``codex``, ``openclaw``, ``gemini``,
                 ``cursor``, ``copilot``, ``hermes``, ``aider``, ``chatgpt``, ``claude-ai``,
                 ``slack``, ``generic``, ``longmemeval``, ``locomo``, ``markdown``) instead of

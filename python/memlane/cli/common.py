@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,34 +22,43 @@ from memlane.memory import DEFAULT_QUANTIZATION
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+    """A one-line progress bar on stderr (only when stderr is a terminal), one bar a stage on
+    that line while stages run at once (an index run embeds while it parses). Callable from
+    any thread; the line ends when every stage shown is complete."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.started: dict[str, float] = {}
+        self.stages: dict[str, tuple[int, int, float]] = {}  # stage -> (done, total, started)
         self.last = 0.0
+        self.lock = threading.Lock()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.enabled or total <= 0:
             return
-        now = time.monotonic()
-        start = self.started.setdefault(stage, now)
-        if done < total and now - self.last < 0.1:
-            return
-        self.last = now
-        frac = min(done / total, 1.0)
-        filled = int(frac * 30)
-        if stage == "parse":
-            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
-        else:
-            amount = f"{done}/{total} chunks"
-        eta = ""
-        if 0 < frac < 1 and now > start:
-            eta = f" ETA {(now - start) * (1 - frac) / frac:.0f}s"
-        sys.stderr.write(f"\r{stage:<5} [{'#' * filled}{'.' * (30 - filled)}] {frac:4.0%} {amount}{eta}\x1b[K")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        with self.lock:
+            now = time.monotonic()
+            started = self.stages[stage][2] if stage in self.stages else now
+            self.stages[stage] = (done, total, started)
+            complete = all(d >= t for d, t, _ in self.stages.values())
+            if not complete and now - self.last < 0.1:
+                return
+            self.last = now
+            width = 30 if len(self.stages) == 1 else 12  # two bars still fit 100 columns
+            line = "  ".join(_bar(name, *state, now, width) for name, state in self.stages.items())
+            sys.stderr.write(f"\r{line}\x1b[K")
+            if complete:
+                sys.stderr.write("\n")
+                self.stages.clear()
+            sys.stderr.flush()
+
+
+def _bar(stage: str, done: int, total: int, started: float, now: float, width: int) -> str:
+    """One stage's bar: how far, how much and, while under way, about how long is left."""
+    frac = min(done / total, 1.0)
+    filled = int(frac * width)
+    amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if stage == "parse" else f"{done}/{total} chunks"
+    eta = f" ETA {(now - started) * (1 - frac) / frac:.0f}s" if 0 < frac < 1 and now > started else ""
+    return f"{stage:<5} [{'#' * filled}{'.' * (width - filled)}] {frac:4.0%} {amount}{eta}"
 
 
 def require_home(args: argparse.Namespace) -> None:

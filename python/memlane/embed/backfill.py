@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memlane.embed.batch_backfill import BatchBackfillReport
     from memlane.embed.cache import EmbeddingCache
 
-__all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch", "embed_chunks", "record_embedder"]
+__all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch", "embed_chunks"]
 
 # Chunks embedded between two vector commits: an interruption loses at most this much work,
 # and even that is in the embedding cache.
@@ -70,17 +70,15 @@ class CacheOnly:
         raise MemlaneError("a repair makes no embedding call")
 
 
-def record_embedder(writer: _core.Writer, embedder: Embedder) -> None:
-    """Have ``memlane.json`` name ``embedder`` before the first vector is embedded, when chunks
-    wait for one: a run stopped before its first vectors then leaves a home that reads as
-    waiting for them (``memlane embed`` resumes), not as keyword-only."""
-    if len(writer.pending_vectors()):
-        import numpy as np
+def _record_embedder(writer: _core.Writer, embedder: DocumentEmbedder) -> None:
+    """Have ``memlane.json`` name ``embedder`` (see :func:`backfill`), if it says its dimension."""
+    import numpy as np
 
-        nothing = np.empty(0, dtype=np.uint64)
-        writer.add_vectors(
-            embedder.id, nothing, nothing, np.empty((0, embedder.dim), dtype=np.float32), _vector_parts(embedder)
-        )
+    dim: int | None = getattr(embedder, "dim", None)
+    if dim is None:
+        return
+    nothing = np.empty(0, dtype=np.uint64)
+    writer.add_vectors(embedder.id, nothing, nothing, np.empty((0, dim), dtype=np.float32), _vector_parts(embedder))
 
 
 def _vector_parts(embedder: object) -> int:
@@ -150,60 +148,107 @@ def backfill(
     embedder: DocumentEmbedder,
     progress: Progress | None,
     cache_only: bool = False,
+    *,
+    arriving: Iterable[np.ndarray] | None = None,
 ) -> tuple[int, int]:
     """Embed every chunk ``writer`` holds without a vector (see :func:`embed_chunks`).
 
     With an embedder that streams (``embed_stream``, as the local one does), the next batches'
     texts are read, looked up in the cache and tokenised on the embedder's feed thread while the
     model runs and this thread writes the vectors; other embedders take the batches in turn.
+    Before the first is embedded, ``memlane.json`` names the embedder (unless ``cache_only``):
+    a run stopped before its first vectors then leaves a home that reads as waiting for them
+    (``memlane embed`` resumes), not as keyword-only.
+
+    Args:
+        arriving: The keys to embed as another thread commits them (an index run's keyword pass,
+            see :mod:`memlane.indexing`), in place of the chunks pending now; read on this
+            thread. That thread commits the keyword index; this one then saves only vectors.
 
     Returns:
         Chunks given vectors, and how many of them the cache answered.
     """
-    pending = writer.pending_vectors()
-    total, done, hits = len(pending), 0, 0
-    in_flight: dict[str, int] = {}  # hash -> batches of this run embedding it and not yet written
-    lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
+    run = _Backfill(
+        writer, cache, embedder, progress, cache_only, save=writer.commit if arriving is None else writer.commit_vectors
+    )
+    for keys in [writer.pending_vectors()] if arriving is None else arriving:
+        if len(keys):
+            run.embed(keys)
+    return run.done, run.hits
 
-    def lookups() -> Iterator[tuple[_Lookup, list[str]]]:
-        for start in range(0, total, _CHUNKS_PER_EMBED_BATCH):
-            rows = writer.chunk_texts([int(k) for k in pending[start : start + _CHUNKS_PER_EMBED_BATCH]])
+
+class _Backfill:
+    """The state of a backfill: what it has done, and the texts being embedded."""
+
+    def __init__(
+        self,
+        writer: _core.Writer,
+        cache: EmbeddingCache,
+        embedder: DocumentEmbedder,
+        progress: Progress | None,
+        cache_only: bool,
+        save: Callable[[], object],
+    ) -> None:
+        self.writer, self.cache, self.embedder, self.progress = writer, cache, embedder, progress
+        self.cache_only = cache_only
+        self.save = save
+        self.total = self.done = self.hits = self.batches = 0
+        self.recorded = cache_only
+        self.in_flight: dict[str, int] = {}  # hash -> batches embedding it and not yet written
+        self.lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
+
+    def embed(self, keys: np.ndarray) -> None:
+        """Give the chunks of ``keys`` their vectors, saving them every few batches."""
+        if not self.recorded:
+            _record_embedder(self.writer, self.embedder)
+            self.recorded = True
+        self.total += len(keys)
+        stream = getattr(self.embedder, "embed_stream", None)
+        lookups = self._lookups(keys)
+        embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
+            stream(lookups)
+            if stream and not self.cache_only
+            else ((lookup, self.embedder.embed_documents(texts) if texts else []) for lookup, texts in lookups)
+        )
+        with closing(embedded):
+            for lookup, fresh in embedded:
+                self._write(lookup, fresh)
+                self.batches += 1
+                if self.batches % _EMBED_BATCHES_PER_COMMIT == 0:
+                    self.save()
+                if self.progress:
+                    self.progress("embed", self.done, self.total)
+
+    def _lookups(self, keys: np.ndarray) -> Iterator[tuple[_Lookup, list[str]]]:
+        for start in range(0, len(keys), _CHUNKS_PER_EMBED_BATCH):
+            rows = self.writer.chunk_texts([int(k) for k in keys[start : start + _CHUNKS_PER_EMBED_BATCH]])
             # In flight is read before the cache: a batch written in between is then in the cache.
-            with lock:
-                elsewhere = frozenset(h for _, h, _ in rows if h in in_flight)
-            lookup = _Lookup(rows, cache.get_many(embedder.id, (h for _, h, _ in rows)), cache_only, elsewhere)
-            with lock:
+            with self.lock:
+                elsewhere = frozenset(h for _, h, _ in rows if h in self.in_flight)
+            cached = self.cache.get_many(self.embedder.id, (h for _, h, _ in rows))
+            lookup = _Lookup(rows, cached, self.cache_only, elsewhere)
+            with self.lock:
                 for h, _ in lookup.missing:
-                    in_flight[h] = in_flight.get(h, 0) + 1
+                    self.in_flight[h] = self.in_flight.get(h, 0) + 1
             yield lookup, lookup.texts()
 
-    stream = getattr(embedder, "embed_stream", None)
-    embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
-        stream(lookups())
-        if stream and not cache_only
-        else ((lookup, embedder.embed_documents(texts) if texts else []) for lookup, texts in lookups())
-    )
-    with closing(embedded):
-        for n, (lookup, fresh) in enumerate(embedded, start=1):
-            keys, vectors, batch_hits = lookup.found(cache, embedder.id, fresh)
-            with lock:
-                for h, _ in lookup.missing:
-                    in_flight[h] -= 1
-                    if not in_flight[h]:
-                        del in_flight[h]
-            hits += batch_hits
-            if keys:
-                import numpy as np
+    def _write(self, lookup: _Lookup, fresh: list[np.ndarray]) -> None:
+        keys, vectors, batch_hits = lookup.found(self.cache, self.embedder.id, fresh)
+        with self.lock:
+            for h, _ in lookup.missing:
+                self.in_flight[h] -= 1
+                if not self.in_flight[h]:
+                    del self.in_flight[h]
+        self.hits += batch_hits
+        if keys:
+            import numpy as np
 
-                counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
-                flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-                writer.add_vectors(embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(embedder))
-            done += len(keys)
-            if n % _EMBED_BATCHES_PER_COMMIT == 0:
-                writer.commit()
-            if progress:
-                progress("embed", done, total)
-    return done, hits
+            counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
+            flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
+            self.writer.add_vectors(
+                self.embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(self.embedder)
+            )
+        self.done += len(keys)
 
 
 def embed_batch(

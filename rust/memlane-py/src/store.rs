@@ -342,8 +342,12 @@ impl PyWriter {
         })
     }
 
+    /// Parse, chunk and add `paths`. The writer is let go while the files are read, so that
+    /// another thread's calls (a backfill adding vectors) wait only while chunks are added.
     fn index_files(&self, py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Py<PyAny>> {
-        let report = self.with(py, |w| w.index_files(&paths))?;
+        let reads = self.with(py, |w| Ok(w.files_to_read(&paths)))?;
+        let read = py.detach(|| reads.read());
+        let report = self.with(py, |w| w.add_read(read))?;
         json_to_py(py, &report)
     }
 
@@ -388,6 +392,12 @@ impl PyWriter {
     fn commit(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let report = self.with(py, Writer::commit)?;
         json_to_py(py, &report)
+    }
+
+    /// Save the vectors added since the last commit, and nothing else (see the core's
+    /// `Writer::commit_vectors`).
+    fn commit_vectors(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, Writer::commit_vectors)
     }
 
     /// Forget a `session`, a `path` or a `chunk` (hex id): remove and tombstone it, or with

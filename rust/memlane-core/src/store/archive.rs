@@ -71,7 +71,7 @@ impl Archive {
         }
     }
 
-    fn path_of(&self, hash: &str) -> PathBuf {
+    pub(super) fn path_of(&self, hash: &str) -> PathBuf {
         self.dir.join(&hash[..2]).join(format!("{hash}.zst"))
     }
 

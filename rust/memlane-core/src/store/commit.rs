@@ -39,6 +39,22 @@ impl Writer {
         Ok(self.report.clone())
     }
 
+    /// Make the vectors added since the last commit durable, and nothing else: for a backfill
+    /// while another thread adds chunks and commits them. It embeds only committed chunks, so
+    /// the vectors saved are all of chunks the committed keyword index holds.
+    ///
+    /// # Errors
+    /// I/O errors writing the vector file (the one on disk stays as it was).
+    pub fn commit_vectors(&mut self) -> Result<()> {
+        if let (Some(vectors), true) = (&self.vectors, self.vectors_dirty) {
+            vectors
+                .save(&self.store.home.join(VECTORS_FILE))
+                .map_err(|e| e.disk_full_at(&self.store.home))?;
+            self.vectors_dirty = false;
+        }
+        Ok(())
+    }
+
     /// The scanned paths from which the manifest holds no chunk (and under which this run
     /// removed nothing: emptying a folder on purpose is not a path that gives nothing).
     fn empty_roots(&self) -> Vec<String> {
@@ -65,7 +81,7 @@ impl Writer {
     /// cannot be written, so a keyword-index error with the disk (near) full is one too.
     pub(super) fn failed(&mut self, e: Error) -> Error {
         self.discard_uncommitted();
-        if let Ok(committed) = self.store.read_manifest() {
+        if let (0, Ok(committed)) = (self.reads_out, self.store.read_manifest()) {
             self.sweep_archive_keeping(&committed);
         }
         let home = &self.store.home;
@@ -172,7 +188,8 @@ impl Writer {
             }
             self.manifest_dirty = false;
             self.drop_old_states();
-            if std::mem::take(&mut self.archive_dropped) {
+            // Not while files are being read: their new copies are not in the manifest yet.
+            if self.reads_out == 0 && std::mem::take(&mut self.archive_dropped) {
                 self.sweep_archive();
             }
         } else if self.forgotten_copy_stale {

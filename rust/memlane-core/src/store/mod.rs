@@ -47,7 +47,7 @@ pub use manifest::{FileEntry, HomeMeta, Manifest, ResumeRef};
 pub use reader::{Library, Status, Store};
 pub use report::{FileReport, IndexReport, ScanPlan};
 pub use search::{Hit, SearchRequest};
-pub use writer::Writer;
+pub use writer::{FileReads, FilesRead, Writer};
 
 use manifest::{load_resume, read_json};
 use reader::guarded;

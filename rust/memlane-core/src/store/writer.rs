@@ -36,6 +36,9 @@ pub struct Writer {
     /// Archived copies stopped being named (merged, rewritten, forgotten): the next commit
     /// sweeps the archive (listing it on every commit would cost a turn-by-turn index).
     pub(super) archive_dropped: bool,
+    /// Files taken to be read and not yet added ([`Writer::files_to_read`]): their archived
+    /// copies are written before the manifest names them, so no commit sweeps the archive then.
+    pub(super) reads_out: usize,
     /// How many manifest files reference each key.
     pub(super) refs: HashMap<u64, u32>,
     /// The writable vector index, loaded only when vectors are added or removed: a no-op
@@ -61,7 +64,7 @@ pub struct Writer {
     /// A forget deleted chunks whose text must leave the disk (see `purge_deleted`).
     pub(super) purge: bool,
     /// Project keys of the working directories and library folders met so far.
-    projects: Projects,
+    projects: Arc<Projects>,
     /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
     /// a commit must not write a manifest naming chunks that never reached the disk.
     pub(super) detached: bool,
@@ -116,11 +119,12 @@ impl Writer {
             roots: Vec::new(),
             removed_paths: Vec::new(),
             purge: false,
-            projects: Projects::default(),
+            projects: Arc::default(),
             detached: false,
             report: IndexReport::default(),
             gone_keys: HashSet::new(),
             archive_dropped: false,
+            reads_out: 0,
         })
     }
 
@@ -313,11 +317,47 @@ impl Writer {
     /// # Errors
     /// Index errors; unreadable files are counted as skipped, not raised.
     pub fn index_files(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
-        self.index_files_unguarded(paths)
-            .map_err(|e| self.failed(e))
+        let read = self.files_to_read(paths).read();
+        self.add_read(read)
     }
 
-    fn index_files_unguarded(&mut self, paths: &[PathBuf]) -> Result<IndexReport> {
+    /// What reading `paths` needs of this writer, taken so that they can be read without it
+    /// ([`FileReads::read`]): while the pool reads, a thread that embeds can add its vectors.
+    /// Give what they gave to [`Writer::add_read`] before any other read is taken.
+    #[must_use]
+    pub fn files_to_read(&mut self, paths: &[PathBuf]) -> FileReads {
+        self.reads_out += 1;
+        let files = paths
+            .iter()
+            .map(|path| {
+                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
+                (path.clone(), entry.cloned())
+            })
+            .collect();
+        FileReads {
+            reading: Reading {
+                format: self.format,
+                budget: self.budget,
+                store: Arc::clone(&self.store),
+                archive: self.archive(),
+                forgotten: self.manifest.forgotten.clone(),
+                projects: Arc::clone(&self.projects),
+            },
+            files,
+        }
+    }
+
+    /// Add what [`FileReads::read`] gave, file by file in order, while tantivy's indexing
+    /// threads take the chunks in.
+    ///
+    /// # Errors
+    /// Index errors (the writer is then back at its last commit).
+    pub fn add_read(&mut self, read: FilesRead) -> Result<IndexReport> {
+        self.reads_out = self.reads_out.saturating_sub(1);
+        self.add_read_unguarded(read).map_err(|e| self.failed(e))
+    }
+
+    fn add_read_unguarded(&mut self, read: FilesRead) -> Result<IndexReport> {
         self.gone_keys = self
             .manifest
             .files
@@ -325,37 +365,15 @@ impl Writer {
             .filter(|e| e.gone_since.is_some())
             .flat_map(|e| e.keys.iter().copied())
             .collect();
-        // Files are read side by side; their chunks are then added on this thread, in order,
-        // while tantivy's indexing threads take them in.
-        let reading = self.reading();
-        let read: Vec<_> = paths
-            .par_iter()
-            .map(|path| {
-                let entry = self.manifest.files.get(path.to_string_lossy().as_ref());
-                (path, reading.read(path, entry))
-            })
-            .collect();
         let mut batch = IndexReport::default();
-        for (path, result) in read {
-            self.add_source(&mut batch, path, result)?;
+        for (path, result) in read.0 {
+            self.add_source(&mut batch, &path, result)?;
         }
         self.report.merge(&IndexReport {
             files_seen: 0,
             ..batch.clone()
         });
         Ok(batch)
-    }
-
-    /// What reading files for this writer needs, apart from it.
-    fn reading(&self) -> Reading<'_> {
-        Reading {
-            format: self.format,
-            budget: self.budget,
-            store: &self.store,
-            archive: self.archive(),
-            forgotten: &self.manifest.forgotten,
-            projects: &self.projects,
-        }
     }
 
     /// Add what reading `path` gave (its chunks and manifest entry) to the index and to `batch`.
@@ -398,7 +416,7 @@ impl Writer {
         let documents = if documents.len() == chunks.len() {
             documents
         } else {
-            self.reading().documents(&chunks)
+            documents_of(&self.store, &self.projects, &chunks)
         };
         let new_keys = self.take_chunks(&key, &retained, &chunks, documents, &mut file_report)?;
         if let Some(old) = self.manifest.files.remove(&key) {
@@ -632,18 +650,45 @@ fn no_chunk_reason(file_report: &FileReport, parsed: &ParsedFile) -> &'static st
     }
 }
 
-/// What reading a file for the index needs of its writer, shared by the pool's threads: files
-/// are read there, and each chunk's document is built there, off the thread that adds them.
-struct Reading<'a> {
-    format: Option<Format>,
-    budget: usize,
-    store: &'a Store,
-    archive: Archive,
-    forgotten: &'a Forgotten,
-    projects: &'a Projects,
+/// Files to read for a writer, with what reading them needs of it (see [`Writer::files_to_read`]).
+pub struct FileReads {
+    reading: Reading,
+    files: Vec<(PathBuf, Option<FileEntry>)>,
 }
 
-impl Reading<'_> {
+/// What reading files gave, for [`Writer::add_read`].
+pub struct FilesRead(Vec<(PathBuf, std::result::Result<ParsedSource, String>)>);
+
+impl FileReads {
+    /// Read the files side by side on the pool: each parsed (or resumed), chunked, archived,
+    /// and its chunks' keyword documents built.
+    #[must_use]
+    pub fn read(self) -> FilesRead {
+        let reading = &self.reading;
+        FilesRead(
+            self.files
+                .into_par_iter()
+                .map(|(path, entry)| {
+                    let result = reading.read(&path, entry.as_ref());
+                    (path, result)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// What reading a file for the index needs of its writer, shared by the pool's threads: files
+/// are read there, and each chunk's document is built there, off the thread that adds them.
+struct Reading {
+    format: Option<Format>,
+    budget: usize,
+    store: Arc<Store>,
+    archive: Archive,
+    forgotten: Forgotten,
+    projects: Arc<Projects>,
+}
+
+impl Reading {
     /// Read `path`: resumed from its manifest `entry`'s resume state when it only grew, else
     /// parsed whole; chunked, and its archived copy brought up to date. `Err` holds why it
     /// could not be read at all.
@@ -671,32 +716,76 @@ impl Reading<'_> {
             if !self.forgotten.names_file(&path.to_string_lossy()) {
                 s.archived = s.archive(&self.archive, path, entry);
             }
-            s.documents = self.documents(&s.chunks);
+            s.documents = documents_of(&self.store, &self.projects, &s.chunks);
             s
         })
     }
+}
 
-    /// The keyword index's document of each of `chunks`.
-    fn documents(&self, chunks: &[Chunk]) -> Vec<TantivyDocument> {
-        chunks
-            .iter()
-            .map(|c| {
-                let project = self.project_of(c);
-                self.store
-                    .lexical
-                    .document(c, &c.source, &c.heading, &project)
-            })
-            .collect()
+/// The keyword index's document of each of `chunks`, filed under its project.
+fn documents_of(store: &Store, projects: &Projects, chunks: &[Chunk]) -> Vec<TantivyDocument> {
+    chunks
+        .iter()
+        .map(|c| {
+            let project = project_of(projects, c);
+            store.lexical.document(c, &c.source, &c.heading, &project)
+        })
+        .collect()
+}
+
+/// The project `chunk` is filed under: the repository of the directory its turns were
+/// written in; for a note, of its library folder (see [`library_of`]).
+fn project_of(projects: &Projects, chunk: &Chunk) -> String {
+    let dir = match &chunk.cwd {
+        Some(cwd) => cwd.clone(),
+        None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
+        None => return String::new(),
+    };
+    projects.of(&dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::Quantization;
+
+    fn transcript(path: &Path, session: &str) {
+        let line = |role: &str, text: &str| {
+            serde_json::json!({"session_id": session, "role": role, "content": text}).to_string()
+        };
+        let lines = [
+            line("user", &format!("what does {session} do?")),
+            line("assistant", &format!("{session} rotates the keys nightly")),
+        ];
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
 
-    /// The project `chunk` is filed under: the repository of the directory its turns were
-    /// written in; for a note, of its library folder (see [`library_of`]).
-    fn project_of(&self, chunk: &Chunk) -> String {
-        let dir = match &chunk.cwd {
-            Some(cwd) => cwd.clone(),
-            None if chunk.source == "knowledge" => library_of(Path::new(&chunk.path)),
-            None => return String::new(),
+    #[test]
+    fn a_commit_while_files_are_read_keeps_the_copies_they_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        transcript(&a, "alpha");
+        let home = dir.path().join("home");
+        let store = Store::open(&home, Quantization::F16).unwrap();
+        let mut w = Writer::new(store.clone(), None).unwrap();
+        w.index_files(std::slice::from_ref(&a)).unwrap();
+        w.commit().unwrap();
+        let copy_of = |path: &Path| {
+            let manifest = store.read_manifest().unwrap();
+            let entry = &manifest.files[path.to_string_lossy().as_ref()];
+            Archive::of(&home).path_of(&entry.archive[0].hash)
         };
-        self.projects.of(&dir)
+        let old_a = copy_of(&a);
+        // `a` rewritten: its old copy goes at a commit's sweep. `b` is read meanwhile (as the
+        // binding reads, without the writer) and archived before the manifest names it.
+        transcript(&a, "gamma");
+        transcript(&b, "beta");
+        w.index_files(std::slice::from_ref(&a)).unwrap();
+        let read = w.files_to_read(std::slice::from_ref(&b)).read();
+        w.commit().unwrap(); // another thread's commit, while `b` is read
+        w.add_read(read).unwrap();
+        w.commit().unwrap();
+        assert!(copy_of(&b).exists(), "b's archived copy was swept");
+        assert!(copy_of(&a).exists() && !old_a.exists());
     }
 }

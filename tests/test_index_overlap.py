@@ -1,0 +1,134 @@
+"""An index run embeds while it parses: the keyword pass commits on a thread of its own and
+hands each commit's chunks to the backfill (issue 41: parse -> embed overlapped)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+from conftest import FakeEmbedder, generic_session, write_jsonl
+
+import memlane
+from memlane import _core, indexing
+from memlane.embed.feed import Prepared, run_ahead
+from memlane.errors import IndexInterrupted
+
+
+class StreamingFake(FakeEmbedder):
+    """The fake embedder fed as the local one is: its items are read on a feed thread."""
+
+    def embed_stream(self, items):
+        return run_ahead(items, lambda texts: Prepared([], lambda: self.embed_documents(texts)), workers=1)
+
+
+def sessions(root, n):
+    for i in range(n):
+        pairs = [(f"what does step {i}.{k} do?", f"Step {i}.{k} rotates the zephyr{i}x{k} keys.") for k in range(3)]
+        write_jsonl(root / f"s{i:02d}.jsonl", generic_session(f"s{i}", pairs))
+    return root
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(indexing, "_FILES_PER_BATCH", 2)
+
+
+@pytest.mark.parametrize("embedder", [FakeEmbedder, StreamingFake])
+def test_embedding_starts_before_the_keyword_pass_ends(tmp_path, small_batches, embedder):
+    src = sessions(tmp_path / "src", 8)
+    embedded = threading.Event()
+    waited: list[bool] = []
+
+    def progress(stage, done, total):
+        if stage == "embed" and done:
+            embedded.set()
+        elif stage == "parse" and len(waited) < 2:
+            # The second batch waits for vectors of the first: a run that embeds only once
+            # every file is parsed never gives them.
+            waited.append(len(waited) == 0 or embedded.wait(30))
+
+    mem = memlane.open(tmp_path / "home", embedder=embedder(), cache_dir=tmp_path / "cache")
+    report = mem.index([src], progress=progress)
+    assert waited == [True, True]
+    status = mem.status()
+    assert report.files_indexed == 8 and report.chunks_added == report.chunks_embedded == status["chunks"] == 8
+    assert status["vectors"] == 8 and status["vectors_pending"] == 0
+    assert report.keyword_seconds <= report.seconds
+    assert mem.search("zephyr5x2 keys", k=1)[0].text.count("zephyr5x2") == 1
+
+
+def test_an_embedding_error_lets_the_keyword_pass_end_and_commit(tmp_path, small_batches):
+    class Broken(StreamingFake):
+        def embed_documents(self, texts):
+            raise RuntimeError("the model is gone")
+
+    src = sessions(tmp_path / "src", 8)
+    mem = memlane.open(tmp_path / "home", embedder=Broken(), cache_dir=tmp_path / "cache")
+    with pytest.raises(RuntimeError, match="the model is gone"):
+        mem.index([src])
+    status = _core.Store(str(tmp_path / "home")).status()
+    assert (status["files"], status["chunks"], status["vectors"]) == (8, 8, 0)
+    # Named the embedder whose vectors the chunks wait for.
+    assert status["embedder_id"] == Broken.id
+
+
+def test_ctrl_c_while_parsing_commits_the_batches_parsed_and_resumes(tmp_path, small_batches):
+    src = sessions(tmp_path / "src", 6)
+
+    def progress(stage, done, total):
+        if stage == "parse" and done >= total / 2:
+            raise KeyboardInterrupt
+
+    mem = memlane.open(tmp_path / "home", embedder=StreamingFake(), cache_dir=tmp_path / "cache")
+    with pytest.raises(IndexInterrupted) as stopped:
+        mem.index([src], progress=progress)
+    assert stopped.value.report.files_indexed == 4
+    again = mem.index([src])
+    status = mem.status()
+    assert again.files_indexed == 2 and status["chunks"] == status["vectors"] == 6
+
+
+def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path, small_batches, monkeypatch):
+    """The embedding side waits for the keyword pass's next commit on the calling thread, where
+    Ctrl-C lands: the run stops there and tells the pass, which ends after its current batch."""
+    src = sessions(tmp_path / "src", 6)
+    stopped, released = threading.Event(), []
+
+    def progress(stage, done, total):
+        if stage == "parse" and done < total and not released:
+            if done > total / 3:  # the second batch: the pass stays between two commits
+                released.append(stopped.wait(30))
+        elif stage == "embed":  # the first commit's chunks have vectors: Ctrl-C
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    stop = indexing._KeywordPass.stop
+    monkeypatch.setattr(indexing._KeywordPass, "stop", lambda self: (stop(self), stopped.set()))
+    mem = memlane.open(tmp_path / "home", embedder=StreamingFake(), cache_dir=tmp_path / "cache")
+    with pytest.raises(IndexInterrupted) as interrupted:
+        mem.index([src], progress=progress)
+    assert released == [True]
+    assert interrupted.value.report.files_indexed == 4  # the batch being added is committed too
+    again = mem.index([src])
+    status = mem.status()
+    assert again.files_indexed == 2 and status["chunks"] == status["vectors"] == 6
+
+
+def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_batches):
+    src = sessions(tmp_path / "src", 9)
+    home = tmp_path / "home"
+    memlane.open(home, embedder="none")
+    handed: list[np.ndarray] = []
+    with _core.Store(str(home)).writer() as writer:
+        plan = writer.scan([str(src)])
+        keywords = indexing._KeywordPass(writer, plan["to_index"], plan["bytes_to_index"], None)
+        keywords.start()
+        handed.extend(keywords.chunks())
+        keywords.join()
+    # Five batches (2, 2, 2, 2 and 1 files of one chunk each): commits after the first, then
+    # whenever half again as many bytes as are committed are parsed (the second and third
+    # batches; the fourth is a third of the six files committed), and at the end.
+    keys = np.concatenate(handed)
+    assert [len(h) for h in handed] == [2, 2, 2, 3] and len(set(keys.tolist())) == 9
