@@ -85,10 +85,10 @@ def test_ctrl_c_while_parsing_commits_the_batches_parsed_and_resumes(tmp_path, s
     mem = memlane.open(tmp_path / "home", embedder=StreamingFake(), cache_dir=tmp_path / "cache")
     with pytest.raises(IndexInterrupted) as stopped:
         mem.index([src], progress=progress)
-    assert stopped.value.report.files_indexed == 4
+    assert stopped.value.report.files_indexed == 3
     again = mem.index([src])
     status = mem.status()
-    assert again.files_indexed == 2 and status["chunks"] == status["vectors"] == 6
+    assert again.files_indexed == 3 and status["chunks"] == status["vectors"] == 6
 
 
 def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path, small_batches, monkeypatch):
@@ -110,10 +110,10 @@ def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path
     with pytest.raises(IndexInterrupted) as interrupted:
         mem.index([src], progress=progress)
     assert released == [True]
-    assert interrupted.value.report.files_indexed == 4  # the batch being added is committed too
+    assert interrupted.value.report.files_indexed == 3  # the batch being added is committed too
     again = mem.index([src])
     status = mem.status()
-    assert again.files_indexed == 2 and status["chunks"] == status["vectors"] == 6
+    assert again.files_indexed == 3 and status["chunks"] == status["vectors"] == 6
 
 
 def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_batches):
@@ -127,8 +127,8 @@ def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_ba
         keywords.start()
         handed.extend(keywords.chunks())
         keywords.join()
-    # Five batches (2, 2, 2, 2 and 1 files of one chunk each): commits after the first, then
-    # whenever half again as many bytes as are committed are parsed (the second and third
-    # batches; the fourth is a third of the six files committed), and at the end.
+    # Five batches of 1 (an eighth of the others), 2, 2, 2 and 2 files of one chunk each:
+    # commits after the first, then whenever half again as many bytes as are committed are
+    # parsed (the second and third batches, not the fourth: 2 files against 5 committed).
     keys = np.concatenate(handed)
-    assert [len(h) for h in handed] == [2, 2, 2, 3] and len(set(keys.tolist())) == 9
+    assert [len(h) for h in handed] == [1, 2, 2, 4] and len(set(keys.tolist())) == 9

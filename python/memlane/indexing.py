@@ -211,7 +211,7 @@ class _KeywordPass:
         along the way as :class:`_KeywordPass` describes and hands each commit's chunks over."""
         committed = parsed = 0
         core_report = None
-        for batch, size in _batches(self._todo):
+        for batch, size in _batches(self._todo, small_first=commit_early):
             if self._stop.is_set():
                 break
             self._writer.index_files(batch)
@@ -266,20 +266,26 @@ class _KeywordPass:
             self._thread.join()
 
 
-def _batches(todo: list[str]) -> Iterator[tuple[list[str], int]]:
-    """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes."""
+def _batches(todo: list[str], small_first: bool) -> Iterator[tuple[list[str], int]]:
+    """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes; with
+    ``small_first`` the first is an eighth of the others (a run that embeds starts its model
+    at the commit after it)."""
+    files, size = (
+        (max(_FILES_PER_BATCH // 8, 1), _BYTES_PER_BATCH // 8) if small_first else (_FILES_PER_BATCH, _BYTES_PER_BATCH)
+    )
     batch: list[str] = []
     batch_bytes = 0
     for i, path in enumerate(todo):
         try:
-            size = Path(path).stat().st_size
+            size_of = Path(path).stat().st_size
         except OSError:  # vanished since the scan; index_files counts it
-            size = 0
+            size_of = 0
         batch.append(path)
-        batch_bytes += size
-        if len(batch) >= _FILES_PER_BATCH or batch_bytes >= _BYTES_PER_BATCH or i == len(todo) - 1:
+        batch_bytes += size_of
+        if len(batch) >= files or batch_bytes >= size or i == len(todo) - 1:
             yield batch, batch_bytes
             batch, batch_bytes = [], 0
+            files, size = _FILES_PER_BATCH, _BYTES_PER_BATCH
 
 
 @contextmanager
