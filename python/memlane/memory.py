@@ -230,7 +230,9 @@ class Memory:
                 ``cursor``, ``copilot``, ``hermes``, ``aider``, ``chatgpt``, ``claude-ai``,
                 ``slack``, ``generic``, ``longmemeval``, ``locomo``, ``markdown``) instead of
                 auto-detection; folder walks then take only that format's files.
-            progress: Optional callback ``(stage, done, total)``.
+            progress: Optional callback ``(stage, done, total)``. While the run embeds,
+                ``parse`` comes from the keyword pass's own thread and ``embed`` from the
+                calling one, interleaved; the ``embed`` total grows as chunks are committed.
 
         Returns:
             What was done.

@@ -323,7 +323,8 @@ impl Writer {
 
     /// What reading `paths` needs of this writer, taken so that they can be read without it
     /// ([`FileReads::read`]): while the pool reads, a thread that embeds can add its vectors.
-    /// Give what they gave to [`Writer::add_read`] before any other read is taken.
+    /// Give what they gave to [`Writer::add_read`]; a commit until then leaves the archive's
+    /// sweep to a later one.
     #[must_use]
     pub fn files_to_read(&mut self, paths: &[PathBuf]) -> FileReads {
         self.reads_out += 1;
