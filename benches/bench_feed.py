@@ -45,7 +45,7 @@ whole backfill 382-399 -> 130-134 (0.91-0.93 s wall), stand-in model = feed 1.05
 1.17-1.20x (1.15 -> 1.16 with ``--files 480``, 44,712 windows).
 
 Whole index runs (parse and embed overlapped, 7334a64/6b5e2a9; before = the package at ab1eeed,
-three interleaved pairs, 15:40-15:48 UTC): model = 2x the feed 2.09/2.11/2.26 s before,
+three interleaved pairs, 15:12-15:19 UTC): model = 2x the feed 2.09/2.11/2.26 s before,
 2.01/1.97/2.13 after; at 480 sessions wall / model 1.23 before, 1.16-1.19 after.
 
 The real model (``--real-chunks 384``, 779 windows): one core 32.2-33.2 windows/CPU-s, in batches

@@ -248,3 +248,24 @@ def test_ctrl_c_while_parsing_names_the_files_committed(tmp_path, capsys, monkey
         and json.loads(out)["kind"] == "IndexInterrupted"
         and json.loads(out)["report"]["files_indexed"] == 6
     )
+
+
+def test_the_progress_bar_shows_stages_that_run_at_once_on_one_line(capsys, monkeypatch):
+    from itertools import count
+
+    from memlane.cli import common
+
+    clock = count(1)
+    monkeypatch.setattr(common.time, "monotonic", lambda: float(next(clock)))  # a second a call
+    bar = common.ProgressBar(enabled=True)
+    bar("parse", 5_000_000, 10_000_000)
+    bar("embed", 100, 400)  # an index run embeds while it parses
+    bar("parse", 10_000_000, 10_000_000)
+    bar("embed", 400, 400)
+    bar("embed", 50, 50)  # a later run starts a line of its own
+    frames = capsys.readouterr().err.split("\r")[1:]
+    assert "parse" in frames[0] and "embed" not in frames[0]
+    assert all("parse" in f and "embed" in f for f in frames[1:4])
+    assert "100% 10.0/10.0 MB" in frames[2] and "25% 100/400 chunks" in frames[2]
+    assert [f.endswith("\n") for f in frames] == [False, False, False, True, True]
+    assert "parse" not in frames[4] and "100% 50/50 chunks" in frames[4]

@@ -10,6 +10,7 @@
 //! [`embed`] (the local embedder's word-piece ids).
 #![warn(missing_docs)]
 
+mod background;
 pub mod chunk;
 mod durable;
 pub mod embed;

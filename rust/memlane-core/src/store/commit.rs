@@ -296,10 +296,14 @@ impl Writer {
 
 /// The tantivy writer of `store`'s home, its uncommitted files collected.
 pub(super) fn tantivy_writer(store: &Store) -> Result<IndexWriter> {
-    let tantivy = store.lexical.writer().map_err(|e| match e {
-        Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => Error::Locked(store.home.clone()),
-        other => other,
-    })?;
+    // Its threads (indexing, merging, compressing) yield to the rest of the process.
+    let tantivy =
+        crate::background::at_low_priority(|| store.lexical.writer()).map_err(|e| match e {
+            Error::Tantivy(tantivy::TantivyError::LockFailure(..)) => {
+                Error::Locked(store.home.clone())
+            }
+            other => other,
+        })?;
     // Small segments form their own merge layer: by default every segment under 10k docs
     // is one layer, so a few one-file syncs would re-merge a whole large segment.
     let mut policy = tantivy::indexer::LogMergePolicy::default();

@@ -661,20 +661,26 @@ pub struct FileReads {
 pub struct FilesRead(Vec<(PathBuf, std::result::Result<ParsedSource, String>)>);
 
 impl FileReads {
-    /// Read the files side by side on the pool: each parsed (or resumed), chunked, archived,
-    /// and its chunks' keyword documents built.
+    /// Read the files side by side on the reading pool (which yields to the rest of the
+    /// process, see [`crate::background`]): each parsed (or resumed), chunked, archived, and
+    /// its chunks' keyword documents built.
     #[must_use]
     pub fn read(self) -> FilesRead {
         let reading = &self.reading;
-        FilesRead(
-            self.files
+        let files = self.files;
+        let read = || {
+            files
                 .into_par_iter()
                 .map(|(path, entry)| {
                     let result = reading.read(&path, entry.as_ref());
                     (path, result)
                 })
-                .collect(),
-        )
+                .collect()
+        };
+        FilesRead(match crate::background::reading_pool() {
+            Some(pool) => pool.install(read),
+            None => read(),
+        })
     }
 }
 
