@@ -126,13 +126,14 @@ def index(
         writer.mark_gone(plan["gone"])
         todo: list[str] = plan["to_index"]
         keywords = _KeywordPass(writer, todo, plan["bytes_to_index"], progress)
-        with _kept_on_interrupt(mem, writer, report, len(todo), embed, keywords):
-            if not (embed and mem._embedder_spec not in (None, "none")):
-                core_report = keywords.run()
-                report.keyword_seconds = time.perf_counter() - started
-            else:
+        embedding = embed and mem._embedder_spec not in (None, "none")
+        with _kept_on_interrupt(writer, report, len(todo), embedding, keywords):
+            if embedding:
                 core_report = _parse_and_embed(mem, writer, keywords, report, progress)
                 report.keyword_seconds = keywords.finished - started
+            else:
+                core_report = keywords.run()
+                report.keyword_seconds = time.perf_counter() - started
     _fill(report, core_report)
     report.files = core_report["files"]
     report.empty_roots = core_report["empty_roots"]
@@ -290,7 +291,7 @@ def _batches(todo: list[str], small_first: bool) -> Iterator[tuple[list[str], in
 
 @contextmanager
 def _kept_on_interrupt(
-    mem: Indexer, writer: _core.Writer, report: IndexReport, files_to_index: int, embed: bool, keywords: _KeywordPass
+    writer: _core.Writer, report: IndexReport, files_to_index: int, embedding: bool, keywords: _KeywordPass
 ) -> Iterator[None]:
     """Turn Ctrl-C during an index run into :class:`~memlane.errors.IndexInterrupted`, after
     committing what the run had done: the batches of files parsed (whole files: a batch is
@@ -306,6 +307,5 @@ def _kept_on_interrupt(
         committed = writer.commit()
         _fill(report, committed)
         report.files = committed["files"]
-        embedding = embed and mem._embedder_spec not in (None, "none")
         pending = len(writer.pending_vectors()) if embedding else 0
         raise IndexInterrupted(report, files_to_index, pending) from None

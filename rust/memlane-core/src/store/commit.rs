@@ -173,11 +173,8 @@ impl Writer {
                     self.vectors_dirty = true;
                 }
             }
-            if self.vectors_dirty {
-                vectors.save(&self.store.home.join(VECTORS_FILE))?;
-                self.vectors_dirty = false;
-            }
         }
+        self.commit_vectors()?;
         self.removed_keys.clear();
         if self.manifest_dirty {
             self.write_states()?;
