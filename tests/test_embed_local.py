@@ -16,7 +16,7 @@ import pytest
 
 from memlane.embed import Embedder, make_embedder
 from memlane.embed._bert_onnx import MEAN_POOLED, BertConfig, build_bert_onnx, read_safetensors
-from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows
+from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows, read_text
 from memlane.embed.weights import PACKAGE, minilm_dir
 from memlane.errors import WeightsMismatchError
 
@@ -450,6 +450,35 @@ def test_long_query_is_renormalised_mean_of_windows(fp32: LocalEmbedder) -> None
 def test_empty_text_is_one_cls_sep_window(fp32: LocalEmbedder) -> None:
     assert [[w.tolist() for w in text] for text in fp32._windows([""])] == [[[*fp32._prefix, *fp32._suffix]]]
     assert fp32.window_spans("") == [(0, 0)]
+
+
+def test_a_run_of_marks_reads_as_its_first() -> None:
+    assert read_text('x = foo(["--fast"]);  # ok ====\n--> done...') == 'x = foo(fast"  # ok =\n- done.'
+    # Marks apart, words, underscores and other scripts are read as written.
+    text = "a, b. (c) __init__ naïve 東京。「駅」 - [ ] task"
+    assert read_text(text) == "a, b. (c) __init__ naïve 東京。駅」 - [ ] task"
+
+
+@pytest.mark.model
+def test_documents_and_queries_read_runs_of_marks_as_one(fp32: LocalEmbedder) -> None:
+    noisy = "assert result == {'ok': True}  # ======== then --> next"
+    plain = "assert result = {ok' True}  # = then - next"
+    assert read_text(noisy) == plain
+    np.testing.assert_array_equal(fp32.embed_documents([noisy])[0], fp32.embed_documents([plain])[0])
+    np.testing.assert_array_equal(fp32.embed_query(noisy), fp32.embed_query(plain))
+    # Fewer windows for the same words: each "=" of a rule is a token of its own.
+    ruled = "\n".join(f"section {i}\n" + "=" * 60 for i in range(20))
+    assert len(fp32.embed_documents([ruled])[0]) == 1 < len(fp32._windows([ruled])[0])
+
+
+@pytest.mark.model
+def test_window_spans_point_into_the_text_as_written(fp32: LocalEmbedder) -> None:
+    text = "start ==== " + " ".join(f"word{i} -->" for i in range(300)) + " end!!!"
+    spans = fp32.window_spans(text)
+    assert len(spans) == len(fp32.embed_documents([text])[0]) > 1
+    assert spans[0][0] == 0 and text[spans[0][0] : spans[0][1]].startswith("start ==== word0")
+    assert text[: spans[-1][1]].endswith("end!")  # the model reads the first mark of the run
+    assert all(a < b for a, b in zip(spans, spans[1:]))
 
 
 @pytest.mark.model
