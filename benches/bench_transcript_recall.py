@@ -3,7 +3,7 @@
 LoCoMo scores retrieval on chat; nothing else scored it on what memlane mostly holds, agent
 transcripts with code and tool output. This bench indexes the shared real transcript samples
 (every format in ``../shared/data/transcripts``) through the product, ``Memory.index`` into a
-fresh home and embedding cache with the local embedder, then asks ``Memory.search`` for every
+fresh home and embedding cache with the local embedder (``--embedder``), then asks ``Memory.search`` for every
 line of five words or more that a chunk holds (its first 24 words, the ``User:``/``Assistant:``
 label cut), once hybrid (the product's default fusion) and once by vectors alone
 (``vector_weight=1``). A query's gold is every chunk holding all its words; it is answered at
@@ -61,12 +61,13 @@ def queries(texts: dict[int, str]) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DATA / "transcripts", help="a folder of transcripts")
+    parser.add_argument("--embedder", default="local", help="embedder spec (default local, q8)")
     args = parser.parse_args()
     if not args.corpus.is_dir():
         sys.exit(f"{args.corpus} is missing: put the shared data beside the repository (../shared/data)")
 
     with tempfile.TemporaryDirectory() as tmp:
-        mem = memlane.open(Path(tmp) / "home", embedder="local", cache_dir=Path(tmp) / "cache")
+        mem = memlane.open(Path(tmp) / "home", embedder=args.embedder, cache_dir=Path(tmp) / "cache")
         assert mem.embedder is not None
         mem.embedder.embed_query("load the model before timing")
         start = cpu_seconds()

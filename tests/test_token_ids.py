@@ -18,7 +18,7 @@ from test_feed import texts
 
 import memlane
 from memlane import _core
-from memlane.embed.token_ids import TokenIds
+from memlane.embed.token_ids import TokenIds, read_text
 
 # Parts a text is made of: ASCII words and marks, words the library must take (accents, CJK,
 # a combining mark, the Kelvin sign and dotted I that lowercase to ASCII, final sigma, full-width
@@ -55,28 +55,41 @@ def mixed_texts(n: int) -> list[str]:
     return ["".join(rng.choice(PARTS) + rng.choice(SEPARATORS) for _ in range(rng.randint(0, 60))) for _ in range(n)]
 
 
-def library_ids(tokenizer: Any, batch: list[str]) -> list[list[int]]:
+def library_ids(tokenizer: Any, batch: list[str], read: bool = False) -> list[list[int]]:
+    """The library's ids of ``batch``, each text read as the local embedder reads it if ``read``."""
+    batch = [read_text(text) for text in batch] if read else batch
     return [e.ids for e in tokenizer.encode_batch(batch, add_special_tokens=False)]
 
 
-def core_ids(tokenizer: Any, batch: list[str]) -> list[list[int]]:
-    token_ids = TokenIds(tokenizer)
+def core_ids(tokenizer: Any, batch: list[str], read: bool = False) -> list[list[int]]:
+    token_ids = TokenIds(tokenizer, runs_as_first_mark=read)
     assert token_ids._wordpiece is not None, "a BERT tokenizer is tokenised by the core"
     return [ids.tolist() for ids in token_ids(batch)]
 
 
+@pytest.mark.parametrize("read", [False, True])
 @pytest.mark.parametrize("lowercase", [True, False])
-def test_the_cores_ids_are_the_tokenizers_own(tmp_path: Path, lowercase: bool) -> None:
+def test_the_cores_ids_are_the_tokenizers_own(tmp_path: Path, lowercase: bool, read: bool) -> None:
     from tokenizers import Tokenizer, normalizers
 
     tokenizer = Tokenizer.from_file(str(make_model_dir(tmp_path / "tiny") / "tokenizer.json"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     batch = fuzz_texts(3000) + mixed_texts(1000) + texts(50) + [t.upper() for t in texts(50)]
-    assert core_ids(tokenizer, batch) == library_ids(tokenizer, batch)
+    assert core_ids(tokenizer, batch, read) == library_ids(tokenizer, batch, read)
 
 
+def test_marks_dropped_in_reading_can_make_an_added_token(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(make_model_dir(tmp_path / "tiny") / "tokenizer.json"))
+    batch = ["see [-MASK] here", "([MASK])", "[[MASK]]", "é [-MASK]", "a--b é--f"]
+    assert core_ids(tokenizer, batch, read=True) == library_ids(tokenizer, batch, read=True)
+    assert core_ids(tokenizer, batch) != library_ids(tokenizer, batch, read=True)
+
+
+@pytest.mark.parametrize("read", [False, True])
 @pytest.mark.model
-def test_the_cores_ids_are_minilms_own() -> None:
+def test_the_cores_ids_are_minilms_own(read: bool) -> None:
     from tokenizers import Tokenizer
 
     from memlane.embed.weights import minilm_dir
@@ -86,11 +99,12 @@ def test_the_cores_ids_are_minilms_own() -> None:
     tokenizer.no_padding()
     batch = fuzz_texts(5000) + mixed_texts(3000) + [long_text(n) for n in (10, 300)]
     batch += ["Line one\r\n\tLine TWO [SEP] done", "unaffable antidisestablishmentarianism 12345678 ПРИВЕТ мир"]
-    assert core_ids(tokenizer, batch) == library_ids(tokenizer, batch)
+    assert core_ids(tokenizer, batch, read) == library_ids(tokenizer, batch, read)
 
 
+@pytest.mark.parametrize("read", [False, True])
 @pytest.mark.model
-def test_the_cores_ids_of_the_shared_transcripts_are_minilms_own(shared_data: Path, tmp_path: Path) -> None:
+def test_the_cores_ids_of_the_shared_transcripts_are_minilms_own(shared_data: Path, tmp_path: Path, read: bool) -> None:
     from tokenizers import Tokenizer
 
     from memlane.embed.weights import minilm_dir
@@ -103,7 +117,7 @@ def test_the_cores_ids_of_the_shared_transcripts_are_minilms_own(shared_data: Pa
     tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    assert core_ids(tokenizer, chunks) == library_ids(tokenizer, chunks)
+    assert core_ids(tokenizer, chunks, read) == library_ids(tokenizer, chunks, read)
 
 
 def test_tokenizers_the_core_does_not_cover_take_the_library(tmp_path: Path) -> None:
@@ -124,6 +138,7 @@ def test_tokenizers_the_core_does_not_cover_take_the_library(tmp_path: Path) -> 
         truncating,
         word_level,
     ):
-        token_ids = TokenIds(tokenizer)
-        assert token_ids._wordpiece is None
-        assert [ids.tolist() for ids in token_ids(batch)] == library_ids(tokenizer, batch)
+        for read in (False, True):
+            token_ids = TokenIds(tokenizer, runs_as_first_mark=read)
+            assert token_ids._wordpiece is None
+            assert [ids.tolist() for ids in token_ids(batch)] == library_ids(tokenizer, batch, read)

@@ -94,7 +94,9 @@ class TextFeatures:
 class WordPiece:
     """A BERT WordPiece vocabulary, read once: the ids of texts' plain ASCII parts, equal to the
     tokenizers library's (its ``BertNormalizer`` with ``lowercase``, ``BertPreTokenizer`` and
-    ``WordPiece``); texts naming an added token (ASCII case ignored) are left whole to it."""
+    ``WordPiece``); texts naming an added token (ASCII case ignored) are left whole to it. With
+    ``runs_as_first_mark``, an ASCII punctuation mark or symbol (``_`` aside) right after another
+    gives no id: the ids are those of the text with such marks deleted."""
 
     def __new__(
         cls,
@@ -104,6 +106,8 @@ class WordPiece:
         max_chars: int,
         lowercase: bool,
         added_tokens: list[str],
+        *,
+        runs_as_first_mark: bool = False,
     ) -> Self: ...
     def encode(self, texts: list[str]) -> list[tuple[npt.NDArray[np.int64], list[tuple[int, str]]]]:
         """Per text, on every core: the int64 ids of its plain ASCII parts, and the rest as

@@ -35,12 +35,11 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import threading
 from collections.abc import Generator, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -49,10 +48,8 @@ from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
 from memlane.embed.feed import Prepared, batched, closing, run_ahead
+from memlane.embed.token_ids import TokenIds, read_positions, read_text
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
-
-if TYPE_CHECKING:
-    from memlane.embed.token_ids import TokenIds
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
@@ -76,13 +73,6 @@ CPU_BATCH_SIZE = 1
 # Windows per inference run on a GPU: enough rows to keep it busy (fp32 there: no per-batch
 # quantisation); benches/bench_gpu.py measures the choice.
 GPU_BATCH_SIZE = 256
-# What the model reads of a text: every punctuation mark or symbol that directly follows another is
-# dropped, so that a run of them (``=======``, ``"]),``, ``-->``) reads as its first. Code and tool
-# output are two-fifths marks, a token each, and their runs carry little the model can use: an
-# agent transcript then takes a seventh fewer windows, with recall unchanged (benches/LOG.md,
-# "Fewer windows: runs of marks read as one"). The rule depends on the text alone, as vectors
-# cached by content must, and queries are read the same way.
-_MARK_RUNS = re.compile(r"(?<=[^\w\s])[^\w\s]+")
 # Graphs a new home's vector index is split into when a GPU embeds it: one graph takes windows
 # one at a time (so that two builds give the same graph), ~5,000 a second on a big home, far
 # below what a GPU embeds; eight take them on a thread each (memlane_core::vector). On a CPU the
@@ -233,17 +223,6 @@ def _runtime(
                 _no_gpu(f"onnxruntime could not start CUDA ({cuda_libraries_hint(ort)})")
             _RUNTIMES[key] = (tokenizer, session)
         return _RUNTIMES[key]
-
-
-def read_text(text: str) -> str:
-    """What the local embedder reads of ``text``: each run of punctuation marks and symbols cut
-    to its first (see :data:`_MARK_RUNS`).
-
-    Example:
-        >>> read_text('main(["--fast"])  # ok ====')
-        'main(fast"  # ok ='
-    """
-    return _MARK_RUNS.sub("", text)
 
 
 def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -520,10 +499,7 @@ class LocalEmbedder:
             >>> LocalEmbedder().window_spans("hello world")
             [(0, 11)]
         """
-        kept = np.ones(len(text) + 1, dtype=bool)  # the extra place maps the end of the text
-        for run in _MARK_RUNS.finditer(text):
-            kept[run.start() : run.end()] = False
-        at = np.flatnonzero(kept)  # where each character the model reads sits in ``text``
+        at = read_positions(text)
         offsets = self._tokenizer.encode(read_text(text), add_special_tokens=False).offsets
         if not offsets:
             return [(0, 0)]
@@ -542,13 +518,11 @@ class LocalEmbedder:
         return windows
 
     def _ids(self, texts: Sequence[str]) -> Sequence[Sequence[int] | np.ndarray]:
-        """Token ids of texts, without special tokens."""
+        """Token ids of texts as the model reads them (:func:`read_text`), without special tokens."""
         if len(texts) == 1:  # a query: not worth reading the vocabulary into the core
-            return [self._tokenizer.encode(texts[0], add_special_tokens=False).ids]
+            return [self._tokenizer.encode(read_text(texts[0]), add_special_tokens=False).ids]
         if self._token_ids is None:
-            from memlane.embed.token_ids import TokenIds
-
-            self._token_ids = TokenIds(self._tokenizer)
+            self._token_ids = TokenIds(self._tokenizer, runs_as_first_mark=True)
         return self._token_ids(texts)
 
     def _feed(self, windows: Sequence[Sequence[int] | np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -567,7 +541,7 @@ class LocalEmbedder:
         once all have run."""
         if isinstance(texts, str):
             raise ArgumentTypeError("embed_documents takes a sequence of strings, not a single string")
-        per_text = self._windows([read_text(text) for text in texts])
+        per_text = self._windows(texts)
         windows = [w for text_windows in per_text for w in text_windows]
         out = np.empty((len(windows), self.dim), dtype=np.float32)
         # Length-sorted runs pad each window only up to its neighbours' length, not the global max.

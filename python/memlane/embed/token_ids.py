@@ -10,6 +10,10 @@ for the library to encode; a text naming an added token (``[MASK]``) goes to the
 The ids are the library's own (the core's module docs say why). Any other tokenizer takes the
 library for everything. Only ids come back, never offsets.
 
+:func:`read_text` is what the local embedder reads of a text (a run of ASCII marks as its
+first); ``TokenIds(tokenizer, runs_as_first_mark=True)`` gives the ids of texts read so (the core
+reads them itself, and hands back spans of the text as read).
+
 Example:
     >>> from tokenizers import Tokenizer
     >>> from memlane.embed.weights import minilm_dir
@@ -23,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,21 +35,59 @@ import numpy as np
 
 from memlane import _core
 
-__all__ = ["TokenIds"]
+__all__ = ["TokenIds", "read_positions", "read_text"]
+
+# What the local embedder reads of a text: an ASCII punctuation mark or symbol right after another
+# is dropped, so that a run of them (``=======``, ``"]),``, ``-->``) reads as its first. Code and
+# tool output are two-fifths marks, a word piece each, and their runs carry little the model can
+# use: an agent transcript takes a seventh fewer windows, with recall unchanged (benches/LOG.md,
+# "Fewer windows: a run of marks reads as one"). ASCII only: other scripts' marks include the
+# combining vowel signs and tones of Thai or Devanagari, which are parts of words. The rule
+# depends on the text alone, as vectors cached by content must, and queries are read the same way.
+_MARK = r"!-/:-@\[-^`{-~"  # ASCII's printable characters but letters, digits, "_" and space
+_MARK_RUNS = re.compile(f"(?<=[{_MARK}])[{_MARK}]+")
+
+
+def read_text(text: str) -> str:
+    """``text`` with each run of ASCII punctuation marks and symbols cut to its first (see
+    ``_MARK_RUNS``).
+
+    Example:
+        >>> read_text('main(["--fast"])  # ok ====')
+        'main(fast"  # ok ='
+    """
+    return _MARK_RUNS.sub("", text)
+
+
+def read_positions(text: str) -> np.ndarray:
+    """Where each character of :func:`read_text`'s reading of ``text`` sits in ``text``, then
+    ``len(text)``: maps offsets into the reading back to the text as written.
+
+    Example:
+        >>> read_positions("a==b").tolist()
+        [0, 1, 3, 4]
+    """
+    kept = np.ones(len(text) + 1, dtype=bool)
+    for run in _MARK_RUNS.finditer(text):
+        kept[run.start() : run.end()] = False
+    return np.flatnonzero(kept)
 
 
 class TokenIds:
     """Token ids (no special tokens) of texts, as int64 arrays: the core's for plain ASCII parts
     of a BERT tokenizer's texts, else ``tokenizer``'s ``encode_batch_fast`` (which releases the
-    GIL, tokenises a list on every core and tracks no offsets)."""
+    GIL, tokenises a list on every core and tracks no offsets). With ``runs_as_first_mark``, the
+    ids of each text as :func:`read_text` reads it."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, *, runs_as_first_mark: bool = False) -> None:
         self._tokenizer = tokenizer
-        self._wordpiece = _wordpiece(json.loads(tokenizer.to_str()))
+        self._wordpiece = _wordpiece(json.loads(tokenizer.to_str()), runs_as_first_mark)
+        self._runs_as_first_mark = runs_as_first_mark
 
     def __call__(self, texts: Sequence[str]) -> list[np.ndarray]:
         if self._wordpiece is None:
-            return [_array(e.ids) for e in self._library(list(texts))]
+            read = [read_text(text) for text in texts] if self._runs_as_first_mark else list(texts)
+            return [_array(e.ids) for e in self._library(read)]
         encoded = self._wordpiece.encode(list(texts))
         library = iter(self._library([span for _, spans in encoded for _, span in spans]))
         out = []
@@ -67,7 +110,7 @@ def _array(ids: list[int]) -> np.ndarray:
     return np.array(ids, dtype=np.int64)
 
 
-def _wordpiece(config: dict[str, Any]) -> _core.WordPiece | None:
+def _wordpiece(config: dict[str, Any], runs_as_first_mark: bool) -> _core.WordPiece | None:
     """The core's tokeniser for a tokenizer.json that describes BERT's, else None."""
     normalizer, model = config.get("normalizer") or {}, config.get("model") or {}
     if (
@@ -90,4 +133,5 @@ def _wordpiece(config: dict[str, Any]) -> _core.WordPiece | None:
         model.get("max_input_chars_per_word", 100),
         bool(normalizer.get("lowercase", True)),
         [token["content"] for token in config.get("added_tokens") or []],
+        runs_as_first_mark=runs_as_first_mark,
     )

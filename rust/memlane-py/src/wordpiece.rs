@@ -8,7 +8,7 @@ use pyo3::types::PyString;
 use std::collections::HashMap;
 
 /// One text's ids (int64), and the spans left to the tokenizers library as
-/// (position in those ids, the span's text).
+/// (position in those ids, the span's text, as read).
 type Encoding<'py> = (
     Bound<'py, PyArray1<i64>>,
     Vec<(usize, Bound<'py, PyString>)>,
@@ -23,6 +23,7 @@ pub struct PyWordPiece {
 #[pymethods]
 impl PyWordPiece {
     #[new]
+    #[pyo3(signature = (vocab, unk_token, continuing_prefix, max_chars, lowercase, added_tokens, *, runs_as_first_mark = false))]
     fn new(
         vocab: HashMap<String, u32>,
         unk_token: &str,
@@ -30,6 +31,7 @@ impl PyWordPiece {
         max_chars: usize,
         lowercase: bool,
         added_tokens: Vec<String>,
+        runs_as_first_mark: bool,
     ) -> PyResult<Self> {
         Ok(PyWordPiece {
             inner: WordPiece::new(
@@ -40,7 +42,8 @@ impl PyWordPiece {
                 lowercase,
                 &added_tokens,
             )
-            .map_err(to_py)?,
+            .map_err(to_py)?
+            .runs_as_first_mark(runs_as_first_mark),
         })
     }
 
@@ -60,10 +63,11 @@ impl PyWordPiece {
             .zip(&texts)
             .map(|(encoded, text)| {
                 let ids: Vec<i64> = encoded.ids.into_iter().map(i64::from).collect();
+                let read = encoded.read.as_deref().unwrap_or(text);
                 let rest = encoded
                     .rest
                     .into_iter()
-                    .map(|(at, span)| (at, PyString::new(py, &text[span])))
+                    .map(|(at, span)| (at, PyString::new(py, &read[span])))
                     .collect();
                 (ids.into_pyarray(py), rest)
             })

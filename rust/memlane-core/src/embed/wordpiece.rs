@@ -23,6 +23,7 @@ use crate::{Error, Result};
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// A WordPiece vocabulary and the BERT normaliser's one setting that matters for plain ASCII.
@@ -40,6 +41,8 @@ pub struct WordPiece {
     lowercase: bool,
     /// The added tokens, ignoring ASCII case (a superset of the library's exact matches).
     added: Option<AhoCorasick>,
+    /// Drop a mark right after another (see [`WordPiece::runs_as_first_mark`]).
+    runs_as_first_mark: bool,
 }
 
 /// A text's ids, and the spans left to the library.
@@ -49,6 +52,9 @@ pub struct Encoded {
     pub ids: Vec<u32>,
     /// `(position in ids, byte range of the text)`: the library's ids of that span go there.
     pub rest: Vec<(usize, Range<usize>)>,
+    /// The text as read, when [`WordPiece::runs_as_first_mark`] dropped marks from it: `rest`'s
+    /// ranges are then of this text.
+    pub read: Option<String>,
 }
 
 impl WordPiece {
@@ -100,14 +106,35 @@ impl WordPiece {
             max_chars,
             lowercase,
             added,
+            runs_as_first_mark: false,
         })
+    }
+
+    /// Encode each text as [`read_runs_as_first_mark`] reads it: the ids and spans are the read
+    /// text's, which [`Encoded::read`] then holds.
+    #[must_use]
+    pub fn runs_as_first_mark(mut self, on: bool) -> Self {
+        self.runs_as_first_mark = on;
+        self
     }
 
     /// The ids of `text`'s plain ASCII parts, and where the library's ids of the rest go.
     pub fn encode(&self, text: &str) -> Encoded {
+        if self.runs_as_first_mark {
+            if let Cow::Owned(read) = read_runs_as_first_mark(text) {
+                let mut out = self.encode_text(&read);
+                out.read = Some(read);
+                return out;
+            }
+        }
+        self.encode_text(text)
+    }
+
+    fn encode_text(&self, text: &str) -> Encoded {
         let mut out = Encoded {
             ids: Vec::with_capacity(text.len() / 4),
             rest: Vec::new(),
+            read: None,
         };
         if self
             .added
@@ -218,6 +245,27 @@ impl WordPiece {
     }
 }
 
+/// `text` with each ASCII punctuation mark or symbol (`_` aside: it joins an identifier's words)
+/// that follows another dropped, so that a run of them reads as its first; borrowed when none is.
+/// Marks are ASCII, so dropping their bytes keeps the text UTF-8.
+#[must_use]
+pub fn read_runs_as_first_mark(text: &str) -> Cow<'_, str> {
+    let is_mark = |byte: &u8| byte.is_ascii_punctuation() && *byte != b'_';
+    let bytes = text.as_bytes();
+    let dropped = |at: usize| at > 0 && is_mark(&bytes[at]) && is_mark(&bytes[at - 1]);
+    let Some(first) = (1..bytes.len()).find(|&at| dropped(at)) else {
+        return Cow::Borrowed(text);
+    };
+    let mut read = Vec::with_capacity(bytes.len());
+    read.extend_from_slice(&bytes[..first]);
+    read.extend(
+        (first..bytes.len())
+            .filter(|&at| !dropped(at))
+            .map(|at| bytes[at]),
+    );
+    Cow::Owned(String::from_utf8(read).expect("only ASCII bytes were dropped"))
+}
+
 /// The ASCII whitespace BERT splits at (0x0b and 0x0c are control characters it deletes).
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
@@ -280,6 +328,27 @@ mod tests {
         let wp = wordpiece(true, &["[MASK]"]);
         assert_eq!(wp.encode("run [mask] run").rest, [(0, 0..14)]);
         assert_eq!(wp.encode("run [mas k]").ids, [5, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_run_of_marks_reads_as_its_first_when_asked() {
+        let text = "run!.! a.!_! un caf\u{e9}!!";
+        assert_eq!(
+            wordpiece(true, &[]).encode(text).ids,
+            [5, 8, 7, 8, 9, 7, 8, 0, 8, 2]
+        );
+        let read = wordpiece(true, &[]).runs_as_first_mark(true).encode(text);
+        // "_" is no mark: it is neither dropped nor drops the "!" after it.
+        assert_eq!(read.ids, [5, 8, 9, 7, 0, 8, 2]);
+        assert_eq!(read.read.as_deref(), Some("run! a._! un caf\u{e9}!"));
+        assert_eq!(read.rest, [(7, 13..19)]);
+        assert!(matches!(
+            read_runs_as_first_mark("a - b, c"),
+            Cow::Borrowed(_)
+        ));
+        // Dropping a mark can make an added token: the read text is what is matched.
+        let wp = wordpiece(true, &["[MASK]"]).runs_as_first_mark(true);
+        assert_eq!(wp.encode("run [-MASK]").rest, [(0, 0..10)]);
     }
 
     #[test]
