@@ -92,8 +92,9 @@ def test_ctrl_c_while_parsing_commits_the_batches_parsed_and_resumes(tmp_path, s
 
 
 def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path, small_batches, monkeypatch):
-    """The embedding side waits for the keyword pass's next commit on the calling thread, where
-    Ctrl-C lands: the run stops there and tells the pass, which ends after its current batch."""
+    """The embedding side waits for the keyword pass's next commit (the feed thread, polling
+    whether the pipeline was closed) while the calling thread waits for the feed, where Ctrl-C
+    lands: the run stops at once and tells the pass, which ends after its current batch."""
     src = sessions(tmp_path / "src", 6)
     stopped, released = threading.Event(), []
 
@@ -125,7 +126,8 @@ def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_ba
         plan = writer.scan([str(src)])
         keywords = indexing._KeywordPass(writer, plan["to_index"], plan["bytes_to_index"], None)
         keywords.start()
-        handed.extend(keywords.chunks())
+        while (keys := keywords.handed.get(timeout=30)) is not None:
+            handed.append(keys)
         keywords.join()
     # Five batches of 1 (an eighth of the others), 2, 2, 2 and 2 files of one chunk each:
     # commits after the first, then whenever half again as many bytes as are committed are

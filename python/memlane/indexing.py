@@ -166,7 +166,7 @@ def _parse_and_embed(
         # Billed backends (Bedrock) expose cumulative usage; report this run's share.
         before = getattr(embedder, "usage", None)
         report.chunks_embedded, report.embed_cache_hits = backfill(
-            writer, mem.cache, embedder, progress, arriving=keywords.chunks()
+            writer, mem.cache, embedder, progress, arriving=keywords.handed
         )
         after = getattr(embedder, "usage", None)
         if before is not None and after is not None:
@@ -185,8 +185,8 @@ class _KeywordPass:
     """The files of an index run parsed and added a batch at a time, then committed.
 
     :meth:`run` does it on the calling thread (a keyword-only run: one commit at the end).
-    :meth:`start` does it on a thread of its own while the caller embeds what :meth:`chunks`
-    hands over: a backfill reads only committed chunks, so this thread commits after its first
+    :meth:`start` does it on a thread of its own while the caller embeds what it puts in
+    :attr:`handed`: a backfill reads only committed chunks, so this thread commits after its first
     batch, then whenever half again as many bytes as are committed have been parsed, and hands
     over the chunks each commit made visible. That keeps the model fed from the first batch on
     (keyword ingest is several times faster than any embedder) while every commit together costs
@@ -200,10 +200,10 @@ class _KeywordPass:
         self._progress = progress
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # Keys handed over (sorted), then each hand-over: an array of keys, the error that
-        # ended the pass, or None at its end.
-        self._handed = np.empty(0, dtype=np.uint64)
-        self._out: queue.SimpleQueue[np.ndarray | BaseException | None] = queue.SimpleQueue()
+        self._handed_keys = np.empty(0, dtype=np.uint64)  # sorted
+        self.handed: queue.SimpleQueue[np.ndarray | BaseException | None] = queue.SimpleQueue()
+        """Each hand-over: the keys a commit made visible that have no vector, then None at the
+        pass's end, or the exception that ended it (see :func:`memlane.embed.backfill.backfill`)."""
         self.finished = 0.0
         """When the pass's last commit ended (``time.perf_counter()``)."""
 
@@ -231,10 +231,10 @@ class _KeywordPass:
     def _commit_and_hand_over(self) -> dict[str, Any]:
         core_report: dict[str, Any] = self._writer.commit()
         pending = self._writer.pending_vectors()
-        fresh = np.setdiff1d(pending, self._handed, assume_unique=True)
+        fresh = np.setdiff1d(pending, self._handed_keys, assume_unique=True)
         if len(fresh):
-            self._out.put(fresh)
-        self._handed = pending
+            self.handed.put(fresh)
+        self._handed_keys = pending
         return core_report
 
     def start(self) -> None:
@@ -245,17 +245,9 @@ class _KeywordPass:
     def _run_handing_over(self) -> None:
         try:
             self.run(commit_early=True)
-            self._out.put(None)
+            self.handed.put(None)
         except BaseException as exc:  # raised where the chunks are taken
-            self._out.put(exc)
-
-    def chunks(self) -> Iterator[np.ndarray]:
-        """The keys of the chunks each commit made visible and that have no vector, as they
-        come, until the pass ends; raises what ended it."""
-        while (got := self._out.get()) is not None:
-            if isinstance(got, BaseException):
-                raise got
-            yield got
+            self.handed.put(exc)
 
     def stop(self) -> None:
         """End after the batch being added (Ctrl-C): the caller commits."""

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -28,10 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memlane.embed.feed import feed_closed
 from memlane.errors import EmbedderMismatchError, InvalidArgumentError, MemlaneError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    Arrivals = queue.SimpleQueue[np.ndarray | BaseException | None]
 
     from memlane import _core
     from memlane.embed import Embedder
@@ -44,6 +48,8 @@ __all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch
 # and even that is in the embedding cache.
 _CHUNKS_PER_EMBED_BATCH = 256
 _EMBED_BATCHES_PER_COMMIT = 16
+# How often a wait for the keyword pass's next commit looks whether the feed was closed.
+_ARRIVAL_POLL_S = 0.05
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
@@ -149,7 +155,7 @@ def backfill(
     progress: Progress | None,
     cache_only: bool = False,
     *,
-    arriving: Iterable[np.ndarray] | None = None,
+    arriving: Arrivals | None = None,
 ) -> tuple[int, int]:
     """Embed every chunk ``writer`` holds without a vector (see :func:`embed_chunks`).
 
@@ -162,8 +168,11 @@ def backfill(
 
     Args:
         arriving: The keys to embed as another thread commits them (an index run's keyword pass,
-            see :mod:`memlane.indexing`), in place of the chunks pending now; read on this
-            thread. That thread commits the keyword index; this one then saves only vectors.
+            see :mod:`memlane.indexing`), in place of the chunks pending now: each commit's keys,
+            then None at the pass's end, or the exception that ended it. They are read where the
+            texts are, one pipeline for them all, so the model does not wait out a drained
+            pipeline at each commit. That thread commits the keyword index; this one then saves
+            only vectors.
 
     Returns:
         Chunks given vectors, and how many of them the cache answered.
@@ -171,10 +180,27 @@ def backfill(
     run = _Backfill(
         writer, cache, embedder, progress, cache_only, save=writer.commit if arriving is None else writer.commit_vectors
     )
-    for keys in [writer.pending_vectors()] if arriving is None else arriving:
-        if len(keys):
-            run.embed(keys)
+    if arriving is not None:
+        run.embed(_arrivals(arriving))
+    elif len(pending := writer.pending_vectors()):
+        run.embed([pending])
     return run.done, run.hits
+
+
+def _arrivals(arriving: Arrivals) -> Iterator[np.ndarray]:
+    """The keys ``arriving`` hands over, until its end. On an embedder's feed thread the wait
+    also ends when the pipeline is closed, which a blocking wait would not see; on the calling
+    thread Ctrl-C lands in it."""
+    while not feed_closed():
+        try:
+            got = arriving.get(timeout=_ARRIVAL_POLL_S)
+        except queue.Empty:
+            continue
+        if got is None:
+            return
+        if isinstance(got, BaseException):
+            raise got
+        yield got
 
 
 class _Backfill:
@@ -197,14 +223,10 @@ class _Backfill:
         self.in_flight: dict[str, int] = {}  # hash -> batches embedding it and not yet written
         self.lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
 
-    def embed(self, keys: np.ndarray) -> None:
-        """Give the chunks of ``keys`` their vectors, saving them every few batches."""
-        if not self.recorded:
-            _record_embedder(self.writer, self.embedder)
-            self.recorded = True
-        self.total += len(keys)
+    def embed(self, arrivals: Iterable[np.ndarray]) -> None:
+        """Give the chunks of each array of keys its vectors, saving them every few batches."""
         stream = getattr(self.embedder, "embed_stream", None)
-        lookups = self._lookups(keys)
+        lookups = (lookup for keys in arrivals if len(keys) for lookup in self._lookups(keys))
         embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
             stream(lookups)
             if stream and not self.cache_only
@@ -220,6 +242,10 @@ class _Backfill:
                     self.progress("embed", self.done, self.total)
 
     def _lookups(self, keys: np.ndarray) -> Iterator[tuple[_Lookup, list[str]]]:
+        if not self.recorded:
+            _record_embedder(self.writer, self.embedder)
+            self.recorded = True
+        self.total += len(keys)
         for start in range(0, len(keys), _CHUNKS_PER_EMBED_BATCH):
             rows = self.writer.chunk_texts([int(k) for k in keys[start : start + _CHUNKS_PER_EMBED_BATCH]])
             # In flight is read before the cache: a batch written in between is then in the cache.

@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 
 from memlane.errors import MemlaneError
 
-__all__ = ["Prepared", "batched", "closing", "run_ahead"]
+__all__ = ["Prepared", "batched", "closing", "feed_closed", "run_ahead"]
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -43,6 +43,19 @@ R = TypeVar("R")
 
 # How often a thread blocked on a full or empty queue looks whether the pipeline was closed.
 _POLL_S = 0.05
+# The stop event of the pipeline a feed thread reads ``items`` for (see :func:`feed_closed`).
+_feeding = threading.local()
+
+
+def feed_closed() -> bool:
+    """Whether the calling thread reads ``items`` for a pipeline that has been closed.
+
+    An ``items`` iterator that waits for its next item (another thread's work) polls this: the
+    consumer's close (Ctrl-C, an error) stops the pipeline and joins the feed thread, so a wait
+    that does not look would hang it. False on any other thread.
+    """
+    stop: threading.Event | None = getattr(_feeding, "stop", None)
+    return stop is not None and stop.is_set()
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -104,6 +117,7 @@ class _Pipeline(Generic[T, R]):
                 continue
 
     def prepare_all(self, items: Iterable[tuple[T, P]], prepare: Callable[[P], Prepared[R]], workers: int) -> None:
+        _feeding.stop = self.stop
         try:
             for tag, payload in items:
                 prepared = prepare(payload)
