@@ -27,21 +27,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_embed_first_index import cpu_seconds
 
 import memlane
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parents[1] / "bench-results" / "transcript_recall.json"
 _LABEL = re.compile(r"^(User|Assistant): ")
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def queries(texts: dict[int, str]) -> dict[str, str]:

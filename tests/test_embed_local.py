@@ -17,7 +17,7 @@ import pytest
 from memlane.embed import Embedder, make_embedder
 from memlane.embed._bert_onnx import MEAN_POOLED, BertConfig, build_bert_onnx, read_safetensors
 from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows
-from memlane.embed.token_ids import read_text
+from memlane.embed.token_ids import read_text, read_with_positions
 from memlane.embed.weights import PACKAGE, minilm_dir
 from memlane.errors import WeightsMismatchError
 
@@ -459,6 +459,10 @@ def test_a_run_of_marks_reads_as_its_first() -> None:
     # CJK punctuation, box drawing) are read as written.
     text = "a, b. (c) __init__ naïve ที่นี่ 東京。「駅」 ──── - [ ] task"
     assert read_text(text) == text
+    noisy = "é--x ((a)) ==== ok!!"
+    read, at = read_with_positions(noisy)
+    assert read == read_text(noisy) == "é-x (a) = ok!"
+    assert "".join(noisy[i] for i in at[:-1]) == read and at[-1] == len(noisy)
 
 
 @pytest.mark.model

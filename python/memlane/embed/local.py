@@ -50,7 +50,7 @@ from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
 from memlane.embed.device import cuda_libraries_hint, gpu_unusable
 from memlane.embed.feed import Prepared, batched, closing, run_ahead
-from memlane.embed.token_ids import TokenIds, read_positions, read_text
+from memlane.embed.token_ids import TokenIds, read_text, read_with_positions
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -503,8 +503,8 @@ class LocalEmbedder:
             >>> LocalEmbedder().window_spans("hello world")
             [(0, 11)]
         """
-        at = read_positions(text)
-        offsets = self._tokenizer.encode(read_text(text), add_special_tokens=False).offsets
+        read, at = read_with_positions(text)
+        offsets = self._tokenizer.encode(read, add_special_tokens=False).offsets
         if not offsets:
             return [(0, 0)]
         return [(int(at[offsets[s][0]]), int(at[offsets[e - 1][1] - 1]) + 1) for s, e in self._plan(len(offsets))]

@@ -35,7 +35,7 @@ import numpy as np
 
 from memlane import _core
 
-__all__ = ["TokenIds", "read_positions", "read_text"]
+__all__ = ["TokenIds", "read_text", "read_with_positions"]
 
 # What the local embedder reads of a text: an ASCII punctuation mark or symbol right after another
 # is dropped, so that a run of them (``=======``, ``"]),``, ``-->``) reads as its first. Code and
@@ -59,18 +59,23 @@ def read_text(text: str) -> str:
     return _MARK_RUNS.sub("", text)
 
 
-def read_positions(text: str) -> np.ndarray:
-    """Where each character of :func:`read_text`'s reading of ``text`` sits in ``text``, then
-    ``len(text)``: maps offsets into the reading back to the text as written.
+def read_with_positions(text: str) -> tuple[str, np.ndarray]:
+    """:func:`read_text`'s reading of ``text``, and where each of its characters sits in ``text``
+    (then ``len(text)``): maps offsets into the reading back to the text as written.
 
     Example:
-        >>> read_positions("a==b").tolist()
-        [0, 1, 3, 4]
+        >>> read, at = read_with_positions("a==b")
+        >>> read, at.tolist()
+        ('a=b', [0, 1, 3, 4])
     """
     kept = np.ones(len(text) + 1, dtype=bool)
+    pieces, start = [], 0
     for run in _MARK_RUNS.finditer(text):
         kept[run.start() : run.end()] = False
-    return np.flatnonzero(kept)
+        pieces.append(text[start : run.start()])
+        start = run.end()
+    pieces.append(text[start:])
+    return "".join(pieces), np.flatnonzero(kept)
 
 
 class TokenIds:
