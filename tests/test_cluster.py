@@ -155,9 +155,20 @@ class FakeTitan:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port no Ray process will take before the test binds it. The kernel's own pick comes
+    from the ephemeral range (32768 and up), where Ray's many servers also bind port 0, so one of
+    them can take it first (a CI run lost Serve's proxy that way). Below that range and above Ray's
+    worker ports (10002-19999), only a port asked for by number is taken."""
+    picks = random.Random()
+    for _ in range(200):
+        port = picks.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32767")
 
 
 @pytest.fixture(scope="module")
