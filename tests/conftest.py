@@ -13,8 +13,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 import hashlib  # noqa: E402
 import os  # noqa: E402
+import random  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -169,6 +171,23 @@ def keyword_home_with_markup(factory: pytest.TempPathFactory, evil: list[tuple[s
 
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def free_port() -> int:
+    """A free port on 127.0.0.1 that no Ray process will take before the test binds it. The
+    kernel's own pick comes from the ephemeral range (32768 and up), where Ray's many servers also
+    bind port 0, so one of them can take it first (a CI run lost Serve's proxy that way). Below
+    that range and above Ray's worker ports (10002-19999), only a port asked for by number is taken."""
+    picks = random.Random()
+    for _ in range(200):
+        port = picks.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32767")
 
 
 AWS_TEST_REGION = "us-east-1"

@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, FakeEmbedder, generic_session, write_jsonl
+from conftest import SHARED_DATA, FakeEmbedder, free_port, generic_session, write_jsonl
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("moto.server")
@@ -154,23 +153,6 @@ class FakeTitan:
         )
 
 
-def _free_port() -> int:
-    """A free port no Ray process will take before the test binds it. The kernel's own pick comes
-    from the ephemeral range (32768 and up), where Ray's many servers also bind port 0, so one of
-    them can take it first (a CI run lost Serve's proxy that way). Below that range and above Ray's
-    worker ports (10002-19999), only a port asked for by number is taken."""
-    picks = random.Random()
-    for _ in range(200):
-        port = picks.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32767")
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory):
     """A moto S3 server on 127.0.0.1, and the environment that points boto3 (here and in every
@@ -178,7 +160,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory):
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     env = {

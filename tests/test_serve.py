@@ -18,12 +18,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import FakeEmbedder, generic_session, write_jsonl
+from conftest import FakeEmbedder, free_port, generic_session, write_jsonl
 from test_cluster import (  # noqa: F401 - fixtures
     BUCKET,
     OUT_BUCKET,
     QUERIES,
-    _free_port,
     _one_home,
     _same_up_to_ties,
     _synthetic,
@@ -83,7 +82,7 @@ def served(cluster, s3, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
     assert report.generation == 1
     from memlane.cluster import serve as srv
 
-    port = _free_port()
+    port = free_port()
     cache = str(tmp_path_factory.mktemp("serve-cache"))
     bm25 = srv.start(
         out,
@@ -342,11 +341,11 @@ def test_loopback_only_without_a_token_and_errors_are_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMLANE_TOKEN", raising=False)
-    assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(_free_port())]) == 2
+    assert main(["--index", "s3://nowhere/index/", "serve", "--host", "0.0.0.0", "--port", str(free_port())]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "refusing to serve on 0.0.0.0" in err and "--insecure" in err
     # A server that is not there: one line, no traceback.
-    assert main(["--remote", f"http://127.0.0.1:{_free_port()}", "status"]) == 2
+    assert main(["--remote", f"http://127.0.0.1:{free_port()}", "status"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach a memlane server" in err
     # HTTPS needs a certificate and its key, and a pair that loads: refused before Ray starts.
@@ -360,7 +359,7 @@ def test_loopback_only_without_a_token_and_errors_are_one_line(
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "orjson" else find_spec(name, *a))
-    assert main(["--index", "s3://nowhere/index/", "serve", "--port", str(_free_port())]) == 2
+    assert main(["--index", "s3://nowhere/index/", "serve", "--port", str(free_port())]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'memlane[ray]'" in err and "force-reinstall" not in err
 
@@ -555,7 +554,7 @@ def test_memlane_serve_serves_from_its_router_replica(
     index searched in process, and a new catalog version served without a failed request."""
     import signal
 
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
     env["MEMLANE_CACHE_DIR"] = str(tmp_path / "cache")
     command = [
@@ -647,7 +646,7 @@ def test_memlane_serve_speaks_https_with_a_certificate(served, tmp_path: Path, m
     import signal
 
     cert, key = _self_signed(tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a cluster of its own
     env.update(MEMLANE_CACHE_DIR=str(tmp_path / "cache"), MEMLANE_TOKEN=TOKEN)
     command = [sys.executable, "-m", "memlane.cli", "--index", served["out"], "serve", "--embed", "none", "--port", str(port),
@@ -692,7 +691,7 @@ def test_options_a_running_serve_would_ignore_are_refused(served, tmp_path: Path
     port = urlsplit(served["bm25"].url).port
     actors = len(ray.util.list_named_actors(all_namespaces=True))
     cert, key = _self_signed(tmp_path)
-    for asked in ({"port": _free_port()}, {"port": port, "tls_cert": str(cert), "tls_key": str(key)}):
+    for asked in ({"port": free_port()}, {"port": port, "tls_cert": str(cert), "tls_key": str(key)}):
         with pytest.raises(ValueError, match=f"already runs on this cluster at http://127.0.0.1:{port} "):
             srv.start(
                 served["out"],

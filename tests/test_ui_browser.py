@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import keyword_home_with_markup
+from conftest import free_port, keyword_home_with_markup
 
 import memlane
 
@@ -43,12 +43,6 @@ EVIL = [
 PROMPT = "why was the container OOM-killed with exit code 137"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "python"), "HOME": str(tmp / "user")}
 
@@ -57,7 +51,7 @@ class Server:
     """A `memlane ui` process and its address."""
 
     def __init__(self, home: Path, tmp: Path, *extra: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "memlane.cli", "--home", str(home), "ui", "--port", str(self.port)]
         self.log = tmp / f"ui-{self.port}.log"
