@@ -48,6 +48,11 @@ Whole index runs (parse and embed overlapped, 7334a64/6b5e2a9; before = the pack
 three interleaved pairs, 15:12-15:19 UTC): model = 2x the feed 2.09/2.11/2.26 s before,
 2.01/1.97/2.13 after; at 480 sessions wall / model 1.23 before, 1.16-1.19 after.
 
+Parse batches growing from an eighth to full size, doubling (in place of an eighth, then full;
+before = the package at 5f34dba, three interleaved pairs, 20:44-20:51 UTC, load 1.4-1.8): 120
+sessions, model = 2x the backfill's feed, whole index 1.27/1.33/1.34x max(model, null run) before,
+1.15/1.18/1.13x after; 480 sessions (two pairs) 1.14/1.05 before, 1.06/1.10 after.
+
 The real model (``--real-chunks 384``, 779 windows): one core 32.2-33.2 windows/CPU-s, in batches
 of 32 20.1-24.6; two cores, a run per core 0.85-0.97 of one core's windows/CPU-s, intra_op
 0.78-0.89.

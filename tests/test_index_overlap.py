@@ -134,3 +134,12 @@ def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_ba
     # parsed (the second and third batches, not the fourth: 2 files against 5 committed).
     keys = np.concatenate(handed)
     assert [len(h) for h in handed] == [1, 2, 2, 4] and len(set(keys.tolist())) == 9
+
+
+def test_a_run_that_embeds_parses_small_batches_first_doubling_to_full(tmp_path, monkeypatch):
+    monkeypatch.setattr(indexing, "_FILES_PER_BATCH", 16)
+    paths = [str(p) for p in sorted(sessions(tmp_path / "src", 40).iterdir())]
+    assert [len(b) for b, _ in indexing._batches(paths, small_first=True)] == [2, 4, 8, 16, 10]
+    assert [len(b) for b, _ in indexing._batches(paths, small_first=False)] == [16, 16, 8]
+    sizes = {p: os.path.getsize(p) for p in paths}
+    assert all(size == sum(sizes[p] for p in batch) for batch, size in indexing._batches(paths, small_first=True))

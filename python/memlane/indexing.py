@@ -260,12 +260,13 @@ class _KeywordPass:
 
 
 def _batches(todo: list[str], small_first: bool) -> Iterator[tuple[list[str], int]]:
-    """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes; with
-    ``small_first`` the first is an eighth of the others (a run that embeds starts its model
-    at the commit after it)."""
-    files, size = (
-        (max(_FILES_PER_BATCH // 8, 1), _BYTES_PER_BATCH // 8) if small_first else (_FILES_PER_BATCH, _BYTES_PER_BATCH)
-    )
+    """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes. With
+    ``small_first`` the first is an eighth of the others and each next one twice the last until
+    they are full: a run that embeds starts its model at the commit after the first, and each
+    batch then lands while the model still embeds the one before (a full second batch left the
+    model idle for as long as it took to parse and commit, a tenth of a small archive's run)."""
+    full_files, full_bytes = _FILES_PER_BATCH, _BYTES_PER_BATCH
+    files, size = (max(full_files // 8, 1), full_bytes // 8) if small_first else (full_files, full_bytes)
     batch: list[str] = []
     batch_bytes = 0
     for i, path in enumerate(todo):
@@ -278,7 +279,7 @@ def _batches(todo: list[str], small_first: bool) -> Iterator[tuple[list[str], in
         if len(batch) >= files or batch_bytes >= size or i == len(todo) - 1:
             yield batch, batch_bytes
             batch, batch_bytes = [], 0
-            files, size = _FILES_PER_BATCH, _BYTES_PER_BATCH
+            files, size = min(files * 2, full_files), min(size * 2, full_bytes)
 
 
 @contextmanager
