@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 
 import numpy as np
@@ -73,6 +74,39 @@ def test_an_embedding_error_lets_the_keyword_pass_end_and_commit(tmp_path, small
     assert (status["files"], status["chunks"], status["vectors"]) == (8, 8, 0)
     # Named the embedder whose vectors the chunks wait for.
     assert status["embedder_id"] == Broken.id
+
+
+def test_a_cache_write_that_fails_beside_the_index_writes_ends_the_run_and_loses_nothing(
+    tmp_path, small_batches, monkeypatch
+):
+    """The embedding cache is written on a thread of its own while vectors go into the index: its
+    error must still end the run, and a second run embeds what the first could not keep."""
+    from memlane.embed.cache import EmbeddingCache
+
+    src = sessions(tmp_path / "src", 8)
+    put_many = EmbeddingCache.put_many
+    puts = 0
+
+    def fails_second(self, embedder_id, vectors):
+        nonlocal puts
+        puts += 1
+        if puts == 2:
+            raise sqlite3.OperationalError("database is locked")
+        put_many(self, embedder_id, vectors)
+
+    monkeypatch.setattr(EmbeddingCache, "put_many", fails_second)
+    mem = memlane.open(tmp_path / "home", embedder=StreamingFake(), cache_dir=tmp_path / "cache")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        mem.index([src])
+    assert not [t for t in threading.enumerate() if t.name.startswith("memlane-cache-writes")]
+    status = _core.Store(str(tmp_path / "home")).status()
+    assert (status["files"], status["chunks"]) == (8, 8) and status["vectors"] < 8
+
+    monkeypatch.setattr(EmbeddingCache, "put_many", put_many)
+    mem = memlane.open(tmp_path / "home", embedder=StreamingFake(), cache_dir=tmp_path / "cache")
+    assert mem.index([src]).chunks_embedded == 8 - status["vectors"]
+    again = mem.status()
+    assert (again["chunks_with_vectors"], again["vectors_pending"]) == (8, 0) and mem.verify()["sound"]
 
 
 def test_ctrl_c_while_parsing_commits_the_batches_parsed_and_resumes(tmp_path, small_batches):

@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,16 +132,21 @@ class _Lookup:
         return [text for _, text in self.missing]
 
     def found(
-        self, cache: EmbeddingCache, embedder_id: str, fresh: Sequence[np.ndarray]
+        self,
+        cache: EmbeddingCache,
+        embedder_id: str,
+        fresh: Sequence[np.ndarray],
+        put: Callable[[str, dict[str, np.ndarray]], object] | None = None,
     ) -> tuple[list[int], list[np.ndarray], int]:
-        """Store ``fresh`` (the vectors of :meth:`texts`) in the cache; the keys that have
-        vectors now, their vectors, and how many rows the cache answered."""
+        """Store ``fresh`` (the vectors of :meth:`texts`) in the cache, with ``put`` in place of
+        its ``put_many`` if given; the keys that have vectors now, their vectors, and how many
+        rows the cache answered."""
         if self.missing:
             from memlane.embed.cache import as_cached
 
             stored, read_back = as_cached(fresh)
             hashes = [h for h, _ in self.missing]
-            cache.put_many(embedder_id, dict(zip(hashes, stored)))
+            (put or cache.put_many)(embedder_id, dict(zip(hashes, stored)))
             self.cached.update(zip(hashes, read_back))
         if self.later:
             self.cached.update(cache.get_many(embedder_id, self.later, count=False))
@@ -232,9 +238,9 @@ class _Backfill:
             if stream and not self.cache_only
             else ((lookup, self.embedder.embed_documents(texts) if texts else []) for lookup, texts in lookups)
         )
-        with closing(embedded):
+        with closing(embedded), ThreadPoolExecutor(1, thread_name_prefix="memlane-cache-writes") as cache_writes:
             for lookup, fresh in embedded:
-                self._write(lookup, fresh)
+                self._write(lookup, fresh, cache_writes)
                 self.batches += 1
                 if self.batches % _EMBED_BATCHES_PER_COMMIT == 0:
                     self.save()
@@ -258,22 +264,35 @@ class _Backfill:
                     self.in_flight[h] = self.in_flight.get(h, 0) + 1
             yield lookup, lookup.texts()
 
-    def _write(self, lookup: _Lookup, fresh: list[np.ndarray]) -> None:
-        keys, vectors, batch_hits = lookup.found(self.cache, self.embedder.id, fresh)
+    def _write(self, lookup: _Lookup, fresh: list[np.ndarray], cache_writes: ThreadPoolExecutor) -> None:
+        """Add a batch's vectors to the index while ``cache_writes`` stores its fresh ones (both
+        let go of the GIL: on a fast model this thread is what it waits on). The cache write ends
+        before the batch's texts leave ``in_flight``: a text is always in one or the other."""
+        puts: list[Future[None]] = []
+        keys, vectors, batch_hits = lookup.found(
+            self.cache,
+            self.embedder.id,
+            fresh,
+            lambda *put: puts.append(cache_writes.submit(self.cache.put_many, *put)),
+        )
+        try:
+            if keys:
+                import numpy as np
+
+                counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
+                flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
+                self.writer.add_vectors(
+                    self.embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(self.embedder)
+                )
+        finally:
+            for put in puts:
+                put.result()
         with self.lock:
             for h, _ in lookup.missing:
                 self.in_flight[h] -= 1
                 if not self.in_flight[h]:
                     del self.in_flight[h]
         self.hits += batch_hits
-        if keys:
-            import numpy as np
-
-            counts = np.array([v.shape[0] for v in vectors], dtype=np.uint64)
-            flat = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)
-            self.writer.add_vectors(
-                self.embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(self.embedder)
-            )
         self.done += len(keys)
 
 
