@@ -273,7 +273,7 @@ class _Backfill:
             self.cache,
             self.embedder.id,
             fresh,
-            lambda *put: puts.append(cache_writes.submit(self.cache.put_many, *put)),
+            lambda *args: puts.append(cache_writes.submit(self.cache.put_many, *args)),
         )
         try:
             if keys:
