@@ -18,10 +18,10 @@ import gzip
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,9 @@ __all__ = [
 # Texts per call to an embedding actor: large enough to batch well on a CPU, small enough to
 # spread one shard's backlog over every actor.
 _EMBED_BATCH = 32
+# A shard's backfill calls in flight at once: one with the actors while the shard writes the last.
+_CALLS_IN_FLIGHT = 2
+T = TypeVar("T")
 
 
 @dataclass
@@ -339,13 +342,29 @@ class PoolEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [[texts[i] for i in order[b : b + _EMBED_BATCH]] for b in range(0, len(order), _EMBED_BATCH)]
         # Each call starts where the last one stopped, so calls of one batch do not all
-        # land on the first actor; shards start at different actors (see build_shard).
+        # land on the first actor; shards start at different actors (see build_shard). Two calls
+        # of embed_stream may read the same start: only the spread over the actors changes.
         first, self.next = self.next, self.next + len(batches)
         refs = [self.actors[(first + i) % len(self.actors)].embed.remote(b) for i, b in enumerate(batches)]
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
         for i, vectors in zip(order, (v for part in ray.get(refs) for v in part)):
             out[i] = vectors
         return out
+
+    def embed_stream(
+        self, items: Iterable[tuple[T, Sequence[str]]]
+    ) -> Generator[tuple[T, list[np.ndarray]], None, None]:
+        """:meth:`embed_documents` of every ``(tag, texts)`` of ``items``, in order, as
+        ``(tag, vectors)``; the next calls' batches are with the actors while the shard writes
+        the last call's vectors, so the actors do not wait on the shard's writes (see
+        :mod:`memlane.embed.feed`). Close the iterator when not reading it to the end."""
+        from memlane.embed.feed import Prepared, run_ahead
+
+        def prepare(texts: Sequence[str]) -> Prepared[list[np.ndarray]]:
+            out: list[list[np.ndarray]] = []
+            return Prepared([lambda: out.append(self.embed_documents(texts))], lambda: out[0])
+
+        return run_ahead(items, prepare, workers=_CALLS_IN_FLIGHT)
 
     def embed_query(self, text: str) -> np.ndarray:
         raise MemlaneError("a shard build embeds documents only")
