@@ -137,11 +137,12 @@ def _embedding(
     threads: int,
     requests_per_second: float | None,
     index_embedder_id: str | None = None,
-) -> tuple[list[Any], tuple[str, int, int] | None, Any]:
+) -> tuple[list[Any], tuple[str, int, int] | None, Any, Any]:
     """The embedding actors, what they write (embedder id, dimension, window; None for
-    keyword-only) and the Bedrock rate limiter they share (None when not Bedrock)."""
+    keyword-only), the Bedrock rate limiter they share (None when not Bedrock) and the placement
+    group that holds their cores (None when they hold none): remove it once they are killed."""
     if embed == "none" or embed is None:
-        return [], None, None
+        return [], None, None, None
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     if isinstance(embed, str) and embed.startswith("local"):
@@ -167,13 +168,28 @@ def _embedding(
         count = actors or max(1, cpus // threads)
         options["num_cpus"] = threads if count * threads < cpus else 0
         options["scheduling_strategy"] = "SPREAD"
-    remote = ray.remote(EmbedWorker).options(**options)
-    pool = [remote.remote(embed, threads, limiter, embed_options) for _ in range(count)]
+    actor = ray.remote(EmbedWorker)
+    reserved = None
+    if options.get("num_cpus"):
+        # The actors' cores are held in a placement group, so that an actor that dies gets its
+        # own back when Ray restarts it. Back in the common pool, a core it freed went to a shard
+        # task queued meanwhile, which then waited for the actor that had no core left to start
+        # on: a hang on 2 cores (tests/test_cluster.py kills an actor mid-run).
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        reserved = placement_group([{"CPU": options["num_cpus"]}] * count, strategy="SPREAD")
+        ray.get(reserved.ready())
+        bundles = [PlacementGroupSchedulingStrategy(reserved, placement_group_bundle_index=i) for i in range(count)]
+        placed = [actor.options(**{**options, "scheduling_strategy": bundle}) for bundle in bundles]
+    else:
+        placed = [actor.options(**options)] * count
+    pool = [p.remote(embed, threads, limiter, embed_options) for p in placed]
     described = ray.get(pool[0].describe.remote())
     if limiter is not None and not described[0].startswith("bedrock/"):
         ray.kill(limiter)
         limiter = None
-    return pool, described, limiter
+    return pool, described, limiter, reserved
 
 
 def _usage(ray: Any, actors: list[Any], limiter: Any) -> dict[str, Any]:
@@ -308,7 +324,7 @@ def index_sources(
         return report
 
     ray = init_ray(ray_address, **ray_init)
-    actors, described, limiter = _embedding(
+    actors, described, limiter, reserved = _embedding(
         ray,
         embed,
         embed_options,
@@ -361,6 +377,10 @@ def index_sources(
     report.embed_usage = _usage(ray, actors, limiter)
     for actor in [*actors, *([limiter] if limiter is not None else [])]:
         ray.kill(actor)
+    if reserved is not None:
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(reserved)
 
     refs: list[cat.ShardRef] = []
     for shard in range(partition.shards):
