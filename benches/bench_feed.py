@@ -236,6 +236,7 @@ def main() -> None:
         "a GPU's GPU_VECTOR_PARTS or one)",
     )
     parser.add_argument("--skip-real", action="store_true", help="leave out the real q8 model's rows")
+    parser.add_argument("--only-real", action="store_true", help="only the real q8 model's rows (every core)")
     args = parser.parse_args()
 
     print(f"load average {os.getloadavg()[0]:.2f}, {len(os.sched_getaffinity(0))} cores, memlane from "
@@ -245,6 +246,9 @@ def main() -> None:
         size = generate(work / "archive", args.files, args.pairs)
         texts = chunk_texts(work / "keywords", work / "archive")
         print(f"archive {size / 1e6:.1f} MB, {len(texts)} chunks", flush=True)
+        if args.only_real:
+            real_q8(texts[: args.real_chunks], args.threads, args.repeats)
+            return
 
         emb = LocalEmbedder(**FEEDS[args.feed])
         # The home a GPU embeds is split into as many graphs as it asks for (1 before there were parts).
