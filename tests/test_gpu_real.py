@@ -20,7 +20,6 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -84,10 +83,10 @@ def gpu() -> LocalEmbedder:
 
 
 @pytest.fixture(scope="module")
-def gpu_fp32() -> Iterator[LocalEmbedder]:
-    with pytest.MonkeyPatch.context() as env:
+def gpu_fp32() -> LocalEmbedder:
+    with pytest.MonkeyPatch.context() as env:  # set while it is built, not for the module
         env.setenv("MEMLANE_GPU_PRECISION", "fp32")
-        yield LocalEmbedder(mode="fp32", device="gpu", batch_size=256)
+        return LocalEmbedder(mode="fp32", device="gpu", batch_size=256)
 
 
 def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -151,9 +150,11 @@ def _home_vectors(home: Path, cache_dir: Path) -> tuple[list[int], dict[str, np.
 def test_memlane_index_on_the_gpu_builds_the_home_the_cpu_builds(
     shared_transcripts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("MEMLANE_GPU_PRECISION", raising=False)
     on_gpu = _index(tmp_path / "gpu", tmp_path / "gpu-cache", monkeypatch, "--device", "gpu")
     on_cpu = _index(tmp_path / "cpu", tmp_path / "cpu-cache", monkeypatch, "--device", "cpu", "--embed", "local:fp32")
     assert (on_gpu["device"], on_cpu["device"]) == ("gpu", "cpu")
+    assert "fp16 arithmetic" in on_gpu["device_reason"]
     assert on_gpu["chunks_embedded"] == on_cpu["chunks_embedded"] == on_cpu["chunks_added"] > 0
     # A new home embedded on a GPU stores the fp32 model's vectors.
     assert memlane.open(tmp_path / "gpu", device="cpu").vectors_embedder_id == FP32
