@@ -4,6 +4,8 @@
 # Prepare on the CPU machine, in the repository root (.gitignore ignores .gpu):
 #   ../shared/tools/gpu-payload.sh .gpu        # onnxruntime-gpu, the model, this checkout's wheel, in parts
 #   mkdir -p .gpu/data && cp -r ../shared/data/transcripts .gpu/data/
+# Dry-run the GPU test here first (tests/fake_cuda.py: sessions that say CUDA, run on the CPU):
+#   PYTHONPATH=tests .venv/bin/python -m pytest -p fake_cuda --noconftest -o addopts="" tests/test_gpu_real.py
 # On the GPU machine, one call per part, back to back (carry .gpu/pK; cp .gpu/pK/part.* /tmp/gpu/),
 # the last one carrying .gpu/data too and running:
 #   .gpu/pN/install.sh && benches/gpu_check.sh

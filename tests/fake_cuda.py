@@ -1,0 +1,36 @@
+"""A pytest plugin that makes this machine look like a GPU one: onnxruntime offers CUDA and its
+sessions asked for it say they run on it, while they run on the CPU. It dry-runs the GPU checks
+before spending a GPU machine's minutes on them (not part of the suite):
+
+    PYTHONPATH=tests .venv/bin/python -m pytest -p fake_cuda --noconftest -o addopts="" tests/test_gpu_real.py
+
+The vectors are the CPU's, so the figures say nothing of a GPU; what fails here fails there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnxruntime as ort
+
+import memlane.embed.device as devices
+
+_SESSION = ort.InferenceSession
+_CUDA, _CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+class _SessionSayingCuda:
+    def __init__(self, path: Any, sess_options: Any = None, providers: list[str] | None = None) -> None:
+        self._on_cuda = _CUDA in (providers or [])
+        self._session = _SESSION(path, sess_options=sess_options, providers=[_CPU])
+
+    def get_providers(self) -> list[str]:
+        return [_CUDA, _CPU] if self._on_cuda else [_CPU]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+devices.gpu_unusable = lambda: None  # type: ignore[assignment]
+ort.get_available_providers = lambda: [_CUDA, _CPU]
+ort.InferenceSession = _SessionSayingCuda  # type: ignore[misc,assignment]
