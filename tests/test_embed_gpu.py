@@ -167,8 +167,9 @@ def test_the_cluster_places_one_actor_per_gpu_with_the_graph_for_it(gpus: int, i
     from memlane.cluster.index import _embedding
 
     ray = _FakeRay({"CPU": 2.0, "GPU": float(gpus)})
-    pool, described, limiter = _embedding(ray, "local", None, None, 1, None, index_id)
+    pool, described, limiter, reserved = _embedding(ray, "local", None, None, 1, None, index_id)
     assert {a[2][0] for a in ray.actors} == {spec} and described == (f"{spec}-id", 384, 256) and limiter is None
+    assert reserved is None  # actors that hold no core need no placement group
     if gpus:
         assert len(pool) == gpus and all(a[1]["num_gpus"] == 1 for a in ray.actors)
     else:
