@@ -31,6 +31,9 @@ class _SessionSayingCuda:
         return getattr(self._session, name)
 
 
-devices.gpu_unusable = lambda: None  # type: ignore[assignment]
-ort.get_available_providers = lambda: [_CUDA, _CPU]
-ort.InferenceSession = _SessionSayingCuda  # type: ignore[misc,assignment]
+def pytest_configure(config: Any) -> None:
+    """Patch onnxruntime when pytest loads this file as a plugin (``-p fake_cuda``), not when it
+    merely imports it (``--doctest-modules`` imports every module under tests/)."""
+    devices.gpu_unusable = lambda: None  # type: ignore[assignment]
+    ort.get_available_providers = lambda: [_CUDA, _CPU]
+    ort.InferenceSession = _SessionSayingCuda  # type: ignore[misc,assignment]
