@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Issue 41's GPU checks in one go, for a GPU machine lent for a few minutes without internet.
 #
-# Prepare on the CPU machine, in the repository root (.gitignore ignores .gpu):
-#   ../shared/tools/gpu-payload.sh .gpu        # onnxruntime-gpu, the model, this checkout's wheel, in parts
-#   mkdir -p .gpu/data && cp -r ../shared/data/transcripts .gpu/data/
+# Prepare on the CPU machine, in the repository root (.gitignore ignores .gpu; about 3 minutes):
+#   ../shared/tools/gpu-payload.sh .gpu && benches/gpu_parts.sh
+# (onnxruntime-gpu, the model and this checkout's wheel, re-cut into parts that fit a device call
+# beside the working tree, and the shared transcripts in .gpu/data.)
 # Dry-run the GPU test here first (tests/fake_cuda.py: sessions that say CUDA, run on the CPU):
 #   PYTHONPATH=tests .venv/bin/python -m pytest -p fake_cuda --noconftest -o addopts="" tests/test_gpu_real.py
-# On the GPU machine, one call per part, back to back (carry .gpu/pK; cp .gpu/pK/part.* /tmp/gpu/),
-# the last one carrying .gpu/data too and running:
+# On the GPU machine, one call per part, back to back (carry .gpu/pK, run
+# "mkdir -p /tmp/gpu && cp .gpu/pK/part.* /tmp/gpu/"), the last one carrying .gpu/data too and running:
 #   .gpu/pN/install.sh && benches/gpu_check.sh
 # Results go under $OUT (else /tmp/gpu-out): nvidia-smi, tests/test_gpu_real.py's output,
 # benches/bench_gpu.py's table and JSON (fp16 and fp32), and, since the GPU machine has 16 cores,
