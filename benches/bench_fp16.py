@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_feed import chunk_texts
+from bench_feed import chunk_texts, with_session
 
 from memlane.bench.datasets import load_dataset
 from memlane.bench.runner import GRANULARITIES, run_benchmark
@@ -73,12 +73,13 @@ def running(graph: Path | None) -> LocalEmbedder:
     """The local fp32 embedder (its id, its feed), running ``graph`` in place of the fp32 graph."""
     import onnxruntime as ort
 
-    emb = LocalEmbedder(mode="fp32")
-    if graph is not None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        emb._session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-    return emb
+    if graph is None:
+        return LocalEmbedder(mode="fp32")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return with_session(
+        LocalEmbedder(mode="fp32"), ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    )
 
 
 def locomo_turns() -> list[str]:

@@ -9,6 +9,7 @@ The vectors are the CPU's, so the figures say nothing of a GPU; what fails here 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import onnxruntime as ort
@@ -31,9 +32,15 @@ class _SessionSayingCuda:
         return getattr(self._session, name)
 
 
+def pretend_cuda(patch: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Make onnxruntime offer CUDA and the GPU probe find it usable, through ``patch`` (``setattr``,
+    or a test's ``monkeypatch.setattr`` to undo it after the test)."""
+    patch(devices, "gpu_unusable", lambda: None)
+    patch(ort, "get_available_providers", lambda: [_CUDA, _CPU])
+    patch(ort, "InferenceSession", _SessionSayingCuda)
+
+
 def pytest_configure(config: Any) -> None:
     """Patch onnxruntime when pytest loads this file as a plugin (``-p fake_cuda``), not when it
     merely imports it (``--doctest-modules`` imports every module under tests/)."""
-    devices.gpu_unusable = lambda: None  # type: ignore[assignment]
-    ort.get_available_providers = lambda: [_CUDA, _CPU]
-    ort.InferenceSession = _SessionSayingCuda  # type: ignore[misc,assignment]
+    pretend_cuda()

@@ -12,6 +12,7 @@ import json
 import logging
 from pathlib import Path
 
+import fake_cuda
 import numpy as np
 import pytest
 from conftest import SHARED_DATA, FakeEmbedder
@@ -302,31 +303,16 @@ def test_a_usable_gpu_embeds_a_new_home_in_fp32_and_leaves_a_q8_home_on_the_cpu_
 
 
 @pytest.fixture
-def cuda_session(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """onnxruntime offers CUDA and its sessions say they run on it (they run on this CPU): the
-    names of the graphs loaded."""
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
-    loaded, real = [], ort.InferenceSession
-
-    class OnCuda:
-        def __init__(self, path, sess_options=None, providers=None):
-            loaded.append(Path(path).name)
-            self._session = real(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
-
-        def get_providers(self):
-            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-
-        def __getattr__(self, name):
-            return getattr(self._session, name)
-
-    monkeypatch.setattr(ort, "InferenceSession", OnCuda)
+def cuda_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime offers CUDA and its sessions asked for it say they run on it (they run on
+    this CPU; tests/fake_cuda.py)."""
+    fake_cuda.pretend_cuda(monkeypatch.setattr)
     monkeypatch.setattr(local, "_RUNTIMES", {})
-    return loaded
 
 
 @pytest.mark.model
 def test_a_gpu_runs_the_fp32_graph_in_fp16_into_the_fp32_vectors(
-    cuda_session: list[str], gpu_usable: None, monkeypatch: pytest.MonkeyPatch
+    cuda_session: None, gpu_usable: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMLANE_GPU_PRECISION", raising=False)
     exact = local.LocalEmbedder(mode="fp32", threads=1, device="cpu")
