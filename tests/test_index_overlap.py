@@ -1,5 +1,5 @@
-"""An index run embeds while it parses: the keyword pass commits on a thread of its own and
-hands each commit's chunks to the backfill (issue 41: parse -> embed overlapped)."""
+"""An index run embeds while it parses: the keyword pass runs on a thread of its own and hands
+each batch's new chunks to the backfill as it adds them (issue 41: parse -> embed overlapped)."""
 
 from __future__ import annotations
 
@@ -125,8 +125,8 @@ def test_ctrl_c_while_parsing_commits_the_batches_parsed_and_resumes(tmp_path, s
     assert again.files_indexed == 3 and status["chunks"] == status["vectors"] == 6
 
 
-def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path, small_batches, monkeypatch):
-    """The embedding side waits for the keyword pass's next commit (the feed thread, polling
+def test_ctrl_c_while_waiting_for_the_next_batch_stops_the_run_at_once(tmp_path, small_batches, monkeypatch):
+    """The embedding side waits for the keyword pass's next batch (the feed thread, polling
     whether the pipeline was closed) while the calling thread waits for the feed, where Ctrl-C
     lands: the run stops at once and tells the pass, which ends after its current batch."""
     src = sessions(tmp_path / "src", 6)
@@ -134,9 +134,9 @@ def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path
 
     def progress(stage, done, total):
         if stage == "parse" and done < total and not released:
-            if done > total / 3:  # the second batch: the pass stays between two commits
+            if done > total / 3:  # the second batch: the pass stays between two batches
                 released.append(stopped.wait(30))
-        elif stage == "embed":  # the first commit's chunks have vectors: Ctrl-C
+        elif stage == "embed":  # the first batch's chunks have vectors: Ctrl-C
             threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     stop = indexing._KeywordPass.stop
@@ -151,23 +151,34 @@ def test_ctrl_c_while_waiting_for_the_next_commit_stops_the_run_at_once(tmp_path
     assert again.files_indexed == 3 and status["chunks"] == status["vectors"] == 6
 
 
-def test_each_commit_hands_over_only_chunks_not_handed_before(tmp_path, small_batches):
+def test_each_chunk_is_handed_over_once_an_earlier_runs_first_then_each_batch_with_its_texts(
+    tmp_path, small_batches, monkeypatch
+):
     src = sessions(tmp_path / "src", 9)
     home = tmp_path / "home"
-    memlane.open(home, embedder="none")
-    handed: list[np.ndarray] = []
+    earlier = [str(src / "s00.jsonl"), str(src / "s01.jsonl")]
+    memlane.open(home, embedder="none").index(earlier, embed=False)  # chunks waiting for vectors
+    commits = []
+    commit_and_hand_over = indexing._KeywordPass._commit_and_hand_over
+    monkeypatch.setattr(
+        indexing._KeywordPass, "_commit_and_hand_over", lambda self: commits.append(1) or commit_and_hand_over(self)
+    )
+    handed: list[np.ndarray | list[tuple[int, str, str]]] = []
     with _core.Store(str(home)).writer() as writer:
         plan = writer.scan([str(src)])
         keywords = indexing._KeywordPass(writer, plan["to_index"], plan["bytes_to_index"], None)
         keywords.start()
-        while (keys := keywords.handed.get(timeout=30)) is not None:
-            handed.append(keys)
+        while (got := keywords.handed.get(timeout=30)) is not None:
+            handed.append(got)
         keywords.join()
-    # Five batches of 1 (an eighth of the others), 2, 2, 2 and 2 files of one chunk each:
-    # commits after the first, then whenever half again as many bytes as are committed are
-    # parsed (the second and third batches, not the fourth: 2 files against 5 committed).
-    keys = np.concatenate(handed)
-    assert [len(h) for h in handed] == [1, 2, 2, 4] and len(set(keys.tolist())) == 9
+        # The earlier run's keys first, then the new chunks of each batch (1, 2, 2 and 2 files
+        # of one chunk each) as rows, before any commit: the texts a commit stores.
+        assert isinstance(handed[0], np.ndarray) and all(isinstance(h, list) for h in handed[1:])
+        assert [len(h) for h in handed] == [2, 1, 2, 2, 2] and len(commits) == 1  # 7 files: far from a full batch
+        rows = [row for h in handed[1:] for row in h]
+        assert sorted(rows) == sorted(writer.chunk_texts([key for key, _, _ in rows]))
+        keys = handed[0].tolist() + [key for key, _, _ in rows]
+        assert sorted(keys) == sorted(writer.pending_vectors().tolist()) and len(set(keys)) == 9
 
 
 def test_a_run_that_embeds_parses_small_batches_first_doubling_to_full(tmp_path, monkeypatch):

@@ -495,8 +495,10 @@ def test_ctrl_c_while_parsing_keeps_the_batches_read_and_the_next_run_reads_the_
     with pytest.raises(IndexInterrupted) as stopped:
         mem.index([src], progress=stop)
     assert (stopped.value.report.files_indexed, stopped.value.files_to_index) == (first, 70)
-    assert stopped.value.chunks_pending == first and fake_embedder.calls == 0
+    # The batch's chunks went to the model as they were added: some may have their vectors.
+    embedded = mem.status()["chunks_with_vectors"]
+    assert stopped.value.chunks_pending == first - embedded
     assert mem.status()["files"] == first and mem.verify()["sound"]
     report = mem.index([src])
-    assert (report.files_indexed, report.chunks_embedded) == (70 - first, 70)
+    assert (report.files_indexed, report.chunks_embedded) == (70 - first, 70 - embedded)
     assert mem.status()["chunks_with_vectors"] == 70

@@ -186,11 +186,13 @@ class _KeywordPass:
 
     :meth:`run` does it on the calling thread (a keyword-only run: one commit at the end).
     :meth:`start` does it on a thread of its own while the caller embeds what it puts in
-    :attr:`handed`: a backfill reads only committed chunks, so this thread commits after its first
-    batch, then whenever half again as many bytes as are committed have been parsed, and hands
-    over the chunks each commit made visible. That keeps the model fed from the first batch on
-    (keyword ingest is several times faster than any embedder) while every commit together costs
-    a few times the last one, whatever the archive's size (a commit writes the whole manifest).
+    :attr:`handed`: first the chunks an earlier run left without vectors, then each batch's new
+    chunks with their texts as soon as they are added. So the model starts after the first
+    (small) batch is parsed and no commit stands between it and its next chunks: handing over
+    only committed chunks, it idled through each commit (40–200 ms on two cores). The pass
+    commits for durability alone: once a full batch's bytes are parsed, then whenever half again
+    as many bytes as are committed have been (every commit together costs a few times the last
+    one, whatever the archive's size: a commit writes the whole manifest).
     """
 
     def __init__(self, writer: _core.Writer, todo: list[str], total_bytes: int, progress: Progress | None) -> None:
@@ -200,42 +202,58 @@ class _KeywordPass:
         self._progress = progress
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._handed_keys = np.empty(0, dtype=np.uint64)  # sorted
-        self.handed: queue.SimpleQueue[np.ndarray | BaseException | None] = queue.SimpleQueue()
-        """Each hand-over: the keys a commit made visible that have no vector, then None at the
-        pass's end, or the exception that ended it (see :func:`memlane.embed.backfill.backfill`)."""
+        self._handed_keys = np.empty(0, dtype=np.uint64)  # sorted: pending when last looked at
+        self._handed_since: list[int] = []  # keys of the rows handed over since then
+        self.handed: queue.SimpleQueue[np.ndarray | list[tuple[int, str, str]] | BaseException | None] = (
+            queue.SimpleQueue()
+        )
+        """Each hand-over: keys without vectors that no batch handed (at the start, and any a
+        commit shows), or a batch's new chunks as (key, hash, text) rows; then None at the pass's
+        end, or the exception that ended it (see :func:`memlane.embed.backfill.backfill`)."""
         self.finished = 0.0
         """When the pass's last commit ended (``time.perf_counter()``)."""
 
-    def run(self, commit_early: bool = False) -> dict[str, Any]:
-        """Parse, add and commit every file; the last commit's report. ``commit_early`` commits
-        along the way as :class:`_KeywordPass` describes and hands each commit's chunks over."""
+    def run(self, hand_over: bool = False) -> dict[str, Any]:
+        """Parse, add and commit every file; the last commit's report. With ``hand_over``, hand
+        the chunks over and commit along the way as :class:`_KeywordPass` describes."""
         committed = parsed = 0
         core_report = None
-        for batch, size in _batches(self._todo, small_first=commit_early):
+        if hand_over:
+            self._writer.collect_added_texts()
+            self._hand_over_pending()
+        for batch, size in _batches(self._todo, small_first=hand_over):
             if self._stop.is_set():
                 break
             self._writer.index_files(batch)
+            if hand_over and (rows := self._writer.take_added_texts()):
+                self.handed.put(rows)
+                self._handed_since.extend(key for key, _, _ in rows)
             parsed += size
             core_report = None  # not committed
             if self._progress:
                 self._progress("parse", parsed, self._total_bytes)
-            if commit_early and parsed - committed >= max(committed // 2, 1):
+            if hand_over and parsed - committed >= max(committed // 2, _BYTES_PER_BATCH):
                 core_report = self._commit_and_hand_over()
                 committed = parsed
         if core_report is None:
-            core_report = self._commit_and_hand_over() if commit_early else self._writer.commit()
+            core_report = self._commit_and_hand_over() if hand_over else self._writer.commit()
         self.finished = time.perf_counter()
         return core_report
 
     def _commit_and_hand_over(self) -> dict[str, Any]:
         core_report: dict[str, Any] = self._writer.commit()
+        self._hand_over_pending()
+        return core_report
+
+    def _hand_over_pending(self) -> None:
+        """Hand over the keys without vectors that were not handed over yet."""
         pending = self._writer.pending_vectors()
         fresh = np.setdiff1d(pending, self._handed_keys, assume_unique=True)
+        fresh = np.setdiff1d(fresh, np.array(self._handed_since, dtype=np.uint64))
         if len(fresh):
             self.handed.put(fresh)
         self._handed_keys = pending
-        return core_report
+        self._handed_since.clear()
 
     def start(self) -> None:
         """Run on a thread of its own (see :class:`_KeywordPass`)."""
@@ -244,7 +262,7 @@ class _KeywordPass:
 
     def _run_handing_over(self) -> None:
         try:
-            self.run(commit_early=True)
+            self.run(hand_over=True)
             self.handed.put(None)
         except BaseException as exc:  # raised where the chunks are taken
             self.handed.put(exc)

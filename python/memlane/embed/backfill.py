@@ -23,6 +23,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
@@ -36,7 +37,11 @@ from memlane.errors import EmbedderMismatchError, InvalidArgumentError, MemlaneE
 if TYPE_CHECKING:
     import numpy as np
 
-    Arrivals = queue.SimpleQueue[np.ndarray | BaseException | None]
+    # (key, content hash, text) of a chunk, as the writer's chunk_texts gives it.
+    Row = tuple[int, str, str]
+    # Keys whose texts are read from the committed index, or the rows themselves.
+    Arrival = np.ndarray | list[Row]
+    Arrivals = queue.SimpleQueue[Arrival | BaseException | None]
 
     from memlane import _core
     from memlane.embed import Embedder
@@ -51,6 +56,10 @@ _CHUNKS_PER_EMBED_BATCH = 256
 _EMBED_BATCHES_PER_COMMIT = 16
 # How often a wait for the keyword pass's next commit looks whether the feed was closed.
 _ARRIVAL_POLL_S = 0.05
+# Batches of vectors waiting to be written while the model goes on: a write waits while the
+# keyword pass commits (40-270 ms on two cores), and the model should not wait with it. 32
+# batches are ~24 MB of vectors, 0.8 s of a GPU at 20,000 windows/s.
+_WRITES_AHEAD = 32
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``; stages are ``parse`` (bytes) and ``embed`` (chunks)."""
@@ -173,12 +182,13 @@ def backfill(
     (``memlane embed`` resumes), not as keyword-only.
 
     Args:
-        arriving: The keys to embed as another thread commits them (an index run's keyword pass,
-            see :mod:`memlane.indexing`), in place of the chunks pending now: each commit's keys,
-            then None at the pass's end, or the exception that ended it. They are read where the
-            texts are, one pipeline for them all, so the model does not wait out a drained
-            pipeline at each commit. That thread commits the keyword index; this one then saves
-            only vectors.
+        arriving: The chunks to embed as another thread adds them (an index run's keyword pass,
+            see :mod:`memlane.indexing`), in place of the chunks pending now: each parse batch's
+            new chunks as (key, hash, text) rows, each commit's other keys still without
+            vectors, then None at the pass's end, or the exception that ended it. They are read
+            where the texts are, one pipeline for them all, so the model does not wait out a
+            drained pipeline at each commit. That thread commits the keyword index; this one
+            then saves only vectors (see ``Writer.commit_vectors``).
 
     Returns:
         Chunks given vectors, and how many of them the cache answered.
@@ -193,8 +203,8 @@ def backfill(
     return run.done, run.hits
 
 
-def _arrivals(arriving: Arrivals) -> Iterator[np.ndarray]:
-    """The keys ``arriving`` hands over, until its end. On an embedder's feed thread the wait
+def _arrivals(arriving: Arrivals) -> Iterator[Arrival]:
+    """What ``arriving`` hands over, until its end. On an embedder's feed thread the wait
     also ends when the pipeline is closed, which a blocking wait would not see; on the calling
     thread Ctrl-C lands in it."""
     while not feed_closed():
@@ -229,31 +239,44 @@ class _Backfill:
         self.in_flight: dict[str, int] = {}  # hash -> batches embedding it and not yet written
         self.lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
 
-    def embed(self, arrivals: Iterable[np.ndarray]) -> None:
-        """Give the chunks of each array of keys its vectors, saving them every few batches."""
+    def embed(self, arrivals: Iterable[Arrival]) -> None:
+        """Give the chunks of each arrival (keys, or rows) their vectors, saving them every few batches."""
         stream = getattr(self.embedder, "embed_stream", None)
-        lookups = (lookup for keys in arrivals if len(keys) for lookup in self._lookups(keys))
+        lookups = (lookup for chunks in arrivals if len(chunks) for lookup in self._lookups(chunks))
         embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
             stream(lookups)
             if stream and not self.cache_only
             else ((lookup, self.embedder.embed_documents(texts) if texts else []) for lookup, texts in lookups)
         )
-        with closing(embedded), ThreadPoolExecutor(1, thread_name_prefix="memlane-cache-writes") as cache_writes:
-            for lookup, fresh in embedded:
-                self._write(lookup, fresh, cache_writes)
-                self.batches += 1
-                if self.batches % _EMBED_BATCHES_PER_COMMIT == 0:
-                    self.save()
-                if self.progress:
-                    self.progress("embed", self.done, self.total)
+        writes: deque[Future[object]] = deque()
+        with (
+            closing(embedded),
+            ThreadPoolExecutor(1, thread_name_prefix="memlane-cache-writes") as cache_writes,
+            ThreadPoolExecutor(1, thread_name_prefix="memlane-vector-writes") as index_writes,
+        ):
+            try:
+                for lookup, fresh in embedded:
+                    writes.append(index_writes.submit(self._write, lookup, fresh, cache_writes))
+                    self.batches += 1
+                    if self.batches % _EMBED_BATCHES_PER_COMMIT == 0:
+                        writes.append(index_writes.submit(self.save))
+                    # A write's error ends the run at the next batch; memory stays bounded.
+                    while writes and (writes[0].done() or len(writes) > _WRITES_AHEAD):
+                        writes.popleft().result()
+                while writes:
+                    writes.popleft().result()
+            finally:
+                for write in writes:
+                    write.cancel()
 
-    def _lookups(self, keys: np.ndarray) -> Iterator[tuple[_Lookup, list[str]]]:
+    def _lookups(self, chunks: Arrival) -> Iterator[tuple[_Lookup, list[str]]]:
         if not self.recorded:
             _record_embedder(self.writer, self.embedder)
             self.recorded = True
-        self.total += len(keys)
-        for start in range(0, len(keys), _CHUNKS_PER_EMBED_BATCH):
-            rows = self.writer.chunk_texts([int(k) for k in keys[start : start + _CHUNKS_PER_EMBED_BATCH]])
+        self.total += len(chunks)
+        for start in range(0, len(chunks), _CHUNKS_PER_EMBED_BATCH):
+            part = chunks[start : start + _CHUNKS_PER_EMBED_BATCH]
+            rows = part if isinstance(part, list) else self.writer.chunk_texts([int(k) for k in part])
             # In flight is read before the cache: a batch written in between is then in the cache.
             with self.lock:
                 elsewhere = frozenset(h for _, h, _ in rows if h in self.in_flight)
@@ -266,8 +289,9 @@ class _Backfill:
 
     def _write(self, lookup: _Lookup, fresh: list[np.ndarray], cache_writes: ThreadPoolExecutor) -> None:
         """Add a batch's vectors to the index while ``cache_writes`` stores its fresh ones (both
-        let go of the GIL: on a fast model this thread is what it waits on). The cache write ends
-        before the batch's texts leave ``in_flight``: a text is always in one or the other."""
+        let go of the GIL: on a fast model this thread is what it waits on), on a thread of its
+        own, a batch at a time in order, then report progress. The cache write ends before the
+        batch's texts leave ``in_flight``: a text is always in one or the other."""
         puts: list[Future[None]] = []
         keys, vectors, batch_hits = lookup.found(
             self.cache,
@@ -294,6 +318,8 @@ class _Backfill:
                     del self.in_flight[h]
         self.hits += batch_hits
         self.done += len(keys)
+        if self.progress:
+            self.progress("embed", self.done, self.total)
 
 
 def embed_batch(

@@ -356,6 +356,17 @@ impl PyWriter {
         Ok(PyArray1::from_vec(py, keys))
     }
 
+    fn collect_added_texts(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |w| {
+            w.collect_added_texts();
+            Ok(())
+        })
+    }
+
+    fn take_added_texts(&self, py: Python<'_>) -> PyResult<Vec<(u64, String, String)>> {
+        self.with(py, |w| Ok(w.take_added_texts()))
+    }
+
     fn chunk_texts(&self, py: Python<'_>, keys: Vec<u64>) -> PyResult<Vec<(u64, String, String)>> {
         self.with(py, |w| w.chunk_texts(&keys))
     }

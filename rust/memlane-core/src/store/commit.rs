@@ -40,12 +40,17 @@ impl Writer {
     }
 
     /// Make the vectors added since the last commit durable, and nothing else: for a backfill
-    /// while another thread adds chunks and commits them. It embeds only committed chunks, so
-    /// the vectors saved are all of chunks the committed keyword index holds.
+    /// while another thread adds chunks and commits them. It also embeds chunks added and not
+    /// yet committed ([`Writer::take_added_texts`]), so while there are any the vectors wait
+    /// for the commit that saves them with their chunks: the vector file on disk holds only
+    /// vectors of chunks the committed keyword index holds.
     ///
     /// # Errors
     /// I/O errors writing the vector file (the one on disk stays as it was).
     pub fn commit_vectors(&mut self) -> Result<()> {
+        if self.lexical_dirty {
+            return Ok(());
+        }
         if let (Some(vectors), true) = (&self.vectors, self.vectors_dirty) {
             vectors
                 .save(&self.store.home.join(VECTORS_FILE))

@@ -68,6 +68,11 @@ pub struct Writer {
     /// `settle` could not reopen the tantivy writer: `tantivy` is a stand-in in memory, and
     /// a commit must not write a manifest naming chunks that never reached the disk.
     pub(super) detached: bool,
+    /// (key, content hash, text) of the chunks added since the last
+    /// [`Writer::take_added_texts`], while a run that embeds asks for them
+    /// ([`Writer::collect_added_texts`]): its model can start on a batch's chunks before the
+    /// commit that makes them readable.
+    added_texts: Option<Vec<(u64, String, String)>>,
     /// What this writer has done so far.
     pub report: IndexReport,
 }
@@ -121,6 +126,7 @@ impl Writer {
             purge: false,
             projects: Arc::default(),
             detached: false,
+            added_texts: None,
             report: IndexReport::default(),
             gone_keys: HashSet::new(),
             archive_dropped: false,
@@ -498,6 +504,9 @@ impl Writer {
             new_keys.push(chunk.key);
             *self.refs.entry(chunk.key).or_insert(0) += 1;
             let added = self.present.insert(chunk.key);
+            if let (true, Some(texts)) = (added, &mut self.added_texts) {
+                texts.push((chunk.key, chunk.content_hash.clone(), chunk.text.clone()));
+            }
             if added || previous.contains(&chunk.key) || self.gone_keys.remove(&chunk.key) {
                 if !added {
                     self.tantivy
@@ -560,6 +569,21 @@ impl Writer {
             }
         }
         Ok(self.vectors.as_ref())
+    }
+
+    /// From now on, keep the text of each chunk added, for [`Writer::take_added_texts`].
+    pub fn collect_added_texts(&mut self) {
+        self.added_texts.get_or_insert_with(Vec::new);
+    }
+
+    /// (key, content hash, text) of the chunks added since the last call (none unless
+    /// [`Writer::collect_added_texts`] was called): what [`Writer::chunk_texts`] gives for them
+    /// once they are committed.
+    pub fn take_added_texts(&mut self) -> Vec<(u64, String, String)> {
+        self.added_texts
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// (key, content hash, text) of chunks, for embedding. Reads the committed index.
@@ -794,5 +818,35 @@ mod tests {
         w.commit().unwrap();
         assert!(copy_of(&b).exists(), "b's archived copy was swept");
         assert!(copy_of(&a).exists() && !old_a.exists());
+    }
+
+    #[test]
+    fn added_texts_are_what_the_commit_stores_and_their_vectors_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        transcript(&a, "alpha");
+        transcript(&b, "beta");
+        let store = Store::open(&dir.path().join("home"), Quantization::F16).unwrap();
+        let mut w = Writer::new(store.clone(), None).unwrap();
+        w.index_files(std::slice::from_ref(&a)).unwrap();
+        assert!(w.take_added_texts().is_empty(), "kept only when asked for");
+        w.collect_added_texts();
+        w.index_files(std::slice::from_ref(&b)).unwrap();
+        let added = w.take_added_texts();
+        assert_eq!(added.len(), 1);
+        assert!(added[0].2.contains("beta rotates the keys") && w.take_added_texts().is_empty());
+
+        // Its vector is added before the commit and saved with it, not before.
+        let keys: Vec<u64> = added.iter().map(|(k, _, _)| *k).collect();
+        w.add_vectors("fake/1", 2, &keys, &[1], &[1.0, 0.0], 1)
+            .unwrap();
+        w.commit_vectors().unwrap();
+        assert!(
+            store.vectors().unwrap().is_none(),
+            "saved before its chunk was committed"
+        );
+        w.commit().unwrap();
+        assert_eq!(w.chunk_texts(&keys).unwrap(), added);
+        assert!(store.vectors().unwrap().unwrap().contains(keys[0]));
     }
 }
