@@ -193,7 +193,7 @@ class StubWriter:
         for key, end, count in zip(keys, np.cumsum(counts), counts):
             self.vectors[int(key)] = flat[end - count : end]
 
-    def commit(self) -> None:
+    def commit_vectors(self) -> None:
         pass
 
 

@@ -182,9 +182,9 @@ def test_each_chunk_is_handed_over_once_an_earlier_runs_first_then_each_batch_wi
 
 
 def test_a_run_that_embeds_parses_small_batches_first_doubling_to_full(tmp_path, monkeypatch):
-    monkeypatch.setattr(indexing, "_FILES_PER_BATCH", 16)
+    monkeypatch.setattr(indexing, "_FILES_PER_BATCH", 64)
     paths = [str(p) for p in sorted(sessions(tmp_path / "src", 40).iterdir())]
     assert [len(b) for b, _ in indexing._batches(paths, small_first=True)] == [2, 4, 8, 16, 10]
-    assert [len(b) for b, _ in indexing._batches(paths, small_first=False)] == [16, 16, 8]
+    assert [len(b) for b, _ in indexing._batches(paths, small_first=False)] == [40]
     sizes = {p: os.path.getsize(p) for p in paths}
     assert all(size == sum(sizes[p] for p in batch) for batch, size in indexing._batches(paths, small_first=True))

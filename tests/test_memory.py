@@ -484,7 +484,7 @@ def test_ctrl_c_while_parsing_keeps_the_batches_read_and_the_next_run_reads_the_
     src = tmp_path / "src"
     from memlane import indexing
 
-    first = max(indexing._FILES_PER_BATCH // 8, 1)  # a run that embeds starts with a small batch
+    first = max(indexing._FILES_PER_BATCH // indexing._FIRST_BATCH_SHARE, 1)  # a run that embeds starts small
     for n in range(70):
         write_jsonl(src / f"s{n:02d}.jsonl", generic_session(f"s{n}", [(f"question {n}", f"answer about widget{n}")]))
 

@@ -224,7 +224,8 @@ class Writer:
         """Store vectors; ``parts`` splits a vector index this call creates into that many graphs."""
     def commit(self) -> dict[str, Any]: ...
     def commit_vectors(self) -> None:
-        """Save the vectors added since the last commit, and nothing else."""
+        """Save the vectors added so far, and nothing else, once half again as many as saved (at least
+        8,192) are unsaved and no chunk added awaits its commit; :meth:`commit` saves them all."""
     def forget(self, kind: str, value: str, dry_run: bool = False) -> dict[str, Any]:
         """Remove and tombstone a ``session``, ``path`` or ``chunk`` (hex id); ``dry_run`` only reports."""
     def unforget(self, kind: str, value: str) -> dict[str, Any]:

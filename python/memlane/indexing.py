@@ -45,6 +45,8 @@ __all__ = ["IndexReport", "Indexer", "index"]
 # the next call, are a small part of it; bytes bound, for a smooth progress bar and prompt Ctrl-C.
 _FILES_PER_BATCH = 32 * (os.cpu_count() or 1)
 _BYTES_PER_BATCH = 64 << 20
+# A run that embeds parses a first batch this many times smaller than a full one (see _batches).
+_FIRST_BATCH_SHARE = 32
 
 
 @dataclass
@@ -279,12 +281,16 @@ class _KeywordPass:
 
 def _batches(todo: list[str], small_first: bool) -> Iterator[tuple[list[str], int]]:
     """``todo`` in parse batches (see ``_FILES_PER_BATCH``), each with its bytes. With
-    ``small_first`` the first is an eighth of the others and each next one twice the last until
-    they are full: a run that embeds starts its model at the commit after the first, and each
-    batch then lands while the model still embeds the one before (a full second batch left the
-    model idle for as long as it took to parse and commit, a tenth of a small archive's run)."""
+    ``small_first`` the first is ``_FIRST_BATCH_SHARE`` times smaller than the others and each
+    next one twice the last until they are full: a run that embeds starts its model once the
+    first is added (a few milliseconds in), and each batch then lands while the model still
+    embeds the one before."""
     full_files, full_bytes = _FILES_PER_BATCH, _BYTES_PER_BATCH
-    files, size = (max(full_files // 8, 1), full_bytes // 8) if small_first else (full_files, full_bytes)
+    files, size = (
+        (max(full_files // _FIRST_BATCH_SHARE, 1), full_bytes // _FIRST_BATCH_SHARE)
+        if small_first
+        else (full_files, full_bytes)
+    )
     batch: list[str] = []
     batch_bytes = 0
     for i, path in enumerate(todo):

@@ -50,10 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch", "embed_chunks"]
 
-# Chunks embedded between two vector commits: an interruption loses at most this much work,
-# and even that is in the embedding cache.
+# Chunks a batch looks up in the cache and hands to the embedder at a time.
 _CHUNKS_PER_EMBED_BATCH = 256
-_EMBED_BATCHES_PER_COMMIT = 16
 # How often a wait for the keyword pass's next commit looks whether the feed was closed.
 _ARRIVAL_POLL_S = 0.05
 # Batches of vectors waiting to be written while the model goes on: a write waits while the
@@ -179,7 +177,9 @@ def backfill(
     model runs and this thread writes the vectors; other embedders take the batches in turn.
     Before the first is embedded, ``memlane.json`` names the embedder (unless ``cache_only``):
     a run stopped before its first vectors then leaves a home that reads as waiting for them
-    (``memlane embed`` resumes), not as keyword-only.
+    (``memlane embed`` resumes), not as keyword-only. The vectors are saved as they are added,
+    when ``Writer.commit_vectors`` finds enough of them to be worth rewriting the vector file
+    (what an interruption loses is in the cache); the caller commits at the end.
 
     Args:
         arriving: The chunks to embed as another thread adds them (an index run's keyword pass,
@@ -187,15 +187,12 @@ def backfill(
             new chunks as (key, hash, text) rows, each commit's other keys still without
             vectors, then None at the pass's end, or the exception that ended it. They are read
             where the texts are, one pipeline for them all, so the model does not wait out a
-            drained pipeline at each commit. That thread commits the keyword index; this one
-            then saves only vectors (see ``Writer.commit_vectors``).
+            drained pipeline at each commit. That thread commits the keyword index.
 
     Returns:
         Chunks given vectors, and how many of them the cache answered.
     """
-    run = _Backfill(
-        writer, cache, embedder, progress, cache_only, save=writer.commit if arriving is None else writer.commit_vectors
-    )
+    run = _Backfill(writer, cache, embedder, progress, cache_only)
     if arriving is not None:
         run.embed(_arrivals(arriving))
     elif len(pending := writer.pending_vectors()):
@@ -229,18 +226,16 @@ class _Backfill:
         embedder: DocumentEmbedder,
         progress: Progress | None,
         cache_only: bool,
-        save: Callable[[], object],
     ) -> None:
         self.writer, self.cache, self.embedder, self.progress = writer, cache, embedder, progress
         self.cache_only = cache_only
-        self.save = save
-        self.total = self.done = self.hits = self.batches = 0
+        self.total = self.done = self.hits = 0
         self.recorded = cache_only
         self.in_flight: dict[str, int] = {}  # hash -> batches embedding it and not yet written
         self.lock = threading.Lock()  # the writer serialises its own calls (taking its mutex without the GIL)
 
     def embed(self, arrivals: Iterable[Arrival]) -> None:
-        """Give the chunks of each arrival (keys, or rows) their vectors, saving them every few batches."""
+        """Give the chunks of each arrival (keys, or rows) their vectors."""
         stream = getattr(self.embedder, "embed_stream", None)
         lookups = (lookup for chunks in arrivals if len(chunks) for lookup in self._lookups(chunks))
         embedded: Generator[tuple[_Lookup, list[np.ndarray]], None, None] = (
@@ -257,9 +252,6 @@ class _Backfill:
             try:
                 for lookup, fresh in embedded:
                     writes.append(index_writes.submit(self._write, lookup, fresh, cache_writes))
-                    self.batches += 1
-                    if self.batches % _EMBED_BATCHES_PER_COMMIT == 0:
-                        writes.append(index_writes.submit(self.save))
                     # A write's error ends the run at the next batch; memory stays bounded.
                     while writes and (writes[0].done() or len(writes) > _WRITES_AHEAD):
                         writes.popleft().result()
@@ -308,6 +300,7 @@ class _Backfill:
                 self.writer.add_vectors(
                     self.embedder.id, np.array(keys, dtype=np.uint64), counts, flat, _vector_parts(self.embedder)
                 )
+                self.writer.commit_vectors()  # saves once enough are unsaved
         finally:
             for put in puts:
                 put.result()

@@ -405,8 +405,8 @@ impl PyWriter {
         json_to_py(py, &report)
     }
 
-    /// Save the vectors added since the last commit, and nothing else (see the core's
-    /// `Writer::commit_vectors`).
+    /// Save the vectors added so far, and nothing else, once enough are unsaved (see the
+    /// core's `Writer::commit_vectors`).
     fn commit_vectors(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, Writer::commit_vectors)
     }

@@ -21,6 +21,8 @@ const MAX_SMALL_SEGMENTS: usize = 8;
 const PLACEHOLDER_MEMORY: usize = 15 * 1024 * 1024;
 /// How many times (20 ms apart) a failed commit collects the segments of merges still running.
 const DISCARD_ROUNDS: usize = 100;
+/// The fewest vectors added since the last save for which [`Writer::commit_vectors`] saves.
+pub(super) const MIN_VECTORS_PER_SAVE: usize = 8_192;
 
 impl Writer {
     /// Make everything written so far durable and visible: tantivy, then vectors, then the
@@ -39,23 +41,39 @@ impl Writer {
         Ok(self.report.clone())
     }
 
-    /// Make the vectors added since the last commit durable, and nothing else: for a backfill
-    /// while another thread adds chunks and commits them. It also embeds chunks added and not
-    /// yet committed ([`Writer::take_added_texts`]), so while there are any the vectors wait
-    /// for the commit that saves them with their chunks: the vector file on disk holds only
+    /// Make the vectors added so far durable, and nothing else, once there are enough of them:
+    /// a backfill calls it as it goes, also while another thread adds chunks and commits them.
+    ///
+    /// A save writes the whole vector file, so it waits until half again as many vectors as
+    /// the last save held were added (at least [`MIN_VECTORS_PER_SAVE`]): every save together
+    /// then costs a few times the last one, whatever the home's size (a save every few
+    /// thousand chunks rewrote a 1 TB archive's gigabytes of vectors thousands of times). What
+    /// a crash loses is in the embedding cache. The backfill also embeds chunks added and not
+    /// yet committed ([`Writer::take_added_texts`]); while there are any, the vectors wait for
+    /// the commit that saves them with their chunks, so the vector file on disk holds only
     /// vectors of chunks the committed keyword index holds.
     ///
     /// # Errors
     /// I/O errors writing the vector file (the one on disk stays as it was).
     pub fn commit_vectors(&mut self) -> Result<()> {
-        if self.lexical_dirty {
+        let unsaved = self
+            .vectors
+            .as_ref()
+            .map_or(0, |v| v.len().saturating_sub(self.saved_vectors));
+        if self.lexical_dirty || unsaved < (self.saved_vectors / 2).max(MIN_VECTORS_PER_SAVE) {
             return Ok(());
         }
+        self.save_vectors()
+    }
+
+    /// Save the vector index if it changed since it was loaded or last saved.
+    fn save_vectors(&mut self) -> Result<()> {
         if let (Some(vectors), true) = (&self.vectors, self.vectors_dirty) {
             vectors
                 .save(&self.store.home.join(VECTORS_FILE))
                 .map_err(|e| e.disk_full_at(&self.store.home))?;
             self.vectors_dirty = false;
+            self.saved_vectors = vectors.len();
         }
         Ok(())
     }
@@ -179,7 +197,7 @@ impl Writer {
                 }
             }
         }
-        self.commit_vectors()?;
+        self.save_vectors()?;
         self.removed_keys.clear();
         if self.manifest_dirty {
             self.write_states()?;

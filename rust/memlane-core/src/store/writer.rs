@@ -44,6 +44,8 @@ pub struct Writer {
     /// The writable vector index, loaded only when vectors are added or removed: a no-op
     /// re-index must not pay for reading hundreds of MB of vectors.
     pub(super) vectors: Option<VectorIndex>,
+    /// Vectors in the vector file when it was loaded or last saved (see `commit_vectors`).
+    pub(super) saved_vectors: usize,
     pub(super) removed_keys: Vec<u64>,
     /// Resume state files to write before the manifest, by name.
     pub(super) new_states: HashMap<String, Vec<u8>>,
@@ -112,6 +114,7 @@ impl Writer {
             present,
             refs,
             vectors: None,
+            saved_vectors: 0,
             removed_keys: Vec::new(),
             new_states: HashMap::new(),
             old_states: Vec::new(),
@@ -559,13 +562,15 @@ impl Writer {
         if self.vectors.is_none() {
             let path = self.store.home.join(VECTORS_FILE);
             if let (Some(dim), true) = (self.store.meta()?.dim, path.exists()) {
-                self.vectors = Some(VectorIndex::load(
+                let loaded = VectorIndex::load(
                     &path,
                     dim,
                     self.store.quantization,
                     false,
                     self.store.meta()?.parts(),
-                )?);
+                )?;
+                self.saved_vectors = loaded.len();
+                self.vectors = Some(loaded);
             }
         }
         Ok(self.vectors.as_ref())
@@ -778,6 +783,7 @@ fn project_of(projects: &Projects, chunk: &Chunk) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::commit::MIN_VECTORS_PER_SAVE;
     use crate::vector::Quantization;
 
     fn transcript(path: &Path, session: &str) {
@@ -821,13 +827,13 @@ mod tests {
     }
 
     #[test]
-    fn added_texts_are_what_the_commit_stores_and_their_vectors_wait_for_it() {
+    fn added_texts_are_what_the_commit_stores() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
         transcript(&a, "alpha");
         transcript(&b, "beta");
         let store = Store::open(&dir.path().join("home"), Quantization::F16).unwrap();
-        let mut w = Writer::new(store.clone(), None).unwrap();
+        let mut w = Writer::new(store, None).unwrap();
         w.index_files(std::slice::from_ref(&a)).unwrap();
         assert!(w.take_added_texts().is_empty(), "kept only when asked for");
         w.collect_added_texts();
@@ -835,18 +841,56 @@ mod tests {
         let added = w.take_added_texts();
         assert_eq!(added.len(), 1);
         assert!(added[0].2.contains("beta rotates the keys") && w.take_added_texts().is_empty());
-
-        // Its vector is added before the commit and saved with it, not before.
-        let keys: Vec<u64> = added.iter().map(|(k, _, _)| *k).collect();
-        w.add_vectors("fake/1", 2, &keys, &[1], &[1.0, 0.0], 1)
-            .unwrap();
-        w.commit_vectors().unwrap();
-        assert!(
-            store.vectors().unwrap().is_none(),
-            "saved before its chunk was committed"
-        );
         w.commit().unwrap();
+        let keys: Vec<u64> = added.iter().map(|(k, _, _)| *k).collect();
         assert_eq!(w.chunk_texts(&keys).unwrap(), added);
-        assert!(store.vectors().unwrap().unwrap().contains(keys[0]));
+    }
+
+    /// Adds `n` one-window vectors under fresh keys (taken as present: only the vector index
+    /// is under test).
+    fn add_windows(w: &mut Writer, from: u64, n: u64) {
+        let keys: Vec<u64> = (from..from + n).collect();
+        w.present.extend(&keys);
+        #[allow(clippy::cast_precision_loss)] // distinct directions, no more
+        let flat: Vec<f32> = keys.iter().flat_map(|&k| [1.0, k as f32]).collect();
+        w.add_vectors("fake/1", 2, &keys, &vec![1; keys.len()], &flat, 1)
+            .unwrap();
+    }
+
+    #[test]
+    fn vectors_are_saved_when_half_again_as_many_were_added_and_their_chunks_are_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("home"), Quantization::F16).unwrap();
+        let mut w = Writer::new(store.clone(), None).unwrap();
+        let saved = |store: &Store| store.vectors().unwrap().map_or(0, |v| v.len());
+        let min = MIN_VECTORS_PER_SAVE as u64;
+        add_windows(&mut w, 0, min - 1);
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), 0, "fewer than the least worth a save");
+        add_windows(&mut w, min - 1, 1);
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), MIN_VECTORS_PER_SAVE);
+        // Then at least the least again, then half again as many as saved: 8,192 -> 16,384 ->
+        // 24,576 -> 36,864.
+        add_windows(&mut w, min, min);
+        w.commit_vectors().unwrap();
+        add_windows(&mut w, 2 * min, min);
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), 3 * MIN_VECTORS_PER_SAVE);
+        add_windows(&mut w, 3 * min, min + min / 2 - 1);
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), 3 * MIN_VECTORS_PER_SAVE);
+        add_windows(&mut w, 5 * min, 1);
+        // Chunks added and not committed hold the save back until their commit.
+        w.lexical_dirty = true;
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), 3 * MIN_VECTORS_PER_SAVE);
+        w.lexical_dirty = false;
+        w.commit_vectors().unwrap();
+        assert_eq!(saved(&store), 9 * MIN_VECTORS_PER_SAVE / 2);
+        // A commit saves whatever there is.
+        add_windows(&mut w, 6 * min, 1);
+        w.commit().unwrap();
+        assert_eq!(saved(&store), 9 * MIN_VECTORS_PER_SAVE / 2 + 1);
     }
 }
