@@ -4,6 +4,7 @@ each batch's new chunks to the backfill as it adds them (issue 41: parse -> embe
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sqlite3
 import threading
@@ -151,34 +152,60 @@ def test_ctrl_c_while_waiting_for_the_next_batch_stops_the_run_at_once(tmp_path,
     assert again.files_indexed == 3 and status["chunks"] == status["vectors"] == 6
 
 
+class KeptUp(list):
+    """A hand-over queue whose consumer always keeps up: it has taken every item."""
+
+    def put(self, item):
+        self.append(item)
+
+    def empty(self):
+        return True
+
+
+def hand_over(home, src, handed, commits, monkeypatch):
+    """Run the keyword pass over ``src`` on this thread, handing over into ``handed``; the chunks
+    handed, each as (key, hash, text) with the texts committed in the end."""
+    commit_and_hand_over = indexing._KeywordPass._commit_and_hand_over
+    monkeypatch.setattr(
+        indexing._KeywordPass, "_commit_and_hand_over", lambda self: commits.append(1) or commit_and_hand_over(self)
+    )
+    with _core.Store(str(home)).writer() as writer:
+        plan = writer.scan([str(src)])
+        keywords = indexing._KeywordPass(writer, plan["to_index"], plan["bytes_to_index"], None)
+        keywords.handed = handed
+        keywords.run(hand_over=True)
+        assert writer.pending_vectors().size == 9
+        return writer.chunk_texts(writer.pending_vectors().tolist())
+
+
 def test_each_chunk_is_handed_over_once_an_earlier_runs_first_then_each_batch_with_its_texts(
     tmp_path, small_batches, monkeypatch
 ):
     src = sessions(tmp_path / "src", 9)
     home = tmp_path / "home"
-    earlier = [str(src / "s00.jsonl"), str(src / "s01.jsonl")]
-    memlane.open(home, embedder="none").index(earlier, embed=False)  # chunks waiting for vectors
-    commits = []
-    commit_and_hand_over = indexing._KeywordPass._commit_and_hand_over
-    monkeypatch.setattr(
-        indexing._KeywordPass, "_commit_and_hand_over", lambda self: commits.append(1) or commit_and_hand_over(self)
-    )
-    handed: list[np.ndarray | list[tuple[int, str, str]]] = []
-    with _core.Store(str(home)).writer() as writer:
-        plan = writer.scan([str(src)])
-        keywords = indexing._KeywordPass(writer, plan["to_index"], plan["bytes_to_index"], None)
-        keywords.start()
-        while (got := keywords.handed.get(timeout=30)) is not None:
-            handed.append(got)
-        keywords.join()
-        # The earlier run's keys first, then the new chunks of each batch (1, 2, 2 and 2 files
-        # of one chunk each) as rows, before any commit: the texts a commit stores.
-        assert isinstance(handed[0], np.ndarray) and all(isinstance(h, list) for h in handed[1:])
-        assert [len(h) for h in handed] == [2, 1, 2, 2, 2] and len(commits) == 1  # 7 files: far from a full batch
-        rows = [row for h in handed[1:] for row in h]
-        assert sorted(rows) == sorted(writer.chunk_texts([key for key, _, _ in rows]))
-        keys = handed[0].tolist() + [key for key, _, _ in rows]
-        assert sorted(keys) == sorted(writer.pending_vectors().tolist()) and len(set(keys)) == 9
+    memlane.open(home, embedder="none").index([str(src / "s00.jsonl"), str(src / "s01.jsonl")], embed=False)
+    handed, commits = KeptUp(), []
+    committed = hand_over(home, src, handed, commits, monkeypatch)
+    # The earlier run's keys first, then the new chunks of each batch (1, 2, 2 and 2 files of
+    # one chunk each) as rows, before any commit: the texts the commit stores.
+    assert isinstance(handed[0], np.ndarray) and all(isinstance(h, list) for h in handed[1:])
+    assert [len(h) for h in handed] == [2, 1, 2, 2, 2] and len(commits) == 1  # 7 files: far from a full batch
+    rows = [row for h in handed[1:] for row in h]
+    assert sorted(rows) == sorted(row for row in committed if row[0] not in handed[0].tolist())
+
+
+def test_a_batch_the_embedding_side_has_not_kept_up_with_goes_as_keys_at_the_next_commit(
+    tmp_path, small_batches, monkeypatch
+):
+    """A CPU model falls behind the keyword pass at once: a batch's texts are not held in memory
+    for it, its keys follow at the next commit (texts read back from the index)."""
+    src = sessions(tmp_path / "src", 9)
+    handed: queue.SimpleQueue = queue.SimpleQueue()
+    committed = hand_over(tmp_path / "home", src, handed, [], monkeypatch)
+    got = [handed.get_nowait() for _ in range(handed.qsize())]
+    # The first batch's rows (nothing waited), then the other 8 chunks' keys at the one commit.
+    assert isinstance(got[0], list) and [len(g) for g in got] == [1, 8] and isinstance(got[1], np.ndarray)
+    assert sorted(got[0] + [row for row in committed if row[0] in got[1].tolist()]) == sorted(committed)
 
 
 def test_a_run_that_embeds_parses_small_batches_first_doubling_to_full(tmp_path, monkeypatch):

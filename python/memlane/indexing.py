@@ -189,12 +189,13 @@ class _KeywordPass:
     :meth:`run` does it on the calling thread (a keyword-only run: one commit at the end).
     :meth:`start` does it on a thread of its own while the caller embeds what it puts in
     :attr:`handed`: first the chunks an earlier run left without vectors, then each batch's new
-    chunks with their texts as soon as they are added. So the model starts after the first
-    (small) batch is parsed and no commit stands between it and its next chunks: handing over
-    only committed chunks, it idled through each commit (40–200 ms on two cores). The pass
-    commits for durability alone: once a full batch's bytes are parsed, then whenever half again
-    as many bytes as are committed have been (every commit together costs a few times the last
-    one, whatever the archive's size: a commit writes the whole manifest).
+    chunks with their texts as soon as they are added (while the embedding side keeps up; else
+    their keys at the next commit). So the model starts after the first (small) batch is parsed
+    and no commit stands between it and its next chunks: handing over only committed chunks, it
+    idled through each commit (40–200 ms on two cores). The pass commits for durability and
+    those keys: once a full batch's bytes are parsed, then whenever half again as many bytes as
+    are committed have been (every commit together costs a few times the last one, whatever the
+    archive's size: a commit writes the whole manifest).
     """
 
     def __init__(self, writer: _core.Writer, todo: list[str], total_bytes: int, progress: Progress | None) -> None:
@@ -227,7 +228,11 @@ class _KeywordPass:
             if self._stop.is_set():
                 break
             self._writer.index_files(batch)
-            if hand_over and (rows := self._writer.take_added_texts()):
+            # A batch's texts wait in memory until they are embedded: handed over only while the
+            # embedding side keeps up (it took every hand-over before), as on a GPU. Where it
+            # does not (a CPU model is a hundred times slower than parsing), the keys go at the
+            # next commit and the texts are read back then.
+            if hand_over and (rows := self._writer.take_added_texts()) and self.handed.empty():
                 self.handed.put(rows)
                 self._handed_since.extend(key for key, _, _ in rows)
             parsed += size
