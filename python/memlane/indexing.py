@@ -206,7 +206,7 @@ class _KeywordPass:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._handed_keys = np.empty(0, dtype=np.uint64)  # sorted: pending when last looked at
-        self._handed_since: list[int] = []  # keys of the rows handed over since then
+        self._handed_since: list[np.ndarray] = []  # keys of the rows handed over since then
         self.handed: queue.SimpleQueue[np.ndarray | list[tuple[int, str, str]] | BaseException | None] = (
             queue.SimpleQueue()
         )
@@ -234,7 +234,7 @@ class _KeywordPass:
             # next commit and the texts are read back then.
             if hand_over and (rows := self._writer.take_added_texts()) and self.handed.empty():
                 self.handed.put(rows)
-                self._handed_since.extend(key for key, _, _ in rows)
+                self._handed_since.append(np.fromiter((key for key, _, _ in rows), np.uint64, len(rows)))
             parsed += size
             core_report = None  # not committed
             if self._progress:
@@ -256,7 +256,7 @@ class _KeywordPass:
         """Hand over the keys without vectors that were not handed over yet."""
         pending = self._writer.pending_vectors()
         fresh = np.setdiff1d(pending, self._handed_keys, assume_unique=True)
-        fresh = np.setdiff1d(fresh, np.array(self._handed_since, dtype=np.uint64))
+        fresh = np.setdiff1d(fresh, np.concatenate([np.empty(0, np.uint64), *self._handed_since]))
         if len(fresh):
             self.handed.put(fresh)
         self._handed_keys = pending
