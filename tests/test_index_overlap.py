@@ -163,8 +163,9 @@ class KeptUp(list):
 
 
 def hand_over(home, src, handed, commits, monkeypatch):
-    """Run the keyword pass over ``src`` on this thread, handing over into ``handed``; the chunks
-    handed, each as (key, hash, text) with the texts committed in the end."""
+    """Run the keyword pass over ``src`` on this thread, handing over into ``handed`` and counting
+    its commits in ``commits``; every chunk waiting for vectors, read back after the last commit
+    as (key, hash, text)."""
     commit_and_hand_over = indexing._KeywordPass._commit_and_hand_over
     monkeypatch.setattr(
         indexing._KeywordPass, "_commit_and_hand_over", lambda self: commits.append(1) or commit_and_hand_over(self)
