@@ -15,7 +15,10 @@
 # keyword ingest on 1-16 cores (issue 41 item 4) and the q8 model on every core (item 3). Each step
 # has a time limit, together 7.5 minutes, which leaves room for install.sh in the device's 10
 # minutes a call. Name steps to run only those (test_gpu_real bench_gpu keyword_cores feed), e.g.
-# to split them over two calls. BENCH_GPU_ARGS adds arguments to bench_gpu.py ("--archive-files 1000").
+# to split them over two calls. One more runs only when named, in a second call: feed_host, a whole
+# index of 480 sessions with a null model on every core (the host's own ceiling for a GPU index,
+# 14,200-16,700 windows/s on 2 cores) and with stand-in models at 1 and 2x its feed (the overlap).
+# BENCH_GPU_ARGS adds arguments to bench_gpu.py ("--archive-files 1000").
 set -uo pipefail
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
@@ -38,3 +41,4 @@ step bench_gpu 210 python3 benches/bench_gpu.py --min-windows 10000 --out "$out/
 step keyword_cores 80 python3 benches/bench_keyword_cores.py --files 300 --repeats 1
 cp bench-results/keyword_cores.json "$out/" 2> /dev/null
 step feed 40 python3 benches/bench_feed.py --only-real --threads "$(nproc)" --real-chunks 256 --repeats 1
+step feed_host 120 python3 benches/bench_feed.py --skip-real --files 480 --repeats 1 --model-shares 1,2
