@@ -1,10 +1,10 @@
 """An index run: scan the roots, parse what changed a batch at a time and commit, embedding
-the committed chunks meanwhile.
+the new chunks meanwhile.
 
 :meth:`memlane.Memory.index` checks its arguments and calls :func:`index`, which does the
 run on the memory's store (what it reads of the memory is :class:`Indexer`: this module sits
 below ``memory.py``). With an embedder, the keyword pass runs on a thread of its own and
-commits as it goes (:class:`_KeywordPass`), while the calling thread embeds each commit's
+commits as it goes (:class:`_KeywordPass`), while the calling thread embeds each batch's new
 chunks (:mod:`memlane.embed.backfill`): the model starts after the first batch, not after
 the last. Ctrl-C commits what was done and raises
 :class:`~memlane.errors.IndexInterrupted`, so the next run resumes there.
@@ -160,7 +160,7 @@ def _parse_and_embed(
     mem: Indexer, writer: _core.Writer, keywords: _KeywordPass, report: IndexReport, progress: Progress | None
 ) -> dict[str, Any]:
     """The keyword pass on a thread of its own while this one loads the embedder and embeds
-    each commit's new chunks; the report of the last commit."""
+    the chunks it hands over; the report of the last commit."""
     keywords.start()
     try:
         embedder = mem.embedder

@@ -52,7 +52,7 @@ __all__ = ["CacheOnly", "DocumentEmbedder", "Progress", "backfill", "embed_batch
 
 # Chunks a batch looks up in the cache and hands to the embedder at a time.
 _CHUNKS_PER_EMBED_BATCH = 256
-# How often a wait for the keyword pass's next commit looks whether the feed was closed.
+# How often a wait for the keyword pass's next hand-over looks whether the feed was closed.
 _ARRIVAL_POLL_S = 0.05
 # Batches of vectors waiting to be written while the model goes on: a write waits while the
 # keyword pass commits (40-270 ms on two cores), and the model should not wait with it. 32
@@ -184,10 +184,10 @@ def backfill(
     Args:
         arriving: The chunks to embed as another thread adds them (an index run's keyword pass,
             see :mod:`memlane.indexing`), in place of the chunks pending now: each parse batch's
-            new chunks as (key, hash, text) rows, each commit's other keys still without
-            vectors, then None at the pass's end, or the exception that ended it. They are read
-            where the texts are, one pipeline for them all, so the model does not wait out a
-            drained pipeline at each commit. That thread commits the keyword index.
+            new chunks as (key, hash, text) rows, or keys still without vectors (read here from
+            the committed index), then None at the pass's end, or the exception that ended it.
+            One pipeline for them all, so the model does not wait out a drained pipeline at each
+            hand-over. That thread commits the keyword index.
 
     Returns:
         Chunks given vectors, and how many of them the cache answered.
