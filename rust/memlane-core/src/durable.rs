@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Suffix of every temp file memlane writes beside its target (cleaned by [`remove_stale`]).
 pub(crate) const TMP_SUFFIX: &str = ".tmp";
 
-/// The temp file that [`write`] and [`commit_file`] use for `path`.
+/// The temp file that [`write`] and [`sync_written`] use for `path`.
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(TMP_SUFFIX);
@@ -52,13 +52,13 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Move an already written temp file over `path` durably, after checking it holds
-/// `expected_len` bytes (a library that does not report its own write errors leaves a short
-/// file on a full disk).
+/// Flush an already written temp file to disk, after checking it holds `expected_len` bytes
+/// (a library that does not report its own write errors leaves a short file on a full disk):
+/// the first half of moving it over its target; [`rename_into_place`] is the second.
 ///
 /// # Errors
 /// A `StorageFull` I/O error for a short file, other I/O errors; the temp file is removed either way on failure.
-pub(crate) fn commit_file(tmp: &Path, path: &Path, expected_len: u64) -> Result<()> {
+pub(crate) fn sync_written(tmp: &Path, expected_len: u64) -> Result<()> {
     let checked = match std::fs::metadata(tmp) {
         Ok(m) if m.len() == expected_len => File::open(tmp)
             .and_then(|f| f.sync_all())
@@ -74,16 +74,17 @@ pub(crate) fn commit_file(tmp: &Path, path: &Path, expected_len: u64) -> Result<
         ))),
         Err(e) => Err(e.into()),
     };
-    match checked {
-        Ok(()) => rename_into_place(tmp, path),
-        Err(e) => {
-            let _ = std::fs::remove_file(tmp);
-            Err(e)
-        }
+    if checked.is_err() {
+        let _ = std::fs::remove_file(tmp);
     }
+    checked
 }
 
-fn rename_into_place(tmp: &Path, path: &Path) -> Result<()> {
+/// Rename a flushed temp file over `path` and flush the directory.
+///
+/// # Errors
+/// I/O errors; the temp file is removed.
+pub(crate) fn rename_into_place(tmp: &Path, path: &Path) -> Result<()> {
     if let Err(e) = std::fs::rename(tmp, path) {
         let _ = std::fs::remove_file(tmp);
         return Err(e.into());
@@ -135,12 +136,13 @@ mod tests {
         std::fs::write(&path, b"good").unwrap();
         let tmp = tmp_path(&path);
         std::fs::write(&tmp, b"sh").unwrap();
-        let err = commit_file(&tmp, &path, 10).unwrap_err();
+        let err = sync_written(&tmp, 10).unwrap_err();
         assert!(err.to_string().contains("2 of 10 bytes"), "{err}");
         assert!(!tmp.exists());
         assert_eq!(std::fs::read(&path).unwrap(), b"good");
         std::fs::write(&tmp, b"0123456789").unwrap();
-        commit_file(&tmp, &path, 10).unwrap();
+        sync_written(&tmp, 10).unwrap();
+        rename_into_place(&tmp, &path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
     }
 
