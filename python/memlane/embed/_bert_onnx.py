@@ -564,16 +564,11 @@ def ensure_bert_onnx(
     salt = f"memlane-bert-onnx-v{BUILDER_VERSION}"
     if quantize and half:
         raise InvalidArgumentError("a graph is either quantised (q8) or fp16, not both")
-    if quantize:
+    salt += f"|q8|{','.join(keep_fp32)}" if quantize else f"|{MEAN_POOLED}" + ("|fp16" if half else "")
+    if quantize or half:  # onnxruntime's quantiser or converter writes it
         import onnxruntime
 
-        salt += f"|q8|{','.join(keep_fp32)}|onnxruntime-{onnxruntime.__version__}"
-    else:
-        salt += f"|{MEAN_POOLED}"
-    if half:  # onnxruntime's converter writes it
-        import onnxruntime
-
-        salt += f"|fp16|onnxruntime-{onnxruntime.__version__}"
+        salt += f"|onnxruntime-{onnxruntime.__version__}"
     fingerprint = file_fingerprint(weights, target_dir, salt)
     kind = "q8" if quantize else "fp16" if half else "fp32"
     target = target_dir / f"{name}-{kind}-{fingerprint}.onnx"
