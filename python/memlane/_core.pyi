@@ -208,8 +208,8 @@ class Writer:
         """Keep these transcripts' chunks though their files are gone (a scan's ``gone``)."""
     def index_files(self, paths: list[str]) -> dict[str, Any]: ...
     def pending_vectors(self) -> npt.NDArray[np.uint64]: ...
-    def collect_added_texts(self) -> None:
-        """From now on, keep each added chunk's (key, content hash, text) for :meth:`take_added_texts`."""
+    def collect_added_texts(self, on: bool) -> None:
+        """From now on, keep each added chunk's (key, content hash, text) for :meth:`take_added_texts`, or stop."""
     def take_added_texts(self) -> list[tuple[int, str, str]]:
         """(key, content hash, text) of the chunks added since the last call, committed or not."""
     def chunk_texts(self, keys: list[int]) -> list[tuple[int, str, str]]: ...

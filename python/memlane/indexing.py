@@ -222,17 +222,19 @@ class _KeywordPass:
         committed = parsed = 0
         core_report = None
         if hand_over:
-            self._writer.collect_added_texts()
             self._hand_over_pending()
         for batch, size in _batches(self._todo, small_first=hand_over):
             if self._stop.is_set():
                 break
+            if hand_over:
+                # A batch's texts wait in memory until they are embedded: kept and handed over
+                # only while the embedding side keeps up (it took every hand-over before; only
+                # it takes from the queue), as on a GPU. Where it does not (a CPU model is a
+                # hundred times slower than parsing), the keys go at the next commit and the
+                # texts are read back then.
+                self._writer.collect_added_texts(self.handed.empty())
             self._writer.index_files(batch)
-            # A batch's texts wait in memory until they are embedded: handed over only while the
-            # embedding side keeps up (it took every hand-over before), as on a GPU. Where it
-            # does not (a CPU model is a hundred times slower than parsing), the keys go at the
-            # next commit and the texts are read back then.
-            if hand_over and (rows := self._writer.take_added_texts()) and self.handed.empty():
+            if hand_over and (rows := self._writer.take_added_texts()):
                 self.handed.put(rows)
                 self._handed_since.append(np.fromiter((key for key, _, _ in rows), np.uint64, len(rows)))
             parsed += size

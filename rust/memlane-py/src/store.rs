@@ -356,9 +356,9 @@ impl PyWriter {
         Ok(PyArray1::from_vec(py, keys))
     }
 
-    fn collect_added_texts(&self, py: Python<'_>) -> PyResult<()> {
+    fn collect_added_texts(&self, py: Python<'_>, on: bool) -> PyResult<()> {
         self.with(py, |w| {
-            w.collect_added_texts();
+            w.collect_added_texts(on);
             Ok(())
         })
     }

@@ -73,7 +73,7 @@ pub struct Writer {
     /// (key, content hash, text) of the chunks added since the last
     /// [`Writer::take_added_texts`], while a run that embeds asks for them
     /// ([`Writer::collect_added_texts`]): its model can start on a batch's chunks before the
-    /// commit that makes them readable.
+    /// commit that makes them readable. None while not asked for: no text is copied.
     added_texts: Option<Vec<(u64, String, String)>>,
     /// What this writer has done so far.
     pub report: IndexReport,
@@ -576,9 +576,15 @@ impl Writer {
         Ok(self.vectors.as_ref())
     }
 
-    /// From now on, keep the text of each chunk added, for [`Writer::take_added_texts`].
-    pub fn collect_added_texts(&mut self) {
-        self.added_texts.get_or_insert_with(Vec::new);
+    /// From now on, keep the text of each chunk added for [`Writer::take_added_texts`], or with
+    /// `on` false stop (dropping what was kept): a run asks batch by batch, only while its model
+    /// keeps up, so a batch whose texts it would not hand over costs no copy.
+    pub fn collect_added_texts(&mut self, on: bool) {
+        if on {
+            self.added_texts.get_or_insert_with(Vec::new);
+        } else {
+            self.added_texts = None;
+        }
     }
 
     /// (key, content hash, text) of the chunks added since the last call (none unless
@@ -836,11 +842,19 @@ mod tests {
         let mut w = Writer::new(store, None).unwrap();
         w.index_files(std::slice::from_ref(&a)).unwrap();
         assert!(w.take_added_texts().is_empty(), "kept only when asked for");
-        w.collect_added_texts();
+        w.collect_added_texts(true);
         w.index_files(std::slice::from_ref(&b)).unwrap();
         let added = w.take_added_texts();
         assert_eq!(added.len(), 1);
         assert!(added[0].2.contains("beta rotates the keys") && w.take_added_texts().is_empty());
+        let c = dir.path().join("c.jsonl");
+        transcript(&c, "gamma");
+        w.collect_added_texts(false);
+        w.index_files(std::slice::from_ref(&c)).unwrap();
+        assert!(
+            w.take_added_texts().is_empty(),
+            "kept after being told to stop"
+        );
         w.commit().unwrap();
         let keys: Vec<u64> = added.iter().map(|(k, _, _)| *k).collect();
         assert_eq!(w.chunk_texts(&keys).unwrap(), added);
