@@ -195,6 +195,30 @@ def test_this_onnxruntime_offers_no_gpu_and_the_probe_says_what_to_install() -> 
     assert why == "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
 
 
+def test_a_cpu_wheel_shadowing_the_gpu_one_is_named_with_the_way_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both wheels write the package `onnxruntime`: the one installed last wins, and
+    # `pip install 'memlane[gpu]'` can leave the CPU one's files in place.
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    installed = {"onnxruntime": "1.32.0", "onnxruntime-gpu": "1.32.0"}
+    monkeypatch.setattr(devices.metadata, "version", lambda name: installed[name])
+    assert devices.gpu_unusable() == (
+        "onnxruntime-gpu 1.32.0 is installed, but the CPU wheel onnxruntime beside it shadows its files "
+        "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
+    )
+    PROBE.cache_clear()
+
+    def only_cpu_wheel(name: str) -> str:
+        if name != "onnxruntime":
+            raise devices.metadata.PackageNotFoundError(name)
+        return "1.32.0"
+
+    monkeypatch.setattr(devices.metadata, "version", only_cpu_wheel)
+    assert (
+        devices.gpu_unusable()
+        == "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
+    )
+
+
 def test_a_cuda_provider_without_a_driver_is_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # onnxruntime-gpu installs on machines without a GPU: the provider listed proves nothing.
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])

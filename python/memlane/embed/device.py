@@ -5,6 +5,9 @@ A GPU is usable when three things hold, checked cheapest first and once per proc
 1. onnxruntime offers its CUDA provider: the ``onnxruntime-gpu`` wheel is installed in place
    of ``onnxruntime``. Being listed proves little (the wheel installs on machines without a
    GPU), but where it is not listed nothing else is tried, so a CPU machine pays nothing.
+   Both wheels write the same ``onnxruntime`` package, so where both are installed the one
+   installed last wins: ``pip install 'memlane[gpu]'`` can leave the CPU one in place, which
+   the reason then names.
 2. The NVIDIA driver shows this process a device: ``cuInit`` and ``cuDeviceGetCount`` from
    ``libcuda.so.1``, the driver's own answer, which honours ``CUDA_VISIBLE_DEVICES`` and a
    container's device mounts. ``/dev/nvidia0`` can exist where no device is usable (and be
@@ -31,6 +34,7 @@ import functools
 import io
 import os
 import sys
+from importlib import metadata
 from typing import Any
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
@@ -70,7 +74,7 @@ def gpu_unusable() -> str | None:
     import onnxruntime as ort
 
     if CUDA_PROVIDER not in ort.get_available_providers():
-        return "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
+        return _no_cuda_provider()
     return _no_visible_device() or _cuda_does_not_start(ort)
 
 
@@ -98,6 +102,20 @@ def gpu_precision() -> str:
             f"MEMLANE_GPU_PRECISION={value!r} is not a GPU precision; accepted: {', '.join(GPU_PRECISIONS)}"
         )
     return value
+
+
+def _no_cuda_provider() -> str:
+    """Why the installed onnxruntime offers no CUDA provider: the GPU wheel is missing, or the
+    CPU wheel installed beside it shadows its files."""
+    try:
+        gpu_wheel = metadata.version("onnxruntime-gpu")
+        metadata.version("onnxruntime")
+    except metadata.PackageNotFoundError:
+        return "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
+    return (
+        f"onnxruntime-gpu {gpu_wheel} is installed, but the CPU wheel onnxruntime beside it shadows its files "
+        "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
+    )
 
 
 def _hidden_by_env() -> str:
