@@ -140,6 +140,14 @@ def test_importing_memlane_embed_loads_no_runtime() -> None:
     assert _run_python(code) == "[]"
 
 
+def test_importing_memlane_and_its_cli_loads_no_numpy() -> None:
+    # Keyword-only work (`memlane --help`, status, a keyword search, an index with --embed none)
+    # never needs numpy, whose import and OpenBLAS threads made each such command ~0.1 s slower
+    # (benches/LOG.md, "`import memlane` without numpy again").
+    code = "import sys, memlane, memlane.cli, memlane.agents.hooks; print('numpy' in sys.modules)"
+    assert _run_python(code) == "False"
+
+
 # --- window planning (no model) ------------------------------------------------------
 
 

@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from memlane import _core
 from memlane.embed.backfill import Progress, backfill
 from memlane.errors import CorruptIndexError
@@ -37,6 +35,8 @@ from memlane.maintenance import Home, RepairReport
 from memlane.report import Report
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memlane.embed import Embedder, Placement
 
 __all__ = ["IndexReport", "Indexer", "index"]
@@ -205,7 +205,7 @@ class _KeywordPass:
         self._progress = progress
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._handed_keys = np.empty(0, dtype=np.uint64)  # sorted: pending when last looked at
+        self._handed_keys: np.ndarray | None = None  # sorted: pending when last looked at
         self._handed_since: list[np.ndarray] = []  # keys of the rows handed over since then
         self.handed: queue.SimpleQueue[np.ndarray | list[tuple[int, str, str]] | BaseException | None] = (
             queue.SimpleQueue()
@@ -222,6 +222,8 @@ class _KeywordPass:
         committed = parsed = 0
         core_report = None
         if hand_over:
+            import numpy as np  # only a run that embeds needs it: `import memlane` stays without
+
             self._hand_over_pending()
         for batch, size in _batches(self._todo, small_first=hand_over):
             if self._stop.is_set():
@@ -256,9 +258,12 @@ class _KeywordPass:
 
     def _hand_over_pending(self) -> None:
         """Hand over the keys without vectors that were not handed over yet."""
+        import numpy as np
+
         pending = self._writer.pending_vectors()
-        fresh = np.setdiff1d(pending, self._handed_keys, assume_unique=True)
-        fresh = np.setdiff1d(fresh, np.concatenate([np.empty(0, np.uint64), *self._handed_since]))
+        fresh = pending if self._handed_keys is None else np.setdiff1d(pending, self._handed_keys, assume_unique=True)
+        if self._handed_since:
+            fresh = np.setdiff1d(fresh, np.concatenate(self._handed_since))
         if len(fresh):
             self.handed.put(fresh)
         self._handed_keys = pending
