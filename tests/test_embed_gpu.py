@@ -8,6 +8,7 @@ CUDA provider). A session really running on CUDA is tests/test_gpu_real.py's, on
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 from pathlib import Path
@@ -200,7 +201,7 @@ def test_a_cpu_wheel_shadowing_the_gpu_one_is_named_with_the_way_out(monkeypatch
     # `pip install 'memlane[gpu]'` can leave the CPU one's files in place.
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
     installed = {"onnxruntime": "1.32.0", "onnxruntime-gpu": "1.32.0"}
-    monkeypatch.setattr(devices.metadata, "version", lambda name: installed[name])
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed[name])
     assert devices.gpu_unusable() == (
         "onnxruntime-gpu 1.32.0 is installed, but the CPU wheel onnxruntime beside it shadows its files "
         "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
@@ -209,10 +210,10 @@ def test_a_cpu_wheel_shadowing_the_gpu_one_is_named_with_the_way_out(monkeypatch
 
     def only_cpu_wheel(name: str) -> str:
         if name != "onnxruntime":
-            raise devices.metadata.PackageNotFoundError(name)
+            raise importlib.metadata.PackageNotFoundError(name)
         return "1.32.0"
 
-    monkeypatch.setattr(devices.metadata, "version", only_cpu_wheel)
+    monkeypatch.setattr(importlib.metadata, "version", only_cpu_wheel)
     assert (
         devices.gpu_unusable()
         == "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"

@@ -34,7 +34,6 @@ import functools
 import io
 import os
 import sys
-from importlib import metadata
 from typing import Any
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
@@ -107,6 +106,8 @@ def gpu_precision() -> str:
 def _no_cuda_provider() -> str:
     """Why the installed onnxruntime offers no CUDA provider: the GPU wheel is missing, or the
     CPU wheel installed beside it shadows its files."""
+    from importlib import metadata  # ~10 ms to import: only where a GPU was asked for and is missing
+
     try:
         gpu_wheel = metadata.version("onnxruntime-gpu")
         metadata.version("onnxruntime")
