@@ -151,6 +151,25 @@ def test_importing_memlane_and_its_cli_loads_no_numpy() -> None:
     assert _run_python(code) == "[]"
 
 
+def test_numpy_is_imported_before_the_keyword_pass_starts_its_thread() -> None:
+    # A run that embeds imports numpy lazily; a first import on two threads at once (the keyword
+    # pass and the embedder's setup) failed half-initialised now and then (1 run in 20).
+    code = """
+import sys, tempfile, threading, memlane
+from memlane.indexing import _KeywordPass
+seen = []
+start = threading.Thread.start
+threading.Thread.start = lambda thread: (seen.append("numpy" in sys.modules), start(thread))
+with tempfile.TemporaryDirectory() as home:
+    with memlane.open(home, embedder="none")._store.writer(None) as writer:
+        keywords = _KeywordPass(writer, [], 0, None)
+        keywords.start()
+        keywords.join()
+print(seen)
+"""
+    assert _run_python(code) == "[True]"
+
+
 # --- window planning (no model) ------------------------------------------------------
 
 

@@ -222,7 +222,7 @@ class _KeywordPass:
         committed = parsed = 0
         core_report = None
         if hand_over:
-            import numpy as np  # only a run that embeds needs it: `import memlane` stays without
+            import numpy as np  # only a run that embeds needs it: `import memlane` stays without (see start)
 
             self._hand_over_pending()
         for batch, size in _batches(self._todo, small_first=hand_over):
@@ -271,6 +271,10 @@ class _KeywordPass:
 
     def start(self) -> None:
         """Run on a thread of its own (see :class:`_KeywordPass`)."""
+        # numpy is imported here, before the thread starts: the pass and the embedder's setup
+        # importing it for the first time on two threads at once can fail half-initialised.
+        import numpy  # noqa: F401
+
         self._thread = threading.Thread(target=self._run_handing_over, name="memlane-keywords")
         self._thread.start()
 
