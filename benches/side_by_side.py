@@ -56,6 +56,8 @@ def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
     (``memlane.embed._bert_onnx``, files from ``memlane.embed.weights``), the tokenizer files come
     from the same package: the same weights ChromaDB would download, so both systems embed identically.
     """
+    import onnx
+
     from memlane.embed._bert_onnx import ensure_bert_onnx
     from memlane.embed.weights import verified_minilm_dir
 
@@ -63,7 +65,8 @@ def install_chroma_model(target: Path = CHROMA_MODEL_DIR) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for name in CHROMA_MODEL_FILES:
         shutil.copyfile(source / name, target / name)
-    shutil.copyfile(ensure_bert_onnx(source, "all-MiniLM-L6-v2"), target / "model.onnx")
+    # One self-contained file, as ChromaDB expects (memlane keeps the weights in a file beside the graph).
+    onnx.save_model(onnx.load(ensure_bert_onnx(source, "all-MiniLM-L6-v2")), target / "model.onnx")
     return target
 
 

@@ -8,7 +8,6 @@ CUDA provider). A session really running on CUDA is tests/test_gpu_real.py's, on
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 from pathlib import Path
@@ -196,27 +195,23 @@ def test_this_onnxruntime_offers_no_gpu_and_the_probe_says_what_to_install() -> 
     assert why == "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
 
 
-def test_a_cpu_wheel_shadowing_the_gpu_one_is_named_with_the_way_out(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cpu_wheel_shadowing_the_gpu_one_is_named_with_the_way_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # Both wheels write the package `onnxruntime`: the one installed last wins, and
     # `pip install 'memlane[gpu]'` can leave the CPU one's files in place.
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
-    installed = {"onnxruntime": "1.32.0", "onnxruntime-gpu": "1.32.0"}
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed[name])
-    assert devices.gpu_unusable() == (
-        "onnxruntime-gpu 1.32.0 is installed, but the CPU wheel onnxruntime beside it shadows its files "
-        "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
-    )
-    PROBE.cache_clear()
-
-    def only_cpu_wheel(name: str) -> str:
-        if name != "onnxruntime":
-            raise importlib.metadata.PackageNotFoundError(name)
-        return "1.32.0"
-
-    monkeypatch.setattr(importlib.metadata, "version", only_cpu_wheel)
+    monkeypatch.setattr(ort, "__file__", str(tmp_path / "onnxruntime" / "__init__.py"))
+    (tmp_path / "onnxruntime-1.32.0.dist-info").mkdir()
     assert (
         devices.gpu_unusable()
         == "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
+    )
+    PROBE.cache_clear()
+    (tmp_path / "onnxruntime_gpu-1.31.1.dist-info").mkdir()
+    assert devices.gpu_unusable() == (
+        "onnxruntime-gpu 1.31.1 is installed, but the CPU wheel onnxruntime beside it shadows its files "
+        "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
     )
 
 

@@ -8,6 +8,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +16,14 @@ import numpy as np
 import pytest
 
 from memlane.embed import Embedder, make_embedder
-from memlane.embed._bert_onnx import MEAN_POOLED, BertConfig, build_bert_onnx, read_safetensors
+from memlane.embed._bert_onnx import (
+    MEAN_POOLED,
+    BertConfig,
+    build_bert_onnx,
+    ensure_bert_onnx,
+    read_safetensors,
+    weights_file,
+)
 from memlane.embed.local import MAX_WINDOW_TOKENS, OVERLAP_TOKENS, Q8_KEEP_FP32, LocalEmbedder, plan_windows
 from memlane.embed.token_ids import read_text, read_with_positions
 from memlane.embed.weights import PACKAGE, minilm_dir
@@ -584,8 +592,43 @@ def test_cache_file_reused_on_second_construction(
     again = [LocalEmbedder(mode="fp32", threads=1), LocalEmbedder(threads=1)]
     assert [emb.onnx_path for emb in again] == paths
     assert [path.stat().st_mtime_ns for path in paths] == before
-    # The two finished model files and the fingerprint memo, no temporary files left behind.
-    assert sorted(p.name for p in paths[0].parent.iterdir()) == sorted([*(p.name for p in paths), "fingerprints.json"])
+    # The two finished graphs, their weights and the fingerprint memo, no temporary files left behind.
+    built = [name for p in paths for name in (p.name, weights_file(p).name)]
+    assert sorted(p.name for p in paths[0].parent.iterdir()) == sorted([*built, "fingerprints.json"])
+
+
+@pytest.mark.model
+def test_a_graph_keeps_its_weights_beside_it_and_is_built_again_without_them(tmp_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    graph = ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path)
+    weights = weights_file(graph)
+    # onnxruntime memory-maps the weights file instead of copying 90 MB out of the graph's protobuf.
+    assert graph.stat().st_size < 1 << 20 < weights.stat().st_size
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    exact = ort.InferenceSession(graph).run(None, feed)[0]
+
+    # A graph written whole (as memlane wrote them before): its weights move beside it, unchanged.
+    onnx.save_model(onnx.load(graph), graph)
+    weights.unlink()
+    assert graph.stat().st_size > 1 << 20
+    assert ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path) == graph
+    assert graph.stat().st_size < 1 << 20 < weights.stat().st_size
+    np.testing.assert_array_equal(ort.InferenceSession(graph).run(None, feed)[0], exact)
+
+    # Its weights file gone: built again. What a killed build left is removed once it is old.
+    killed, live = tmp_path / f".{graph.name}.killed", tmp_path / f".{graph.name}.live"
+    killed.mkdir()
+    live.mkdir()
+    os.utime(killed, (time.time() - 3600, time.time() - 3600))
+    weights.unlink()
+    assert ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path) == graph
+    np.testing.assert_array_equal(ort.InferenceSession(graph).run(None, feed)[0], exact)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [graph.name, weights.name, "fingerprints.json", live.name]
+    )
 
 
 def test_weights_fingerprint_is_memoised_until_the_file_changes(tmp_path, monkeypatch):

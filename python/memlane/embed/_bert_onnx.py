@@ -4,7 +4,8 @@ The fp32 all-MiniLM-L6-v2 weights ship as ``model.safetensors`` without an ONNX
 export, and exporting through torch would drag in a 2 GB dependency. The encoder
 is small enough to write out by hand with ``onnx.helper``: embeddings, then per
 layer self-attention and a feed-forward block, each closed by residual +
-LayerNorm. The result is cached on disk so the graph is built once per machine.
+LayerNorm. The result is cached on disk so the graph is built once per machine, its
+weights in a file beside it that onnxruntime memory-maps (:func:`weights_file`).
 
 Three graphs: the fp32 one uses standard operators only; its fp16 form (:func:`half_precision`)
 is what a GPU runs; the int8 one is first written
@@ -22,13 +23,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import json
 import logging
 import math
 import os
+import shutil
 import struct
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,9 @@ if TYPE_CHECKING:
 
 # Bump whenever the emitted graph changes, so stale cache files are not reused.
 BUILDER_VERSION = 1
+# Age past which a build's temporary folder is taken for a killed build's: building the q8
+# graph takes seconds, so ten minutes is never a live one.
+_KILLED_BUILD_S = 600
 # The fp32 graph's second output: each row's tokens averaged over its attention mask,
 # L2-normalised (what the local embedder does on the host with ``last_hidden_state``). A GPU
 # returns this [batch, hidden] array instead of [batch, sequence, hidden] hidden states: 1/sequence
@@ -537,9 +545,11 @@ def ensure_bert_onnx(
 
     The cache file name carries a hash of the weights and the builder version (for the int8
     graph also the fp32 products and the onnxruntime version, whose quantiser writes it),
-    so a changed model or builder never reuses a stale graph. The file is
-    written to a temporary name and renamed into place, so concurrent builders
-    and interrupted builds never leave a partial file behind.
+    so a changed model or builder never reuses a stale graph. The graph and its weights
+    (:func:`weights_file`) are written in a temporary folder and renamed into place, the weights
+    first, so concurrent builders and interrupted builds never leave a partial file behind (a
+    killed build's folder is removed by a later build). A graph written whole, as memlane wrote
+    them before, has its weights moved beside it rather than being built again.
 
     Args:
         model_dir: Directory holding ``model.safetensors`` and ``config.json``.
@@ -551,7 +561,7 @@ def ensure_bert_onnx(
         half: Build the fp32 graph's fp16 form (:func:`half_precision`), for a GPU.
 
     Returns:
-        Path of the ``.onnx`` file.
+        Path of the ``.onnx`` file (its weights: :func:`weights_file`).
 
     Example:
         >>> from memlane.embed.weights import minilm_dir
@@ -572,29 +582,96 @@ def ensure_bert_onnx(
     fingerprint = file_fingerprint(weights, target_dir, salt)
     kind = "q8" if quantize else "fp16" if half else "fp32"
     target = target_dir / f"{name}-{kind}-{fingerprint}.onnx"
-    if target.is_file():
+    if target.is_file() and weights_file(target).is_file():
         return target
 
+    target_dir.mkdir(parents=True, exist_ok=True)
+    _remove_killed_builds(target)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target_dir))
+    try:
+        # A graph an older memlane wrote whole only has its weights moved beside it (0.1 s, where
+        # building the q8 graph again takes seconds: a hook's deadline may not leave them).
+        model = _written_whole(target)
+        if model is None:
+            model = _build(model_dir, work, quantize=quantize, keep_fp32=keep_fp32, half=half)
+        _save_with_weights_beside(model, work / target.name)
+        # The weights first: a graph in place always finds its weights beside it.
+        for built in (weights_file(work / target.name), work / target.name):
+            with open(built, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(built, target_dir / built.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _build(model_dir: Path, work: Path, *, quantize: bool, keep_fp32: Sequence[str], half: bool) -> ModelProto:
+    """The graph :func:`ensure_bert_onnx` caches, built from ``model_dir``'s weights (``work``: a
+    scratch folder for the quantiser, which writes a file)."""
     # Checkpoints saved from a task model (BertForMaskedLM, ...) prefix the encoder's weights with "bert.".
-    tensors = {k.removeprefix("bert."): v for k, v in read_safetensors(weights).items()}
+    tensors = {k.removeprefix("bert."): v for k, v in read_safetensors(model_dir / "model.safetensors").items()}
     model = build_bert_onnx(
         tensors, BertConfig.from_json(model_dir / "config.json"), fused=quantize, pooled=not quantize
     )
     if half:
         model = half_precision(model)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target_dir)
+    if quantize:
+        import onnx
+
+        quantize_bert_onnx(model, work / "quantized.onnx", keep_fp32)
+        model = onnx.load(work / "quantized.onnx")
+    return model
+
+
+def _written_whole(graph: Path) -> ModelProto | None:
+    """The graph at ``graph`` if it holds its weights itself, as memlane wrote its graphs before
+    their weights moved beside them; None if there is none or it refers to a weights file."""
+    import onnx
+
+    if not graph.is_file():
+        return None
     try:
-        if quantize:
-            os.close(fd)
-            quantize_bert_onnx(model, Path(tmp), keep_fp32)
-        else:
-            with os.fdopen(fd, "wb") as f:
-                f.write(model.SerializeToString())
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+        model = onnx.load(graph, load_external_data=False)
+    except Exception:  # protobuf's DecodeError and onnx's own: a damaged graph is built again
+        return None
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        return None
+    return model
+
+
+def _remove_killed_builds(target: Path) -> None:
+    """Remove what builds of ``target`` killed mid-way left: a hook past its deadline ends its
+    process at once. Older than :data:`_KILLED_BUILD_S`, so never a live builder's folder."""
+    for left in target.parent.glob(f".{glob.escape(target.name)}.*"):
+        with contextlib.suppress(OSError):
+            if time.time() - left.stat().st_mtime <= _KILLED_BUILD_S:
+                continue
+            if left.is_dir():
+                shutil.rmtree(left)
+            else:  # a temporary file of the whole graphs memlane wrote before
+                left.unlink()
+
+
+def weights_file(graph: Path) -> Path:
+    """The file beside a graph built by :func:`ensure_bert_onnx` that holds its weights.
+
+    Example:
+        >>> weights_file(Path("models/all-MiniLM-L6-v2-q8-0123.onnx")).name
+        'all-MiniLM-L6-v2-q8-0123.onnx.data'
+    """
+    return graph.with_name(graph.name + ".data")
+
+
+def _save_with_weights_beside(model: ModelProto, path: Path) -> None:
+    """Write ``model`` to ``path`` with its weights in :func:`weights_file`.
+
+    onnxruntime memory-maps weights kept outside the graph's protobuf instead of parsing and
+    copying them out of it: a session of the q8 graph (64 MB, 47 of them the word embeddings)
+    opens in ~10 ms instead of ~55, which every process that embeds a query pays (benches/LOG.md,
+    "The model's weights beside its graph"), and the processes on one machine share the pages.
+    """
+    import onnx
+
+    onnx.save_model(
+        model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=weights_file(path).name
+    )

@@ -34,6 +34,7 @@ import functools
 import io
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
@@ -73,7 +74,7 @@ def gpu_unusable() -> str | None:
     import onnxruntime as ort
 
     if CUDA_PROVIDER not in ort.get_available_providers():
-        return _no_cuda_provider()
+        return _no_cuda_provider(Path(ort.__file__).parent.parent)
     return _no_visible_device() or _cuda_does_not_start(ort)
 
 
@@ -103,18 +104,18 @@ def gpu_precision() -> str:
     return value
 
 
-def _no_cuda_provider() -> str:
-    """Why the installed onnxruntime offers no CUDA provider: the GPU wheel is missing, or the
-    CPU wheel installed beside it shadows its files."""
-    from importlib import metadata  # ~10 ms to import: only where a GPU was asked for and is missing
+def _no_cuda_provider(site: Path) -> str:
+    """Why the onnxruntime installed in ``site`` offers no CUDA provider: the GPU wheel is
+    missing, or the CPU wheel installed beside it shadows its files."""
+    from memlane.embed.weights import installed_versions
 
-    try:
-        gpu_wheel = metadata.version("onnxruntime-gpu")
-        metadata.version("onnxruntime")
-    except metadata.PackageNotFoundError:
+    # Both wheels install the package `onnxruntime`; their dist-info folders tell them apart.
+    # Every `auto` placement on a machine without a GPU asks, a hook's query embedding among them.
+    gpu_wheels = installed_versions(site, "onnxruntime-gpu")
+    if not gpu_wheels or not installed_versions(site, "onnxruntime"):
         return "this onnxruntime has no CUDA provider (pip install onnxruntime-gpu in place of onnxruntime)"
     return (
-        f"onnxruntime-gpu {gpu_wheel} is installed, but the CPU wheel onnxruntime beside it shadows its files "
+        f"onnxruntime-gpu {gpu_wheels[-1]} is installed, but the CPU wheel onnxruntime beside it shadows its files "
         "(pip uninstall -y onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu[cuda,cudnn]')"
     )
 
