@@ -4,6 +4,9 @@ place in distillation (CR / user entry / CP / FA with provenance, once, through 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from datetime import timezone
 from pathlib import Path
@@ -365,3 +368,14 @@ def test_a_full_section_reports_the_capture_instead_of_failing(tmp_path):
 def test_no_promote_captures_nothing(tmp_path, brain):
     [result] = distill(claude_code(tmp_path / "shop-1.jsonl", "shop-1", SHOP), brain=brain, tz=UTC, promote=False)
     assert result.captured == [] and not brain.evolution_path.exists()
+
+
+def test_reading_the_brain_does_not_compile_the_capture_patterns() -> None:
+    # A SessionStart hook imports memlane.brain to read task memory: the capture's ~60 patterns
+    # (~13 ms to compile, 12% of that hook) load with the first distillation only.
+    import memlane
+
+    code = "import sys, memlane.brain, memlane.brain.tasks; print('memlane.brain.capture' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(Path(memlane.__file__).parents[1])}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

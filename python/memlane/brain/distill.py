@@ -45,17 +45,19 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane import _core, secrets
 from memlane._fs import read_text
 from memlane._paths import default_home
 from memlane.brain.brain import DAILY_DIR, Brain, CapError, Transaction
-from memlane.brain.capture import Capture, capture
 from memlane.brain.document import Entry
 from memlane.brain.engines import BedrockEngine, Distillation, Engine, ExtractiveEngine, Item, Session, near_duplicate
 from memlane.brain.scopes import classify
 from memlane.errors import InvalidArgumentError, InvalidDataError
+
+if TYPE_CHECKING:
+    from memlane.brain.capture import Capture
 
 _KIND_SECTION = {"decision": "KD", "lesson": "LL", "thread": "OT", "incident": "COE"}
 _DAILY_HEADING = re.compile(r"^## (\d\d:\d\d) \|")
@@ -437,6 +439,10 @@ def distill_session(
     # transaction re-reads everything and re-checks the marker.
     existing = brain._read_doc(brain.memory_path, brain.memory_schema).entries()
     d = _clean(engine.distill(session, existing), brain, result, session)
+    # Imported here: its ~60 patterns take ~13 ms to compile, which every process importing
+    # memlane.brain (a SessionStart hook reading task memory) would pay without distilling.
+    from memlane.brain.capture import capture
+
     captures = [c for c in capture(session.turns) if _passes(brain, result, session, c.text)] if promote else []
     d = _without_captured(d, captures)
     when = _started(session, tz)  # a part of a session: when that part started
