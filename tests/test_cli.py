@@ -269,3 +269,25 @@ def test_the_progress_bar_shows_stages_that_run_at_once_on_one_line(capsys, monk
     assert "100% 10.0/10.0 MB" in frames[2] and "25% 100/400 chunks" in frames[2]
     assert [f.endswith("\n") for f in frames] == [False, False, False, True, True]
     assert "parse" not in frames[4] and "100% 50/50 chunks" in frames[4]
+
+
+def test_a_memlane_process_starts_numpy_blas_on_one_thread(tmp_path):
+    # OpenBLAS starts a thread per core at numpy's import, each spinning ~0.1 s: ~90 ms of CPU
+    # in a hook on 2 cores (benches/LOG.md, "OpenBLAS on one thread"). A user's setting stands.
+    import os
+
+    code = (
+        "import os, sys; from memlane import cli; home = sys.argv[1]; "
+        "sys.argv = ['memlane', '--home', home, 'status']; cli.main(); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for preset, expected in ((None, "1"), ("3", "3")):
+        run_env = env if preset is None else {**env, "OPENBLAS_NUM_THREADS": preset}
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "home")],
+            env=run_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert result.stdout.splitlines()[-1] == expected

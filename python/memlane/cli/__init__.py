@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlane`` console script."""
     process = argv is None  # the hook may end the process at its deadline
+    if process:
+        # numpy's OpenBLAS starts a thread per core at import, each spinning ~0.1 s before it
+        # sleeps: ~90 ms of CPU in a hook on 2 cores, more on more. memlane's numpy arrays are
+        # small (pooling, a query's windows) and its heavy work runs in the core and onnxruntime.
+        # Set before numpy's import (`import memlane` loads none); a user's own setting stands.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:] if argv is None else list(argv)
     if "hook" in argv:
         # Hooks start a process per agent event: skip the full parser and its imports. Global
