@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -598,7 +600,9 @@ def test_cache_file_reused_on_second_construction(
 
 
 @pytest.mark.model
-def test_a_graph_keeps_its_weights_beside_it_and_is_built_again_without_them(tmp_path: Path) -> None:
+def test_a_graph_keeps_its_weights_beside_it_and_is_built_again_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import onnx
     import onnxruntime as ort
 
@@ -610,10 +614,22 @@ def test_a_graph_keeps_its_weights_beside_it_and_is_built_again_without_them(tmp
     feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
     exact = ort.InferenceSession(graph).run(None, feed)[0]
 
-    # A graph written whole (as memlane wrote them before): its weights move beside it, unchanged.
+    # A graph written whole (as memlane wrote them before): its weights move beside it, unchanged;
+    # in a cache this process cannot write, it is served as it is.
     onnx.save_model(onnx.load(graph), graph)
     weights.unlink()
     assert graph.stat().st_size > 1 << 20
+
+    def read_only(**_: object) -> str:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    with monkeypatch.context() as cannot_write:
+        cannot_write.setattr(tempfile, "mkdtemp", read_only)
+        assert ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path) == graph
+        assert not weights.exists()
+        np.testing.assert_array_equal(ort.InferenceSession(graph).run(None, feed)[0], exact)
+        with pytest.raises(OSError, match="Read-only"):
+            ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path / "empty")
     assert ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path) == graph
     assert graph.stat().st_size < 1 << 20 < weights.stat().st_size
     np.testing.assert_array_equal(ort.InferenceSession(graph).run(None, feed)[0], exact)
@@ -627,7 +643,7 @@ def test_a_graph_keeps_its_weights_beside_it_and_is_built_again_without_them(tmp
     assert ensure_bert_onnx(minilm_dir(), "all-MiniLM-L6-v2", tmp_path) == graph
     np.testing.assert_array_equal(ort.InferenceSession(graph).run(None, feed)[0], exact)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [graph.name, weights.name, "fingerprints.json", live.name]
+        [graph.name, weights.name, "fingerprints.json", live.name, "empty"]
     )
 
 

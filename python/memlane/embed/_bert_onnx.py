@@ -585,23 +585,27 @@ def ensure_bert_onnx(
     if target.is_file() and weights_file(target).is_file():
         return target
 
-    target_dir.mkdir(parents=True, exist_ok=True)
-    _remove_killed_builds(target)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target_dir))
+    # A graph an older memlane wrote whole only has its weights moved beside it (0.1 s, where
+    # building the q8 graph again takes seconds: a hook's deadline may not leave them).
+    whole = _written_whole(target)
     try:
-        # A graph an older memlane wrote whole only has its weights moved beside it (0.1 s, where
-        # building the q8 graph again takes seconds: a hook's deadline may not leave them).
-        model = _written_whole(target)
-        if model is None:
-            model = _build(model_dir, work, quantize=quantize, keep_fp32=keep_fp32, half=half)
-        _save_with_weights_beside(model, work / target.name)
-        # The weights first: a graph in place always finds its weights beside it.
-        for built in (weights_file(work / target.name), work / target.name):
-            with open(built, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(built, target_dir / built.name)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        target_dir.mkdir(parents=True, exist_ok=True)
+        _remove_killed_builds(target)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target_dir))
+        try:
+            model = whole or _build(model_dir, work, quantize=quantize, keep_fp32=keep_fp32, half=half)
+            _save_with_weights_beside(model, work / target.name)
+            # The weights first: a graph in place always finds its weights beside it.
+            for built in (weights_file(work / target.name), work / target.name):
+                with open(built, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(built, target_dir / built.name)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    except OSError:
+        if whole is None:
+            raise
+        # A cache this process cannot write (read-only, full) still serves that graph as it is.
     return target
 
 
