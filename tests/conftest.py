@@ -17,6 +17,8 @@ import random  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -77,6 +79,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"evaluation data not found at {SHARED_DATA} (it lives in ../shared/data beside the repo)")
     return SHARED_DATA
+
+
+def run_python(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter that imports memlane from where this process does;
+    its stdout, stripped."""
+    import memlane
+
+    search_path = [str(Path(memlane.__file__).parents[1]), *(p for p in sys.path if p)]
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(search_path), **env}
+    result = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, check=True)
+    return result.stdout.strip()
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

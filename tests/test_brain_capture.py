@@ -4,15 +4,12 @@ place in distillation (CR / user entry / CP / FA with provenance, once, through 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from datetime import timezone
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
+from conftest import run_python, write_jsonl
 
 from memlane.brain import Brain, distill
 from memlane.brain.capture import LABELS, capture, classify, detect, evaluate, prose
@@ -373,9 +370,5 @@ def test_no_promote_captures_nothing(tmp_path, brain):
 def test_reading_the_brain_does_not_compile_the_capture_patterns() -> None:
     # A SessionStart hook imports memlane.brain to read task memory: the capture's ~60 patterns
     # (~13 ms to compile, 12% of that hook) load with the first distillation only.
-    import memlane
-
     code = "import sys, memlane.brain, memlane.brain.tasks; print('memlane.brain.capture' in sys.modules)"
-    env = {**os.environ, "PYTHONPATH": str(Path(memlane.__file__).parents[1])}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
+    assert run_python(code) == "False"

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_python
 
 from memlane.embed import Embedder, make_embedder
 from memlane.embed._bert_onnx import (
@@ -132,22 +132,12 @@ def test_int8_without_its_package_says_what_to_install(monkeypatch: pytest.Monke
         make_embedder("local:int8")
 
 
-def _run_python(code: str, **env: str) -> str:
-    """Run ``code`` in a fresh interpreter that imports memlane from where this process does."""
-    import memlane
-
-    search_path = [str(Path(memlane.__file__).parents[1]), *(p for p in sys.path if p)]
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(search_path), **env}
-    result = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, check=True)
-    return result.stdout.strip()
-
-
 def test_importing_memlane_embed_loads_no_runtime() -> None:
     code = (
         "import sys, memlane.embed, memlane.embed.local; "
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
     )
-    assert _run_python(code) == "[]"
+    assert run_python(code) == "[]"
 
 
 def test_importing_memlane_and_its_cli_loads_no_numpy() -> None:
@@ -158,7 +148,7 @@ def test_importing_memlane_and_its_cli_loads_no_numpy() -> None:
         "import sys, memlane, memlane.cli, memlane.agents.hooks; "
         "print(sorted(m for m in ('numpy', 'importlib.metadata') if m in sys.modules))"
     )
-    assert _run_python(code) == "[]"
+    assert run_python(code) == "[]"
 
 
 def test_numpy_is_imported_before_the_keyword_pass_starts_its_thread() -> None:
@@ -177,7 +167,7 @@ with tempfile.TemporaryDirectory() as home:
         keywords.join()
 print(seen)
 """
-    assert _run_python(code) == "[True]"
+    assert run_python(code) == "[True]"
 
 
 # --- window planning (no model) ------------------------------------------------------
@@ -458,7 +448,7 @@ def test_nothing_from_the_hub_or_torch_is_imported(fp32: LocalEmbedder, cache_di
         "hub = {'huggingface_hub', 'torch', 'transformers', 'sentence_transformers'}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in hub))"
     )
-    assert _run_python(code, MEMLANE_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1") == "[]"
+    assert run_python(code, MEMLANE_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1") == "[]"
 
 
 @pytest.mark.model
